@@ -1,0 +1,88 @@
+//! Prints `ts-types/index.d.ts`: TypeScript declarations of the core's data types.
+//! Run with `cargo run -p forkpoint-core --features ts --example gen_types`.
+
+#[cfg(feature = "ts")]
+fn main() {
+    use forkpoint_core::schema::*;
+    use forkpoint_core::types::*;
+    use ts_rs::{Config, TS};
+
+    let cfg = Config::new().with_large_int("number");
+    let mut out = String::from(
+        "// Generated from the Rust types of crates/core by `npm run gen:types`. Do not edit.\n\
+         // Numbers that are u64 in Rust are plain numbers here (exact below 2^53).\n\n",
+    );
+    macro_rules! emit {
+        ($($t:ty),* $(,)?) => {$(
+            if let Some(doc) = <$t as TS>::docs() {
+                out.push_str(&doc);
+            }
+            out.push_str("export ");
+            out.push_str(&<$t as TS>::decl(&cfg));
+            out.push_str("\n\n");
+        )*};
+    }
+    emit!(
+        forkpoint_core::ErrorCode,
+        forkpoint_core::Error,
+        LoadOptions,
+        LazyOptions,
+        SkippedLine,
+        TornTail,
+        ModelRef,
+        SessionMetadata,
+        TreeNode,
+        SessionInfo,
+        BatchInfo,
+        LazyMetadata,
+        Durability,
+        WriterOptions,
+        WriterOpenReport,
+        TextContent,
+        ThinkingContent,
+        ImageContent,
+        ToolCall,
+        UserBlock,
+        AssistantBlock,
+        UserContent,
+        Cost,
+        Usage,
+        StopReason,
+        UserMessage,
+        AssistantMessage,
+        ToolResultMessage,
+        BashExecutionMessage,
+        CustomMessage,
+        BranchSummaryMessage,
+        CompactionSummaryMessage,
+        AgentMessage,
+        LlmMessage,
+        SessionHeader,
+        EntryBase,
+        MessageEntry,
+        CompactionEntry,
+        BranchSummaryEntry,
+        ModelChangeEntry,
+        ThinkingLevelChangeEntry,
+        CustomEntry,
+        CustomMessageEntry,
+        LabelEntry,
+        SessionInfoEntry,
+        LeafEntry,
+        SessionEntry,
+        SessionContext,
+    );
+    out.push_str(
+        "/** An entry of a type this library does not know, kept as written. */\n\
+         export type UnknownEntry = EntryBase & { type: string; [key: string]: unknown };\n\n\
+         /** Any entry a session file may hold. */\n\
+         export type AnySessionEntry = SessionEntry | UnknownEntry;\n",
+    );
+    print!("{out}");
+}
+
+#[cfg(not(feature = "ts"))]
+fn main() {
+    eprintln!("build with --features ts");
+    std::process::exit(2);
+}

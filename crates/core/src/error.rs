@@ -1,0 +1,169 @@
+//! One error type with stable codes.
+//!
+//! Every failure the library reports carries an [`ErrorCode`] whose string form
+//! (`CORRUPTED_DATA`, `UNSUPPORTED_FORMAT`, ...) never changes between releases,
+//! plus the path, 1-based line and byte offset where they apply. The bindings
+//! turn it into a JavaScript `ForkpointError` with `.code`, `.path`, `.line`
+//! and `.offset`.
+
+use std::fmt;
+
+/// Stable error codes. The string form is part of the public API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum ErrorCode {
+    /// A line in the middle of a file is not valid JSON, not valid UTF-8, or not a valid entry.
+    CorruptedData,
+    /// The input is not a session this library reads (a Claude Code or Codex log, a binary
+    /// file, an empty file, a newer format version).
+    UnsupportedFormat,
+    /// A line, nesting depth or entry count is over the configured limit.
+    LimitExceeded,
+    /// An argument is not acceptable (bad entry object, unknown option value).
+    InvalidInput,
+    /// An id is not acceptable (empty, already used).
+    InvalidId,
+    /// The entry, file or session asked for does not exist.
+    NotFound,
+    /// Another writer holds the session's lock.
+    SessionLocked,
+    /// The file is an older format version and appending needs `{ migrate: true }`.
+    MigrationRequired,
+    /// The disk is full or a quota was hit; nothing acknowledged was lost.
+    StorageFull,
+    /// An operating-system I/O error.
+    Io,
+    /// The object was closed, or a previous write failed and the writer must be reopened.
+    Closed,
+    /// A bug in forkpoint (a caught panic or a broken invariant). Please report it.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The stable string form, e.g. `"CORRUPTED_DATA"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::CorruptedData => "CORRUPTED_DATA",
+            ErrorCode::UnsupportedFormat => "UNSUPPORTED_FORMAT",
+            ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
+            ErrorCode::InvalidInput => "INVALID_INPUT",
+            ErrorCode::InvalidId => "INVALID_ID",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::SessionLocked => "SESSION_LOCKED",
+            ErrorCode::MigrationRequired => "MIGRATION_REQUIRED",
+            ErrorCode::StorageFull => "STORAGE_FULL",
+            ErrorCode::Io => "IO",
+            ErrorCode::Closed => "CLOSED",
+            ErrorCode::Internal => "INTERNAL",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error with a stable code and, where they apply, the file path, the
+/// 1-based line number and the byte offset of the line's first byte.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "ErrorInfo"))]
+pub struct Error {
+    /// Stable machine-readable code.
+    pub code: ErrorCode,
+    /// Human-readable explanation, including what to do about it where we know.
+    pub message: String,
+    /// The file the error is about, when there is one.
+    pub path: Option<String>,
+    /// 1-based line number in the file.
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub line: Option<u64>,
+    /// Byte offset of the start of the line (or of the bad byte) in the file.
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub offset: Option<u64>,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)?;
+        match (&self.path, self.line, self.offset) {
+            (Some(p), Some(l), Some(o)) => write!(f, " ({p}, line {l}, byte {o})"),
+            (Some(p), None, Some(o)) => write!(f, " ({p}, byte {o})"),
+            (Some(p), _, None) => write!(f, " ({p})"),
+            (None, Some(l), Some(o)) => write!(f, " (line {l}, byte {o})"),
+            (None, None, Some(o)) => write!(f, " (byte {o})"),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Error {
+    /// A new error without location.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            path: None,
+            line: None,
+            offset: None,
+        }
+    }
+
+    /// Shorthand for [`ErrorCode::CorruptedData`].
+    pub fn corrupted(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::CorruptedData, message)
+    }
+
+    /// Shorthand for [`ErrorCode::UnsupportedFormat`].
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::UnsupportedFormat, message)
+    }
+
+    /// Shorthand for [`ErrorCode::InvalidInput`].
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidInput, message)
+    }
+
+    /// Shorthand for [`ErrorCode::NotFound`].
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, message)
+    }
+
+    /// Shorthand for [`ErrorCode::Internal`].
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+
+    /// Sets the line and offset.
+    pub fn at(mut self, line: Option<u64>, offset: u64) -> Self {
+        self.line = line;
+        self.offset = Some(offset);
+        self
+    }
+
+    /// Sets the path unless one is already set.
+    pub fn with_path(mut self, path: impl Into<String>) -> Self {
+        if self.path.is_none() {
+            self.path = Some(path.into());
+        }
+        self
+    }
+
+    /// The error as one JSON object (`{"code","message","path","line","offset"}`):
+    /// how the bindings hand errors to the TypeScript layer.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| {
+            format!(
+                "{{\"code\":\"{}\",\"message\":\"unserializable error\"}}",
+                self.code
+            )
+        })
+    }
+}
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,981 @@
+//! Lazy resume: the context from the current leaf without reading the whole file.
+//!
+//! The loader is a state machine that does no I/O: [`LazyLoader::next_step`] says which
+//! byte range it needs, the caller reads it and hands it over with
+//! [`LazyLoader::provide`]. It reads the header, then walks the leaf's parent chain
+//! backwards from the end of the file, in chunks that double in size, until it has
+//! the newest compaction on the path and the compaction's first kept entry (or the
+//! root), and the thinking level and model in force. A valid resume hint lets it
+//! start with one read of exactly the needed tail. Cost grows with the kept tail,
+//! not with the file.
+//!
+//! Version 1 files (whose ids come from their position) and gzip files are read
+//! whole, then served the same way.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::context::{self, PathItem, Window};
+use crate::entry::EntryKind;
+use crate::error::{Error, ErrorCode, Result};
+use crate::gz;
+use crate::hint::{self, Hint};
+use crate::load::{EntryRec, Header, Interner, LineOut, LineProcessor, Role};
+use crate::session::Session;
+use crate::types::{LazyMetadata, LazyOptions, TornTail};
+
+/// What the loader needs next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Read `len` bytes at `offset` and pass them to [`LazyLoader::provide`].
+    Read { offset: u64, len: u64 },
+    /// Nothing more to read.
+    Done,
+}
+
+const FIRST_CHUNK: u64 = 256 << 10;
+const MAX_CHUNK: u64 = 16 << 20;
+/// Keep the text of off-path entries seen while scanning up to this many bytes (so
+/// forward references need no re-read); beyond it only their position is kept.
+const SEEN_TEXT_BUDGET: usize = 64 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Header,
+    /// Reading the hinted window `[anchor - 1, file_len)`.
+    HintWindow,
+    /// Reverse scan: the next chunk ends at `boundary`.
+    Scan,
+    /// Re-reading one line (an entry seen earlier whose text was not kept).
+    Reread,
+    /// Gzip or version 1: the whole file is read.
+    Full,
+    Done,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Leaf {
+    Unknown,
+    /// The last `leaf` pointer names this target; the last node is the fallback.
+    Pending {
+        target: Box<str>,
+    },
+    Known,
+    /// The leaf was moved to before the first entry: empty context.
+    Null,
+}
+
+#[derive(Debug)]
+struct Seen {
+    rec: EntryRec,
+    text: Option<Box<str>>,
+}
+
+/// A pending `loadMoreHistory` request.
+#[derive(Debug, Clone, Copy)]
+enum HistoryReq {
+    /// Show `n` more messages of the context cut by `maxMessages` (window was `old`).
+    Extend { old: usize, n: usize },
+    /// Load `n` more messages from before the context.
+    Older { n: usize },
+}
+
+/// Lazily loads the context of one session file.
+#[derive(Debug)]
+pub struct LazyLoader {
+    opts: LazyOptions,
+    path: Option<String>,
+    file_len: u64,
+    phase: Phase,
+    pending: Option<(u64, u64)>,
+    header: Option<Header>,
+    proc: Option<LineProcessor>,
+    hint_text: Option<String>,
+    hint: Option<Hint>,
+    hint_rejected: Option<String>,
+    /// Lines starting at or after `boundary` are processed.
+    boundary: u64,
+    chunk: u64,
+    bytes_read: u64,
+    saw_last_line: bool,
+    torn: Option<TornTail>,
+    seen: HashMap<Box<str>, Seen>,
+    seen_text_bytes: usize,
+    leaf: Leaf,
+    /// The last node of the file (fallback when a leaf pointer's target is missing).
+    last_node: Option<(EntryRec, Box<str>)>,
+    wanted: Option<Box<str>>,
+    reread: Option<EntryRec>,
+    /// The path from the leaf backwards.
+    path_rev: Vec<(EntryRec, Box<str>)>,
+    path_ids: HashSet<Box<str>>,
+    root_reached: bool,
+    compaction: Option<usize>,
+    first_kept: Option<Box<str>>,
+    /// `path_rev.len()` once the context region is complete (the first kept entry,
+    /// or the compaction when it keeps nothing, is on the path).
+    ctx_complete_at: Option<usize>,
+    ctx_msgs: usize,
+    thinking_found: bool,
+    model_found: bool,
+    hint_anchor_on_path: bool,
+    history_target: usize,
+    history_returned: usize,
+    history_req: Option<HistoryReq>,
+    max_messages: Option<usize>,
+    full_counts: Option<(u64, u64)>,
+    mode: &'static str,
+}
+
+impl LazyLoader {
+    /// A loader for a file of `file_len` bytes. `hint` is the content of the
+    /// resume hint file, if one exists.
+    pub fn new(
+        file_len: u64,
+        opts: LazyOptions,
+        path: Option<String>,
+        hint: Option<String>,
+    ) -> Self {
+        let max_messages = opts.max_messages.map(|n| n as usize);
+        LazyLoader {
+            hint_text: if opts.use_hint { hint } else { None },
+            opts,
+            path,
+            file_len,
+            phase: Phase::Header,
+            pending: None,
+            header: None,
+            proc: None,
+            hint: None,
+            hint_rejected: None,
+            boundary: file_len,
+            chunk: FIRST_CHUNK,
+            bytes_read: 0,
+            saw_last_line: false,
+            torn: None,
+            seen: HashMap::new(),
+            seen_text_bytes: 0,
+            leaf: Leaf::Unknown,
+            last_node: None,
+            wanted: None,
+            reread: None,
+            path_rev: Vec::new(),
+            path_ids: HashSet::new(),
+            root_reached: false,
+            compaction: None,
+            first_kept: None,
+            ctx_complete_at: None,
+            ctx_msgs: 0,
+            thinking_found: false,
+            model_found: false,
+            hint_anchor_on_path: false,
+            history_target: 0,
+            history_returned: 0,
+            history_req: None,
+            max_messages,
+            full_counts: None,
+            mode: "scan",
+        }
+    }
+
+    fn with_path(&self, e: Error) -> Error {
+        match &self.path {
+            Some(p) => e.with_path(p.clone()),
+            None => e,
+        }
+    }
+
+    fn header_end(&self) -> u64 {
+        self.header.as_ref().map_or(0, |h| h.end)
+    }
+
+    /// The next read the loader needs.
+    pub fn next_step(&mut self) -> Result<Step> {
+        if let Some((offset, len)) = self.pending {
+            return Ok(Step::Read { offset, len });
+        }
+        let step = match self.phase {
+            Phase::Header => {
+                if self.file_len == 0 {
+                    return Err(
+                        self.with_path(Error::unsupported("not a session file: the file is empty"))
+                    );
+                }
+                Step::Read {
+                    offset: 0,
+                    len: self.file_len.min(self.chunk),
+                }
+            }
+            Phase::Done => Step::Done,
+            Phase::Full => Step::Read {
+                offset: 0,
+                len: self.file_len,
+            },
+            Phase::HintWindow => {
+                let a = self.hint.as_ref().map_or(1, |h| h.anchor_offset).max(1);
+                Step::Read {
+                    offset: a - 1,
+                    len: self.file_len - (a - 1),
+                }
+            }
+            Phase::Reread => match &self.reread {
+                Some(r) => Step::Read {
+                    offset: r.offset,
+                    len: u64::from(r.len),
+                },
+                None => return Err(Error::internal("re-read without an entry")),
+            },
+            Phase::Scan => {
+                let start = self.header_end();
+                let from = self.boundary.saturating_sub(self.chunk).max(start);
+                Step::Read {
+                    offset: from,
+                    len: self.boundary.saturating_sub(from),
+                }
+            }
+        };
+        if let Step::Read { offset, len } = step {
+            self.pending = Some((offset, len));
+        }
+        Ok(step)
+    }
+
+    /// Hands over the bytes of the last [`Step::Read`].
+    pub fn provide(&mut self, bytes: Vec<u8>) -> Result<()> {
+        let Some((offset, len)) = self.pending.take() else {
+            return Err(Error::internal("provide() without a pending read"));
+        };
+        if bytes.len() as u64 != len {
+            return Err(self.with_path(Error::new(
+                ErrorCode::Io,
+                format!(
+                    "short read: wanted {len} bytes at {offset}, got {} (did the file shrink?)",
+                    bytes.len()
+                ),
+            )));
+        }
+        self.bytes_read += len;
+        let r = match self.phase {
+            Phase::Header => self.on_header(bytes),
+            Phase::Full => self.on_full(bytes),
+            Phase::HintWindow => self.on_chunk(offset, bytes, true),
+            Phase::Scan => self.on_chunk(offset, bytes, false),
+            Phase::Reread => self.on_reread(bytes),
+            Phase::Done => Ok(()),
+        };
+        r.map_err(|e| self.with_path(e))
+    }
+
+    fn on_header(&mut self, bytes: Vec<u8>) -> Result<()> {
+        if gz::is_gzip(&bytes) {
+            self.phase = Phase::Full;
+            self.mode = "full";
+            return Ok(());
+        }
+        let mut proc = LineProcessor::new(self.opts.load_options(), self.path.clone());
+        let complete = bytes.len() as u64 == self.file_len;
+        let mut start = 0usize;
+        while proc.header.is_none() {
+            let (end, has_nl) = match memchr::memchr(b'\n', &bytes[start..]) {
+                Some(i) => (start + i, true),
+                None if complete => (bytes.len(), false),
+                None => {
+                    // The header line is longer than what was read: read more.
+                    if self.chunk >= self.opts.max_line_bytes {
+                        return Err(Error::new(
+                            ErrorCode::LimitExceeded,
+                            "the header line is longer than maxLineBytes",
+                        ));
+                    }
+                    self.chunk *= 4;
+                    return Ok(());
+                }
+            };
+            proc.line(&bytes[start..end], start as u64, has_nl)?;
+            if !has_nl {
+                break;
+            }
+            start = end + 1;
+            if start >= bytes.len() && complete {
+                break;
+            }
+        }
+        let Some(header) = proc.header.take() else {
+            proc.finish(self.file_len)?;
+            return Err(Error::unsupported("not a session file: no header line"));
+        };
+        if header.version < 2 {
+            // Version 1 entries have no ids; ids come from their position, which
+            // needs the whole file.
+            self.phase = Phase::Full;
+            self.mode = "full";
+            return Ok(());
+        }
+        self.chunk = FIRST_CHUNK;
+        self.boundary = self.file_len;
+        self.phase = Phase::Scan;
+        if let Some(text) = self.hint_text.take() {
+            match Hint::parse(&text).and_then(|h| h.check(&header, self.file_len).map(|_| h)) {
+                Ok(h) => {
+                    self.hint = Some(h);
+                    self.phase = Phase::HintWindow;
+                    self.mode = "hint";
+                }
+                Err(reason) => self.hint_rejected = Some(reason),
+            }
+        } else if self.opts.use_hint {
+            self.hint_rejected = Some("no resume hint".into());
+        }
+        self.proc = Some(LineProcessor::for_tail(
+            self.opts.load_options(),
+            self.path.clone(),
+            header.clone(),
+        ));
+        let empty = self.file_len <= header.end;
+        self.header = Some(header);
+        if empty {
+            self.leaf = Leaf::Null;
+            self.root_reached = true;
+            self.phase = Phase::Done;
+        }
+        Ok(())
+    }
+
+    fn on_full(&mut self, bytes: Vec<u8>) -> Result<()> {
+        let s = Session::from_bytes(bytes, &self.opts.load_options(), self.path.clone())?;
+        let meta = s.metadata();
+        self.full_counts = Some((meta.entry_count, meta.message_count));
+        self.torn = meta.torn_tail;
+        self.header = Some(s.header().clone());
+        for i in s.leaf_path().into_iter().rev() {
+            let rec = s.entries()[i as usize].clone();
+            let text: Box<str> = s.entry_text(i).into();
+            self.track(&rec, &text);
+            self.path_ids.insert(rec.id.clone());
+            self.path_rev.push((rec, text));
+        }
+        let mut proc = LineProcessor::for_tail(
+            self.opts.load_options(),
+            self.path.clone(),
+            s.header().clone(),
+        );
+        proc.interner = s.interner().clone();
+        self.proc = Some(proc);
+        self.leaf = if self.path_rev.is_empty() {
+            Leaf::Null
+        } else {
+            Leaf::Known
+        };
+        self.root_reached = true;
+        self.phase = Phase::Done;
+        Ok(())
+    }
+
+    fn on_reread(&mut self, bytes: Vec<u8>) -> Result<()> {
+        let rec = self
+            .reread
+            .take()
+            .ok_or_else(|| Error::internal("no re-read pending"))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Error::corrupted("invalid UTF-8").at(None, rec.offset))?;
+        self.phase = Phase::Scan;
+        self.found(rec, text.into_boxed_str())?;
+        self.drain()?;
+        self.after_step()
+    }
+
+    /// Processes a chunk that ends at `self.boundary`.
+    fn on_chunk(&mut self, offset: u64, bytes: Vec<u8>, hinted: bool) -> Result<()> {
+        let header_end = self.header_end();
+        let first_line = if hinted && bytes.first() == Some(&b'\n') {
+            1
+        } else {
+            if hinted {
+                self.reject_hint("the hinted offset is not at a line start");
+            }
+            if offset <= header_end {
+                0
+            } else {
+                // The chunk may start inside a line: skip to the first full line
+                // (the skipped part is read again with the next chunk).
+                match memchr::memchr(b'\n', &bytes) {
+                    Some(i) => i + 1,
+                    None => {
+                        if self.chunk >= self.opts.max_line_bytes {
+                            return Err(Error::new(
+                                ErrorCode::LimitExceeded,
+                                "a line is longer than maxLineBytes",
+                            )
+                            .at(None, offset));
+                        }
+                        self.chunk *= 2;
+                        self.phase = Phase::Scan;
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let start = offset + first_line as u64;
+        let region = &bytes[first_line..];
+        // Split into lines, last first.
+        let mut lines: Vec<(usize, usize, bool)> = Vec::new();
+        if !region.is_empty() {
+            let mut end = region.len();
+            let mut has_nl = true;
+            if region.last() == Some(&b'\n') {
+                end -= 1;
+            } else {
+                has_nl = false; // only at the end of the file
+            }
+            loop {
+                let s = memchr::memrchr(b'\n', &region[..end]).map_or(0, |i| i + 1);
+                lines.push((s, end, has_nl));
+                has_nl = true;
+                if s == 0 {
+                    break;
+                }
+                end = s - 1;
+            }
+        }
+        for (s, e, has_nl) in lines {
+            self.take_line(&region[s..e], start + s as u64, has_nl)?;
+            if self.phase == Phase::Reread {
+                // Lines before this one are read again with the next chunk.
+                self.boundary = start + s as u64;
+                return Ok(());
+            }
+        }
+        self.boundary = start;
+        self.phase = Phase::Scan;
+        self.after_step()
+    }
+
+    fn reject_hint(&mut self, why: &str) {
+        if self.hint.take().is_some() {
+            self.hint_rejected = Some(why.to_string());
+            self.mode = "scan";
+            self.hint_anchor_on_path = false;
+        }
+    }
+
+    fn take_line(&mut self, bytes: &[u8], offset: u64, has_nl: bool) -> Result<()> {
+        if bytes.iter().all(|&c| matches!(c, b' ' | b'\t' | b'\r')) {
+            return Ok(());
+        }
+        if !self.saw_last_line {
+            self.saw_last_line = true;
+            // The last line of the file: unparseable means torn, not corrupt.
+            let ok = std::str::from_utf8(bytes).ok().is_some_and(|t| {
+                crate::entry::parse_envelope(t, self.opts.max_depth as usize).is_ok()
+            });
+            if !ok {
+                self.torn = Some(TornTail {
+                    line: None,
+                    offset,
+                    bytes: self.file_len - offset,
+                });
+                return Ok(());
+            }
+        }
+        let proc = self
+            .proc
+            .as_mut()
+            .ok_or_else(|| Error::internal("no line processor"))?;
+        let out = proc.line(bytes, offset, has_nl)?;
+        // Going backwards, a bad line is never the last one: settle it now.
+        proc.flush_pending_bad()?;
+        if let LineOut::Entry(rec, migrated) = out {
+            let text: Box<str> = match migrated {
+                Some(m) => m,
+                None => String::from_utf8_lossy(bytes).into(),
+            };
+            self.on_entry(rec, text)?;
+        }
+        Ok(())
+    }
+
+    fn on_entry(&mut self, rec: EntryRec, text: Box<str>) -> Result<()> {
+        if let Some(h) = &self.hint {
+            if rec.offset == h.anchor_offset && *rec.id != *h.anchor_id {
+                self.reject_hint("the entry at the hinted offset has another id");
+            } else if Some(rec.offset) == h.compaction_offset
+                && Some(&*rec.id) != h.compaction_id.as_deref()
+            {
+                self.reject_hint("the entry at the hinted compaction offset has another id");
+            }
+        }
+        let first_seen = !self.seen.contains_key(&rec.id);
+        if first_seen {
+            let keep = self.seen_text_bytes + text.len() <= SEEN_TEXT_BUDGET;
+            if keep {
+                self.seen_text_bytes += text.len();
+            }
+            self.seen.insert(
+                rec.id.clone(),
+                Seen {
+                    rec: rec.clone(),
+                    text: keep.then(|| text.clone()),
+                },
+            );
+        }
+        match &self.leaf {
+            Leaf::Unknown => {
+                if rec.kind == EntryKind::Leaf {
+                    self.leaf = match rec.target.clone() {
+                        Some(t) => Leaf::Pending { target: t },
+                        None => Leaf::Null,
+                    };
+                } else {
+                    self.leaf = Leaf::Known;
+                    self.found(rec, text)?;
+                }
+            }
+            Leaf::Pending { target } => {
+                let is_target = first_seen && rec.id == *target;
+                if rec.kind != EntryKind::Leaf && self.last_node.is_none() {
+                    self.last_node = Some((rec.clone(), text.clone()));
+                }
+                if is_target {
+                    self.leaf = Leaf::Known;
+                    self.found(rec, text)?;
+                }
+            }
+            Leaf::Known => {
+                if first_seen && self.wanted.as_deref() == Some(&*rec.id) {
+                    self.wanted = None;
+                    self.found(rec, text)?;
+                }
+            }
+            Leaf::Null => {}
+        }
+        self.drain()
+    }
+
+    /// Resolves wanted ids that were already seen (forward references).
+    fn drain(&mut self) -> Result<()> {
+        for _ in 0..=self.seen.len() + 1 {
+            let Some(w) = self.wanted.clone() else {
+                return Ok(());
+            };
+            let Some(seen) = self.seen.get(&w) else {
+                return Ok(());
+            };
+            let rec = seen.rec.clone();
+            self.wanted = None;
+            match seen.text.clone() {
+                Some(text) => self.found(rec, text)?,
+                None => {
+                    self.reread = Some(rec);
+                    self.phase = Phase::Reread;
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Updates what the path tells about the context as `rec` joins it.
+    fn track(&mut self, rec: &EntryRec, text: &str) {
+        let producing = self.produces_message(rec, text);
+        match rec.kind {
+            EntryKind::Compaction if self.compaction.is_none() => {
+                self.compaction = Some(self.path_rev.len());
+                self.first_kept = rec.target.clone();
+                if self.first_kept.is_none() {
+                    self.ctx_complete_at = Some(self.path_rev.len() + 1);
+                }
+            }
+            EntryKind::ThinkingLevelChange => self.thinking_found = true,
+            EntryKind::ModelChange => self.model_found = true,
+            EntryKind::Message if rec.role == Role::Assistant => self.model_found = true,
+            _ => {}
+        }
+        if self.ctx_complete_at.is_none() {
+            let in_kept = self.compaction.is_some_and(|c| c < self.path_rev.len());
+            if producing && (self.compaction.is_none() || in_kept) {
+                self.ctx_msgs += 1;
+            }
+            if in_kept && self.first_kept.as_deref() == Some(&*rec.id) {
+                self.ctx_complete_at = Some(self.path_rev.len() + 1);
+            }
+        }
+        if let Some(h) = &self.hint
+            && rec.offset == h.anchor_offset
+            && *rec.id == *h.anchor_id
+        {
+            self.hint_anchor_on_path = true;
+        }
+    }
+
+    /// The wanted entry (or the leaf) was found.
+    fn found(&mut self, rec: EntryRec, text: Box<str>) -> Result<()> {
+        if rec.kind == EntryKind::Leaf {
+            // A child named a leaf pointer as parent: follow the pointer.
+            match rec.target.clone() {
+                Some(t) if !self.path_ids.contains(&t) => self.wanted = Some(t),
+                _ => self.root_reached = true,
+            }
+            return Ok(());
+        }
+        if self.path_ids.contains(&rec.id) {
+            if !self.opts.lenient {
+                return Err(Error::corrupted(format!(
+                    "entry {:?} is part of a parent cycle (its ancestors lead back to it)",
+                    rec.id
+                ))
+                .at(None, rec.offset));
+            }
+            self.root_reached = true;
+            return Ok(());
+        }
+        self.track(&rec, &text);
+        let parent = rec.parent_id.clone().filter(|p| *p != rec.id);
+        self.path_ids.insert(rec.id.clone());
+        self.path_rev.push((rec, text));
+        match parent {
+            Some(p) => self.wanted = Some(p),
+            None => self.root_reached = true,
+        }
+        Ok(())
+    }
+
+    fn produces_message(&self, rec: &EntryRec, text: &str) -> bool {
+        match rec.kind {
+            EntryKind::Message | EntryKind::CustomMessage => true,
+            EntryKind::BranchSummary => {
+                crate::entry::parse_envelope(text, self.opts.max_depth as usize)
+                    .ok()
+                    .and_then(|e| e.summary)
+                    .is_some_and(|v| v.truthy(text))
+            }
+            _ => false,
+        }
+    }
+
+    /// The scan reached the header: whatever is still wanted does not exist.
+    fn reached_start(&mut self) -> Result<()> {
+        if matches!(self.leaf, Leaf::Pending { .. }) {
+            // The pointer's target does not exist: fall back to the last node,
+            // whose ancestors were all seen already.
+            match self.last_node.take() {
+                Some((rec, text)) => {
+                    self.leaf = Leaf::Known;
+                    self.found(rec, text)?;
+                    self.drain()?;
+                    if self.phase == Phase::Reread {
+                        return Ok(());
+                    }
+                }
+                None => self.leaf = Leaf::Null,
+            }
+        }
+        if self.leaf == Leaf::Unknown {
+            self.leaf = Leaf::Null;
+        }
+        self.root_reached = true;
+        Ok(())
+    }
+
+    /// Index in `path_rev` of the oldest entry the context needs.
+    fn anchor_index(&self) -> Option<usize> {
+        match self.ctx_complete_at {
+            Some(done) => Some(done - 1),
+            None if self.root_reached => self.path_rev.len().checked_sub(1),
+            None => None,
+        }
+    }
+
+    /// Whether the thinking level and model in force just before the anchor are known.
+    fn settings_before_anchor_known(&self) -> bool {
+        if self.root_reached {
+            return true;
+        }
+        let Some(anchor) = self.anchor_index() else {
+            return false;
+        };
+        let before = &self.path_rev[anchor + 1..];
+        let thinking = before
+            .iter()
+            .any(|(r, _)| r.kind == EntryKind::ThinkingLevelChange);
+        let model = before.iter().any(|(r, _)| {
+            r.kind == EntryKind::ModelChange
+                || (r.kind == EntryKind::Message && r.role == Role::Assistant)
+        });
+        thinking && model
+    }
+
+    fn satisfied(&self) -> bool {
+        if self.leaf == Leaf::Null || self.root_reached {
+            return true;
+        }
+        if self.leaf != Leaf::Known || self.phase == Phase::Reread {
+            return false;
+        }
+        let ctx_ok = self.ctx_complete_at.is_some()
+            || self.max_messages.is_some_and(|n| {
+                self.ctx_msgs >= n && (self.compaction.is_some() || !self.opts.include_summary)
+            });
+        let set_ok = !self.opts.resolve_settings
+            || (self.thinking_found && self.model_found)
+            || self.hint_anchor_on_path;
+        // Without a hint that served, walk on until a new one can be written.
+        let hint_ok =
+            !self.opts.use_hint || self.hint_anchor_on_path || self.settings_before_anchor_known();
+        let history_ok = self.history_target == 0 || self.history_count() >= self.history_target;
+        ctx_ok && set_ok && hint_ok && history_ok
+    }
+
+    fn history_count(&self) -> usize {
+        match self.ctx_complete_at {
+            Some(done) => self.path_rev[done.min(self.path_rev.len())..]
+                .iter()
+                .filter(|(r, t)| self.produces_message(r, t))
+                .count(),
+            None => 0,
+        }
+    }
+
+    fn after_step(&mut self) -> Result<()> {
+        if self.phase == Phase::Reread {
+            return Ok(());
+        }
+        if !self.satisfied() && self.boundary <= self.header_end() {
+            self.reached_start()?;
+            if self.phase == Phase::Reread {
+                return Ok(());
+            }
+        }
+        if self.satisfied() {
+            self.phase = Phase::Done;
+        } else {
+            self.phase = Phase::Scan;
+            self.chunk = (self.chunk * 2).min(MAX_CHUNK).max(self.chunk);
+        }
+        Ok(())
+    }
+
+    /// Whether the loader needs no more reads.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// Asks for `n` more messages of history: first the newest messages of the
+    /// context that `maxMessages` cut, then messages from before the context (the
+    /// compacted part of the path). Drive [`next_step`](Self::next_step) to done, then call
+    /// [`take_history_json`](Self::take_history_json).
+    pub fn request_more_history(&mut self, n: usize) -> Result<()> {
+        if self.phase != Phase::Done {
+            return Err(Error::internal("loadMoreHistory while loading"));
+        }
+        let cut = match self.max_messages {
+            Some(m) if !self.ctx_region_loaded() || self.context_body_len()? > m => Some(m),
+            _ => None,
+        };
+        self.history_req = Some(match cut {
+            Some(old) => {
+                self.max_messages = Some(old + n);
+                HistoryReq::Extend { old, n }
+            }
+            None => {
+                self.history_target = self.history_returned + n;
+                HistoryReq::Older { n }
+            }
+        });
+        if !self.satisfied() {
+            if self.boundary > self.header_end() {
+                self.phase = Phase::Scan;
+            } else {
+                self.reached_start()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the whole context region (not only the newest `maxMessages`) is loaded.
+    fn ctx_region_loaded(&self) -> bool {
+        self.ctx_complete_at.is_some() || self.root_reached
+    }
+
+    /// Number of context messages other than the compaction summary, as loaded.
+    fn context_body_len(&self) -> Result<usize> {
+        let ctx = self.build_context(None)?;
+        Ok(ctx.total_messages - usize::from(ctx.compaction.is_some()))
+    }
+
+    /// The messages a finished [`request_more_history`](Self::request_more_history)
+    /// brought, oldest first, as a JSON array.
+    pub fn take_history_json(&mut self) -> Result<String> {
+        let Some(req) = self.history_req.take() else {
+            return Ok("[]".into());
+        };
+        match req {
+            HistoryReq::Extend { old, n } => {
+                let ctx = self.build_context(None)?;
+                let skip = usize::from(ctx.compaction.is_some());
+                let body = &ctx.messages[skip.min(ctx.messages.len())..];
+                let hi = body.len().saturating_sub(old);
+                let lo = body.len().saturating_sub(old + n);
+                Ok(context::join_array(&body[lo..hi]))
+            }
+            HistoryReq::Older { n } => {
+                let Some(done) = self.ctx_complete_at else {
+                    return Ok("[]".into());
+                };
+                let mut msgs = Vec::new();
+                for (rec, text) in &self.path_rev[done.min(self.path_rev.len())..] {
+                    if let Some(m) =
+                        context::message_of(&PathItem { rec, text }, self.opts.max_depth as usize)?
+                    {
+                        msgs.push(m);
+                    }
+                }
+                // `msgs` runs newest first.
+                let from = self.history_returned.min(msgs.len());
+                let to = (self.history_returned + n).min(msgs.len());
+                let mut page = msgs[from..to].to_vec();
+                page.reverse();
+                self.history_returned = to;
+                Ok(context::join_array(&page))
+            }
+        }
+    }
+
+    fn interner(&self) -> &Interner {
+        static EMPTY: std::sync::OnceLock<Interner> = std::sync::OnceLock::new();
+        self.proc
+            .as_ref()
+            .map_or_else(|| EMPTY.get_or_init(Interner::default), |p| &p.interner)
+    }
+
+    /// The context from what is loaded; `window` overrides `maxMessages`.
+    fn build_context(&self, window: Option<Option<usize>>) -> Result<context::Context<'_>> {
+        let items: Vec<PathItem> = self
+            .path_rev
+            .iter()
+            .rev()
+            .map(|(rec, text)| PathItem { rec, text })
+            .collect();
+        let window = Window {
+            max_messages: window.unwrap_or(self.max_messages),
+            include_summary: self.opts.include_summary,
+        };
+        let mut ctx = context::build(
+            &items,
+            window,
+            self.opts.max_depth as usize,
+            self.interner(),
+        )?;
+        // The path may stop short of the root: settings not on it come from the
+        // hint, or are pi's defaults once the root was reached, else unknown (null).
+        let set = context::settings(&items, self.interner());
+        let complete = self.root_reached || self.leaf == Leaf::Null;
+        let hint = self.hint.as_ref().filter(|_| self.hint_anchor_on_path);
+        ctx.thinking_level = match (set.thinking, hint) {
+            (Some(t), _) => t,
+            (None, _) if complete => "\"off\"".into(),
+            (None, Some(h)) => h.thinking_level.get().to_string(),
+            (None, None) => String::new(),
+        };
+        ctx.model = match (set.model, hint) {
+            (Some(m), _) => Some(m),
+            (None, Some(h)) if !complete && h.model.get() != "null" => {
+                Some(h.model.get().to_string())
+            }
+            (None, _) => None,
+        };
+        Ok(ctx)
+    }
+
+    /// The context as JSON (`{"messages","thinkingLevel","model"}`); with `llm`,
+    /// converted as pi's `convertToLlm` does.
+    pub fn context_json(&self, llm: bool) -> Result<String> {
+        let mut ctx = self.build_context(None)?;
+        if llm {
+            ctx.messages = context::to_llm(&ctx.messages, self.opts.max_depth as usize)?;
+        }
+        Ok(ctx.to_json())
+    }
+
+    fn has_more_history(&self) -> bool {
+        if !self.ctx_region_loaded() {
+            return true;
+        }
+        if let (Some(m), Ok(len)) = (self.max_messages, self.context_body_len())
+            && len > m
+        {
+            return true;
+        }
+        !self.root_reached || self.history_returned < self.history_count()
+    }
+
+    /// Facts about the load. `hint_written` is reported as given.
+    pub fn metadata(&self, hint_written: bool) -> Result<LazyMetadata> {
+        let header = self
+            .header
+            .as_ref()
+            .ok_or_else(|| Error::internal("metadata before the header"))?;
+        let ctx = self.build_context(None)?;
+        let hint_counts = self
+            .hint
+            .as_ref()
+            .filter(|h| h.file_length == self.file_len && self.hint_anchor_on_path);
+        let counts = self
+            .full_counts
+            .or(hint_counts.and_then(|h| h.entry_count.zip(h.message_count)));
+        let settings_resolved = self.root_reached
+            || self.leaf == Leaf::Null
+            || (self.thinking_found && self.model_found)
+            || self.hint_anchor_on_path;
+        Ok(LazyMetadata {
+            session_id: header.id.clone(),
+            version: header.version,
+            cwd: header.cwd.clone(),
+            created_at: header.timestamp.clone(),
+            parent_session: header.parent_session.clone(),
+            leaf_id: self.path_rev.first().map(|(r, _)| r.id.to_string()),
+            file_size: self.file_len,
+            mode: self.mode.to_string(),
+            hint_rejected: if self.hint_anchor_on_path {
+                None
+            } else {
+                self.hint_rejected.clone()
+            },
+            hint_written,
+            bytes_read: self.bytes_read,
+            window_start: self
+                .path_rev
+                .iter()
+                .map(|(r, _)| r.offset)
+                .min()
+                .unwrap_or(self.file_len),
+            loaded_entries: self.path_rev.len() as u64,
+            context_messages: ctx.messages.len() as u64,
+            compaction_id: self.compaction.map(|c| self.path_rev[c].0.id.to_string()),
+            settings_resolved,
+            has_more_history: self.has_more_history(),
+            torn_tail: self.torn.clone(),
+            entry_count: counts.map(|c| c.0),
+            message_count: counts.map(|c| c.1),
+        })
+    }
+
+    /// A fresh resume hint, when the existing one was missing, stale or did not
+    /// serve this leaf, and this load learned enough to write one.
+    pub fn new_hint(&self) -> Option<Hint> {
+        if !self.opts.use_hint || self.mode == "full" || self.hint_anchor_on_path {
+            return None;
+        }
+        let header = self.header.as_ref()?;
+        if !self.settings_before_anchor_known() {
+            return None;
+        }
+        let path: Vec<&EntryRec> = self.path_rev.iter().rev().map(|(r, _)| r).collect();
+        // Settings before the anchor are known: either the root was reached, or
+        // both a thinking change and a model source lie between root-side end and anchor.
+        hint::compute(header, &path, true, self.interner(), self.file_len, None)
+    }
+
+    /// The header, once read.
+    pub fn header(&self) -> Option<&Header> {
+        self.header.as_ref()
+    }
+}

@@ -1,0 +1,32 @@
+//! # forkpoint-core
+//!
+//! The core of forkpoint: the pi-compatible session format (read versions 1–3,
+//! write version 3), the entry tree, the LLM context from any leaf, lazy resume
+//! and the writer's state machine. It does no I/O and knows no binding: callers
+//! hand it bytes and perform the reads and writes it asks for, so the same code
+//! runs under Node (napi) and in browsers (wasm).
+//!
+//! The on-disk format is specified in `FORMAT.md` (included below).
+#![doc = include_str!("../FORMAT.md")]
+#![forbid(unsafe_code)]
+
+pub mod context;
+pub mod entry;
+pub mod error;
+pub mod gz;
+pub mod hint;
+pub mod incremental;
+pub mod json;
+pub mod lazy;
+pub mod listing;
+pub mod load;
+pub mod schema;
+pub mod session;
+pub mod time;
+pub mod tree;
+pub mod types;
+pub mod writer;
+
+pub use error::{Error, ErrorCode, Result};
+pub use session::Session;
+pub use types::*;

@@ -1,0 +1,516 @@
+//! A fully loaded session: the file's text, one record per entry, the tree.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::context::{self, Context, PathItem, Window};
+use crate::entry::{self, EntryKind};
+use crate::error::{Error, ErrorCode, Result};
+use crate::gz;
+use crate::json::{self, Kind};
+use crate::load::{EntryRec, Header, LineOut, LineProcessor};
+use crate::tree::{self, IdIndex, NONE, Tree};
+use crate::types::{LoadOptions, SessionMetadata, TornTail, TreeNode};
+
+/// A session loaded whole. Entries stay as the text they were written as;
+/// only what the tree and the context need is indexed.
+#[derive(Debug)]
+pub struct Session {
+    /// The file's content as text (decompressed for gzip). Invalid UTF-8 can only
+    /// sit in skipped or torn lines; it is replaced there by `?`, byte for byte,
+    /// and the original bytes are kept in `original` for export.
+    text: String,
+    original: Option<Vec<u8>>,
+    header: Header,
+    entries: Vec<EntryRec>,
+    /// Migrated text of entries of version 1 and 2 files, by entry index.
+    migrated: HashMap<u32, Box<str>>,
+    idx: IdIndex,
+    tree: Tree,
+    duplicate_ids: u64,
+    max_depth: usize,
+    gzip: bool,
+    path: Option<String>,
+    stats: LoadStats,
+    labels: OnceLock<HashMap<Box<str>, String>>,
+    interner: crate::load::Interner,
+}
+
+#[derive(Debug, Default, Clone)]
+struct LoadStats {
+    line_count: u64,
+    skipped_count: u64,
+    skipped: Vec<crate::types::SkippedLine>,
+    torn: Option<TornTail>,
+    missing_final_newline: bool,
+    extra_headers: u64,
+    file_size: u64,
+}
+
+/// Replaces invalid UTF-8 with `?` byte for byte; returns the text and the
+/// positions of the first invalid byte of each bad sequence.
+fn to_text(bytes: Vec<u8>) -> (String, Option<Vec<u8>>, Vec<usize>) {
+    match String::from_utf8(bytes) {
+        Ok(s) => (s, None, Vec::new()),
+        Err(e) => {
+            let original = e.into_bytes();
+            let mut fixed = original.clone();
+            let mut bad = Vec::new();
+            let mut pos = 0;
+            while pos < fixed.len() {
+                match std::str::from_utf8(&fixed[pos..]) {
+                    Ok(_) => break,
+                    Err(e) => {
+                        let at = pos + e.valid_up_to();
+                        let n = e.error_len().unwrap_or(fixed.len() - at);
+                        bad.push(at);
+                        for b in &mut fixed[at..at + n] {
+                            *b = b'?';
+                        }
+                        pos = at + n;
+                    }
+                }
+            }
+            let text = String::from_utf8(fixed).unwrap_or_default();
+            (text, Some(original), bad)
+        }
+    }
+}
+
+impl Session {
+    /// Loads a session from the bytes of a file (`.jsonl` or `.jsonl.gz`, detected by content).
+    pub fn from_bytes(bytes: Vec<u8>, opts: &LoadOptions, path: Option<String>) -> Result<Session> {
+        let with_path = |e: Error| match &path {
+            Some(p) => e.with_path(p.clone()),
+            None => e,
+        };
+        let mut gz_torn = None;
+        let gzip = gz::is_gzip(&bytes);
+        let bytes = if gzip {
+            let cap = opts.max_entries.saturating_mul(opts.max_line_bytes.max(1));
+            let d = gz::decode(&bytes, opts.lenient, cap).map_err(with_path)?;
+            gz_torn = d.torn;
+            d.data
+        } else {
+            bytes
+        };
+        let file_size = bytes.len() as u64;
+        let (text, original, bad_utf8) = to_text(bytes);
+        let mut proc = LineProcessor::new(opts.clone(), path.clone());
+        let mut entries: Vec<EntryRec> = Vec::with_capacity(text.len() / 2048 + 16);
+        let mut migrated = HashMap::new();
+        let tb = text.as_bytes();
+        let mut start = 0usize;
+        let mut bad_i = 0usize;
+        let mut handle =
+            |start: usize, end: usize, has_nl: bool, proc: &mut LineProcessor| -> Result<()> {
+                while bad_i < bad_utf8.len() && bad_utf8[bad_i] < start {
+                    bad_i += 1;
+                }
+                let line: Result<&str, usize> = if bad_i < bad_utf8.len() && bad_utf8[bad_i] < end {
+                    Err(bad_utf8[bad_i] - start)
+                } else {
+                    Ok(text.get(start..end).unwrap_or(""))
+                };
+                match proc.line_str(line, end - start, start as u64, has_nl)? {
+                    LineOut::Entry(rec, m) => {
+                        if let Some(m) = m {
+                            migrated.insert(entries.len() as u32, m);
+                        }
+                        entries.push(rec);
+                    }
+                    LineOut::Header | LineOut::Nothing => {}
+                }
+                Ok(())
+            };
+        for nl in memchr::memchr_iter(b'\n', tb) {
+            handle(start, nl, true, &mut proc).map_err(with_path)?;
+            start = nl + 1;
+        }
+        if start < tb.len() {
+            handle(start, tb.len(), false, &mut proc).map_err(with_path)?;
+        }
+        proc.finish(file_size).map_err(with_path)?;
+        let header = proc
+            .header
+            .take()
+            .ok_or_else(|| Error::internal("no header after a successful load"))?;
+        if u32::try_from(entries.len()).is_err() {
+            return Err(with_path(Error::new(
+                ErrorCode::LimitExceeded,
+                "more than 4 billion entries",
+            )));
+        }
+
+        let (idx, duplicate_ids) = IdIndex::build(&entries);
+        let tree = Tree::build(&entries, &idx);
+        if let Some(&cut) = tree.broken_cycles.first()
+            && !opts.lenient
+        {
+            let e = &entries[cut as usize];
+            return Err(with_path(
+                Error::corrupted(format!(
+                    "entry {:?} is part of a parent cycle (its ancestors lead back to it)",
+                    e.id
+                ))
+                .at(e.line_no(), e.offset),
+            ));
+        }
+        let stats = LoadStats {
+            line_count: proc.line_count,
+            skipped_count: proc.skipped_count,
+            skipped: std::mem::take(&mut proc.skipped),
+            torn: gz_torn.or(proc.torn.take()),
+            missing_final_newline: proc.missing_final_newline,
+            extra_headers: proc.extra_headers,
+            file_size,
+        };
+        Ok(Session {
+            text,
+            original,
+            header,
+            entries,
+            migrated,
+            idx,
+            tree,
+            duplicate_ids,
+            max_depth: opts.max_depth as usize,
+            gzip,
+            path,
+            stats,
+            labels: OnceLock::new(),
+            interner: std::mem::take(&mut proc.interner),
+        })
+    }
+
+    /// The text of entry `i` (migrated for version 1 and 2 files).
+    pub fn entry_text(&self, i: u32) -> &str {
+        if let Some(m) = self.migrated.get(&i) {
+            return m;
+        }
+        let e = &self.entries[i as usize];
+        let s = e.offset as usize;
+        self.text.get(s..s + e.len as usize).unwrap_or("")
+    }
+
+    /// The header line as written.
+    pub fn header_text(&self) -> &str {
+        let h = &self.header;
+        self.text
+            .get(h.offset as usize..(h.offset + u64::from(h.len)) as usize)
+            .unwrap_or("{}")
+    }
+
+    /// The parsed header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Entry records, in file order.
+    pub fn entries(&self) -> &[EntryRec] {
+        &self.entries
+    }
+
+    /// The tree.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The file's bytes, exactly as read (decompressed for gzip).
+    pub fn original_bytes(&self) -> &[u8] {
+        self.original.as_deref().unwrap_or(self.text.as_bytes())
+    }
+
+    /// Index of the entry with this id (`leaf` pointers resolve to their target).
+    pub fn index_of(&self, id: &str) -> Result<u32> {
+        self.idx
+            .get(&self.entries, id)
+            .ok_or_else(|| Error::not_found(format!("no entry with id {id:?}")))
+    }
+
+    fn node_of(&self, id: &str) -> Result<u32> {
+        let i = self.index_of(id)?;
+        tree::resolve_node(&self.entries, &self.idx, i)
+            .ok_or_else(|| Error::not_found(format!("leaf entry {id:?} points at no entry")))
+    }
+
+    /// Entries `start..end` (file order, header excluded) as a JSON array.
+    pub fn entries_json(&self, start: usize, end: usize) -> String {
+        let end = end.min(self.entries.len());
+        let start = start.min(end);
+        let items: Vec<&str> = (start..end).map(|i| self.entry_text(i as u32)).collect();
+        context::join_array(&items)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the session has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// One entry as JSON.
+    pub fn entry_json(&self, id: &str) -> Result<String> {
+        Ok(self.entry_text(self.index_of(id)?).to_string())
+    }
+
+    /// The entries from the root down to `id` (inclusive) as a JSON array.
+    pub fn path_json(&self, id: &str) -> Result<String> {
+        let path = self.tree.path_to(self.node_of(id)?);
+        let items: Vec<&str> = path.iter().map(|&i| self.entry_text(i)).collect();
+        Ok(context::join_array(&items))
+    }
+
+    /// Ids from the root down to `id`.
+    pub fn path_ids(&self, id: &str) -> Result<Vec<String>> {
+        let path = self.tree.path_to(self.node_of(id)?);
+        Ok(path
+            .iter()
+            .map(|&i| self.entries[i as usize].id.to_string())
+            .collect())
+    }
+
+    /// The path items from the root to entry `leaf`.
+    fn path_items(&self, leaf: u32) -> Vec<PathItem<'_>> {
+        self.tree
+            .path_to(leaf)
+            .into_iter()
+            .map(|i| PathItem {
+                rec: &self.entries[i as usize],
+                text: self.entry_text(i),
+            })
+            .collect()
+    }
+
+    /// The current leaf's id.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.tree.leaf.map(|i| &*self.entries[i as usize].id)
+    }
+
+    /// The context from `leaf` (default: the current leaf).
+    pub fn context(&self, leaf: Option<&str>) -> Result<Context<'_>> {
+        let leaf = match leaf {
+            Some(id) => Some(self.node_of(id)?),
+            None => self.tree.leaf,
+        };
+        match leaf {
+            Some(l) => context::build(
+                &self.path_items(l),
+                Window::default(),
+                self.max_depth,
+                &self.interner,
+            ),
+            None => Ok(Context {
+                thinking_level: "\"off\"".into(),
+                ..Context::default()
+            }),
+        }
+    }
+
+    /// The context as JSON: `{"messages","thinkingLevel","model"}`. With `llm`,
+    /// messages are converted as pi's `convertToLlm` does.
+    pub fn context_json(&self, leaf: Option<&str>, llm: bool) -> Result<String> {
+        let mut ctx = self.context(leaf)?;
+        if llm {
+            ctx.messages = context::to_llm(&ctx.messages, self.max_depth)?;
+        }
+        Ok(ctx.to_json())
+    }
+
+    fn labels(&self) -> &HashMap<Box<str>, String> {
+        self.labels.get_or_init(|| {
+            let mut map = HashMap::new();
+            for (i, e) in self.entries.iter().enumerate() {
+                if e.kind != EntryKind::Label {
+                    continue;
+                }
+                let Some(target) = e.target.clone() else {
+                    continue;
+                };
+                let text = self.entry_text(i as u32);
+                let label = entry::parse_envelope(text, self.max_depth)
+                    .ok()
+                    .and_then(|env| env.label)
+                    .filter(|v| v.kind == Kind::String)
+                    .and_then(|v| v.str(text))
+                    .filter(|s| !s.is_empty())
+                    .map(|s| s.into_owned());
+                match label {
+                    Some(l) => {
+                        map.insert(target, l);
+                    }
+                    None => {
+                        map.remove(&target);
+                    }
+                }
+            }
+            map
+        })
+    }
+
+    /// The label of an entry.
+    pub fn label(&self, id: &str) -> Option<&str> {
+        self.labels().get(id).map(String::as_str)
+    }
+
+    fn string_field(
+        &self,
+        i: u32,
+        pick: impl Fn(&entry::Envelope) -> Option<json::Value>,
+    ) -> Option<String> {
+        let text = self.entry_text(i);
+        let env = entry::parse_envelope(text, self.max_depth).ok()?;
+        pick(&env)
+            .filter(|v| v.kind == Kind::String)
+            .and_then(|v| v.str(text))
+            .map(|s| s.into_owned())
+    }
+
+    /// A summary of entry `i` for tree views.
+    pub fn node(&self, i: u32) -> TreeNode {
+        let e = &self.entries[i as usize];
+        let text = self.entry_text(i);
+        let env = entry::parse_envelope(text, self.max_depth).unwrap_or_default();
+        let s = |v: Option<json::Value>| {
+            v.filter(|v| v.kind == Kind::String)
+                .and_then(|v| v.str(text))
+                .map(|c| c.into_owned())
+        };
+        let role = if e.kind == EntryKind::Message {
+            env.message
+                .and_then(|m| entry::parse_message_fields(text, m, self.max_depth).ok())
+                .and_then(|f| s(f.role))
+        } else {
+            None
+        };
+        let p = self.tree.parent.get(i as usize).copied().unwrap_or(NONE);
+        TreeNode {
+            id: e.id.to_string(),
+            parent_id: (p != NONE).then(|| self.entries[p as usize].id.to_string()),
+            kind: s(env.ty).unwrap_or_default(),
+            role,
+            timestamp: s(env.timestamp),
+            label: self.label(&e.id).map(str::to_string),
+            children: self.tree.children_of(i).len() as u32,
+            line: e.line_no(),
+            offset: e.offset,
+        }
+    }
+
+    fn nodes(&self, pick: impl Fn(u32, &EntryRec) -> bool) -> Vec<TreeNode> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| e.kind != EntryKind::Leaf && pick(*i as u32, e))
+            .map(|(i, _)| self.node(i as u32))
+            .collect()
+    }
+
+    /// Entries without children, in file order.
+    pub fn leaves(&self) -> Vec<TreeNode> {
+        self.nodes(|i, _| self.tree.children_of(i).is_empty())
+    }
+
+    /// Entries with two or more children, in file order.
+    pub fn branch_points(&self) -> Vec<TreeNode> {
+        self.nodes(|i, _| self.tree.children_of(i).len() > 1)
+    }
+
+    /// Entries without a parent (orphans included), in file order.
+    pub fn roots(&self) -> Vec<TreeNode> {
+        self.nodes(|i, _| self.tree.parent[i as usize] == NONE)
+    }
+
+    /// Children of an entry, in file order.
+    pub fn children(&self, id: &str) -> Result<Vec<TreeNode>> {
+        let i = self.node_of(id)?;
+        Ok(self
+            .tree
+            .children_of(i)
+            .iter()
+            .map(|&c| self.node(c))
+            .collect())
+    }
+
+    /// Facts about the session.
+    pub fn metadata(&self) -> SessionMetadata {
+        let n = self.entries.len() as u32;
+        let ts = |i: u32| self.string_field(i, |e| e.timestamp);
+        let name = self
+            .entries
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, e)| e.kind == EntryKind::SessionInfo)
+            .find_map(|(i, _)| {
+                self.string_field(i as u32, |e| e.name)
+                    .filter(|s| !s.is_empty())
+            });
+        SessionMetadata {
+            session_id: self.header.id.clone(),
+            version: self.header.version,
+            cwd: self.header.cwd.clone(),
+            created_at: self.header.timestamp.clone(),
+            parent_session: self.header.parent_session.clone(),
+            name,
+            entry_count: u64::from(n),
+            message_count: self
+                .entries
+                .iter()
+                .filter(|e| e.kind == EntryKind::Message)
+                .count() as u64,
+            first_timestamp: if n > 0 { ts(0) } else { None },
+            last_timestamp: if n > 0 { ts(n - 1) } else { None },
+            branch_points: self.tree.branch_points,
+            leaf_count: self.tree.leaf_count,
+            leaf_id: self.leaf_id().map(str::to_string),
+            compactions: self
+                .entries
+                .iter()
+                .filter(|e| e.kind == EntryKind::Compaction)
+                .count() as u64,
+            file_size: self.stats.file_size,
+            gzip: self.gzip,
+            line_count: self.stats.line_count,
+            skipped_lines: self.stats.skipped_count,
+            skipped: self.stats.skipped.clone(),
+            torn_tail: self.stats.torn.clone(),
+            missing_final_newline: self.stats.missing_final_newline,
+            duplicate_ids: self.duplicate_ids,
+            orphans: self.tree.orphans,
+            broken_cycles: self.tree.broken_cycles.len() as u64,
+            extra_headers: self.stats.extra_headers,
+        }
+    }
+
+    /// The path given when loading.
+    pub fn path(&self) -> Option<&str> {
+        self.path.as_deref()
+    }
+
+    /// Setting values (thinking levels, models) referenced by entry records.
+    pub fn interner(&self) -> &crate::load::Interner {
+        &self.interner
+    }
+
+    /// Entry indices from the root to the current leaf.
+    pub fn leaf_path(&self) -> Vec<u32> {
+        self.tree
+            .leaf
+            .map(|l| self.tree.path_to(l))
+            .unwrap_or_default()
+    }
+
+    /// The id index (for writers continuing this session).
+    pub fn id_index(&self) -> &IdIndex {
+        &self.idx
+    }
+
+    /// Takes the parts a writer needs.
+    pub fn into_parts(self) -> (Header, Vec<EntryRec>, IdIndex, Tree) {
+        (self.header, self.entries, self.idx, self.tree)
+    }
+}

@@ -1,0 +1,106 @@
+//! File primitives: error mapping, whole and positional reads, atomic replace.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use forkpoint_core::{Error, ErrorCode, LoadOptions, Result, Session};
+
+/// Maps an OS error to a forkpoint error with a stable code.
+pub fn io_error(e: std::io::Error, path: &Path, what: &str) -> Error {
+    let code = match e.kind() {
+        ErrorKind::NotFound => ErrorCode::NotFound,
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => ErrorCode::StorageFull,
+        _ => match e.raw_os_error() {
+            Some(28) | Some(122) => ErrorCode::StorageFull, // ENOSPC, EDQUOT
+            _ => ErrorCode::Io,
+        },
+    };
+    Error::new(code, format!("{what}: {e}")).with_path(path.display().to_string())
+}
+
+/// Reads a whole file.
+pub fn read_all(path: &Path) -> Result<Vec<u8>> {
+    let mut f = File::open(path).map_err(|e| io_error(e, path, "cannot open session file"))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut buf = Vec::with_capacity(len as usize + 1);
+    f.read_to_end(&mut buf)
+        .map_err(|e| io_error(e, path, "cannot read session file"))?;
+    Ok(buf)
+}
+
+/// Loads a whole session file (`.jsonl` or `.jsonl.gz`).
+pub fn read_session(path: &Path, opts: &LoadOptions) -> Result<Session> {
+    let meta = fs::metadata(path).map_err(|e| io_error(e, path, "cannot open session file"))?;
+    if meta.is_dir() {
+        return Err(Error::new(
+            ErrorCode::InvalidInput,
+            "is a directory, not a session file",
+        )
+        .with_path(path.display().to_string()));
+    }
+    let bytes = read_all(path)?;
+    Session::from_bytes(bytes, opts, Some(path.display().to_string()))
+}
+
+/// Reads exactly `len` bytes at `offset` (fewer only at the end of the file).
+pub fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; len as usize];
+    let mut done = 0usize;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => {
+                buf.truncate(done);
+                break;
+            }
+            Ok(n) => done += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(e, path, "cannot read session file")),
+        }
+    }
+    Ok(buf)
+}
+
+/// Replaces `path` with `data` atomically: write a temporary file beside it,
+/// fsync it, rename it over `path`, fsync the directory.
+pub fn replace_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let res = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| io_error(e, &tmp, "cannot create temporary file"))?;
+        f.write_all(data)
+            .map_err(|e| io_error(e, &tmp, "cannot write temporary file"))?;
+        f.sync_all()
+            .map_err(|e| io_error(e, &tmp, "cannot fsync temporary file"))?;
+        fs::rename(&tmp, path)
+            .map_err(|e| io_error(e, path, "cannot rename temporary file into place"))?;
+        sync_dir(dir)
+    })();
+    if res.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// fsyncs a directory, so that a rename or a new file in it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_error(e, dir, "cannot fsync directory"))
+}
