@@ -1,0 +1,200 @@
+/**
+ * forkpoint for Node: load, resume, branch and write pi-format agent sessions.
+ *
+ * ```js
+ * const { SessionLoader, loadSessionLazy, SessionWriter } = require('forkpoint');
+ * const s = await SessionLoader.open('session.jsonl');
+ * console.log(s.getMetadata().leafId, s.getContext().length);
+ * ```
+ */
+import type {
+  AgentMessage,
+  AnySessionEntry,
+  BatchInfo,
+  LazyMetadata,
+  LazyOptions,
+  LoadOptions,
+  SessionContext,
+  SessionInfo,
+  WriterOpenReport,
+  WriterOptions,
+} from '@forkpoint/types';
+import { SessionView, call, callAsync } from '@forkpoint/shared';
+import * as native from '../native/index.js';
+
+export { ForkpointError } from '@forkpoint/shared';
+export type { SessionBranch, ContextOptions } from '@forkpoint/shared';
+export type * from '@forkpoint/types';
+
+const json = (o: unknown): string | undefined => (o === undefined ? undefined : JSON.stringify(o));
+
+/** A session file loaded whole (in milliseconds, even for very large files). */
+export class SessionLoader extends SessionView {
+  /** The file this session was loaded from, if any. */
+  readonly path: string | undefined;
+
+  private constructor(n: native.NativeSession, path?: string) {
+    super(n);
+    this.path = path;
+  }
+
+  /**
+   * Loads a session file (`.jsonl`, or `.jsonl.gz` detected by content) on a
+   * worker thread. Versions 1 and 2 are migrated in memory; the file is never
+   * changed. Throws `ForkpointError` (`CORRUPTED_DATA` with path/line/offset,
+   * `UNSUPPORTED_FORMAT`, `NOT_FOUND`, `LIMIT_EXCEEDED`, ...).
+   */
+  static async open(path: string, opts?: LoadOptions): Promise<SessionLoader> {
+    const n = await callAsync(() => native.NativeSession.open(path, json(opts)));
+    return new SessionLoader(n, path);
+  }
+
+  /** Loads a session from its text or bytes. */
+  static fromJsonl(data: string | Uint8Array, opts?: LoadOptions): SessionLoader {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    return new SessionLoader(call(() => native.NativeSession.fromBytes(bytes, json(opts))));
+  }
+}
+
+/** A batch from `IncrementalSessionLoader.loadNextBatch()`. */
+export interface EntryBatch {
+  entries: AnySessionEntry[];
+  info: BatchInfo;
+}
+
+/** Reads a session file in batches of entries, with byte offsets. */
+export class IncrementalSessionLoader {
+  private readonly native: native.NativeIncremental;
+
+  /** A loader handing out `batchSize` entries per batch. */
+  constructor(path: string, batchSize = 100, opts?: LoadOptions) {
+    this.native = call(() => new native.NativeIncremental(path, batchSize, json(opts)));
+  }
+
+  /** The next batch of entries (empty at the end). */
+  async loadNext(): Promise<AnySessionEntry[]> {
+    return (await this.loadNextBatch()).entries;
+  }
+
+  /** The next batch with its byte offsets. */
+  async loadNextBatch(): Promise<EntryBatch> {
+    return JSON.parse(await callAsync(() => this.native.loadNext())) as EntryBatch;
+  }
+
+  /** Whether entries remain (the file's current length is checked, so a growing file is followed). */
+  hasMore(): boolean {
+    return call(() => this.native.hasMore());
+  }
+
+  /** Back to the start of the file. */
+  reset(): void {
+    call(() => this.native.reset());
+  }
+
+  /** Byte offset where the next batch starts. */
+  get offset(): number {
+    return call(() => this.native.offset());
+  }
+}
+
+/** A session resumed from the tail of its file. */
+export class LazySession {
+  private readonly native: native.NativeLazySession;
+
+  /** @internal */
+  constructor(n: native.NativeLazySession) {
+    this.native = n;
+  }
+
+  /** The context from the current leaf: equal to a full load's unless `maxMessages` cuts it. */
+  getContext(): AgentMessage[] {
+    return this.getSessionContext().messages;
+  }
+
+  /** The context with the thinking level and model in force. */
+  getSessionContext(opts: { llm?: boolean } = {}): SessionContext {
+    return JSON.parse(call(() => this.native.contextJson(opts.llm ?? false))) as SessionContext;
+  }
+
+  /** Facts about the resume: how the tail was found, bytes read, counts when known. */
+  getMetadata(): LazyMetadata {
+    return JSON.parse(call(() => this.native.metadataJson())) as LazyMetadata;
+  }
+
+  /**
+   * Loads up to `n` older messages (default 50), oldest first: first the newest
+   * of those `maxMessages` cut from the context, then history from before the
+   * context (the compacted part). Returns `[]` when nothing older remains.
+   */
+  async loadMoreHistory(n = 50): Promise<AgentMessage[]> {
+    return JSON.parse(await callAsync(() => this.native.loadMoreHistory(n))) as AgentMessage[];
+  }
+}
+
+/**
+ * Resumes a session from the tail of its file: cost grows with the part the
+ * context needs, not with the file. Uses and refreshes `<file>.idx.json`.
+ */
+export async function loadSessionLazy(path: string, opts?: LazyOptions): Promise<LazySession> {
+  return new LazySession(await callAsync(() => native.NativeLazySession.load(path, json(opts))));
+}
+
+/** An entry to append: `type` is required; `id`, `parentId`, `timestamp` are filled when absent. */
+export type NewEntry = { type: string; id?: string; parentId?: string | null; timestamp?: string; [key: string]: unknown };
+
+/** Appends to a session file, durably, holding its lock. */
+export class SessionWriter {
+  private readonly native: native.NativeWriter;
+  /** What opening found and repaired. */
+  readonly openReport: WriterOpenReport;
+
+  private constructor(n: native.NativeWriter) {
+    this.native = n;
+    this.openReport = JSON.parse(n.openReportJson()) as WriterOpenReport;
+  }
+
+  /**
+   * Opens a session file for appending, creating it (with a header) if needed.
+   * A torn last line is cut off (see `openReport.repaired`). Throws
+   * `SESSION_LOCKED` when another writer has it open, `MIGRATION_REQUIRED` for
+   * version 1/2 files unless `{ migrate: true }`.
+   */
+  static async open(path: string, opts?: WriterOptions): Promise<SessionWriter> {
+    return new SessionWriter(await callAsync(() => native.NativeWriter.open(path, json(opts))));
+  }
+
+  /** Appends an entry; resolves to its id once it is on disk. */
+  append(entry: NewEntry): Promise<string> {
+    return callAsync(() => this.native.append(JSON.stringify(entry)));
+  }
+
+  /** Moves the current leaf to `id` (`null`: before the first entry) with a durable `leaf` entry. */
+  moveLeaf(id: string | null): Promise<string> {
+    return callAsync(() => this.native.moveLeaf(id));
+  }
+
+  /** Sets the label of an entry (`undefined` or `''` clears it). */
+  appendLabel(targetId: string, label?: string): Promise<string> {
+    return callAsync(() => this.native.appendLabel(targetId, label ?? null));
+  }
+
+  /** Moves the leaf to `id` and appends a `branch_summary` there (pi's `branchWithSummary`). */
+  branchWithSummary(id: string | null, summary: string, opts: { details?: unknown; fromHook?: boolean } = {}): Promise<string> {
+    return callAsync(() => this.native.branchWithSummary(id, summary, json(opts.details) ?? null, opts.fromHook ?? null));
+  }
+
+  /** The current leaf. */
+  get leafId(): string | null {
+    return call(() => this.native.leafId()) ?? null;
+  }
+
+  /** Waits for pending appends, writes the resume hint and releases the lock. */
+  close(): Promise<void> {
+    return callAsync(() => this.native.close());
+  }
+}
+
+/** Lists the sessions in a directory from their headers and tails, newest first. */
+export async function listSessions(dir: string): Promise<SessionInfo[]> {
+  return JSON.parse(await callAsync(() => native.listSessionsJson(dir))) as SessionInfo[];
+}

@@ -1,0 +1,68 @@
+import type { ErrorCode, ErrorInfo } from '@forkpoint/types';
+
+/**
+ * Every error forkpoint throws. `code` is stable across releases; `path`,
+ * `line` (1-based) and `offset` (byte offset of the line) are set where they apply.
+ */
+export class ForkpointError extends Error {
+  readonly code: ErrorCode;
+  readonly path?: string;
+  readonly line?: number;
+  readonly offset?: number;
+
+  constructor(info: { code: ErrorCode; message: string; path?: string | null; line?: number | null; offset?: number | null }) {
+    super(info.message);
+    this.name = 'ForkpointError';
+    this.code = info.code;
+    if (info.path != null) this.path = info.path;
+    if (info.line != null) this.line = info.line;
+    if (info.offset != null) this.offset = info.offset;
+  }
+}
+
+function parseInfo(message: string): ErrorInfo | undefined {
+  if (!message.startsWith('{"code":')) return undefined;
+  try {
+    return JSON.parse(message) as ErrorInfo;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Turns whatever a native call threw into a `ForkpointError`: core errors arrive
+ * as JSON in the message; argument conversion failures become `INVALID_INPUT`;
+ * a WebAssembly trap becomes `INTERNAL`.
+ */
+export function toForkpointError(e: unknown): ForkpointError {
+  if (e instanceof ForkpointError) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  const info = parseInfo(message);
+  if (info) return new ForkpointError(info);
+  const wasm = (globalThis as { WebAssembly?: { RuntimeError?: abstract new (...args: never[]) => Error } }).WebAssembly;
+  if (wasm?.RuntimeError && e instanceof wasm.RuntimeError) {
+    return new ForkpointError({ code: 'INTERNAL', message: `forkpoint crashed: ${message} (please report this)` });
+  }
+  if (/convert|expected|invalid type|is not a|must be/i.test(message)) {
+    return new ForkpointError({ code: 'INVALID_INPUT', message });
+  }
+  return new ForkpointError({ code: 'INTERNAL', message });
+}
+
+/** Calls `f`, rethrowing any error as a `ForkpointError`. */
+export function call<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw toForkpointError(e);
+  }
+}
+
+/** Awaits `f()`, rethrowing any error as a `ForkpointError`. */
+export async function callAsync<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    throw toForkpointError(e);
+  }
+}

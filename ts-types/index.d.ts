@@ -1,0 +1,746 @@
+// Generated from the Rust types of crates/core by `npm run gen:types`. Do not edit.
+// Numbers that are u64 in Rust are plain numbers here (exact below 2^53).
+
+/**
+ * Stable error codes. The string form is part of the public API.
+ */
+export type ErrorCode = "CORRUPTED_DATA" | "UNSUPPORTED_FORMAT" | "LIMIT_EXCEEDED" | "INVALID_INPUT" | "INVALID_ID" | "NOT_FOUND" | "SESSION_LOCKED" | "MIGRATION_REQUIRED" | "STORAGE_FULL" | "IO" | "CLOSED" | "INTERNAL";
+
+/**
+ * An error with a stable code and, where they apply, the file path, the
+ * 1-based line number and the byte offset of the line's first byte.
+ */
+export type ErrorInfo = { 
+/**
+ * Stable machine-readable code.
+ */
+code: ErrorCode, 
+/**
+ * Human-readable explanation, including what to do about it where we know.
+ */
+message: string, 
+/**
+ * The file the error is about, when there is one.
+ */
+path: string | null, 
+/**
+ * 1-based line number in the file.
+ */
+line: number | null, 
+/**
+ * Byte offset of the start of the line (or of the bad byte) in the file.
+ */
+offset: number | null, };
+
+/**
+ * Options for loading a session file.
+ */
+export type LoadOptions = { 
+/**
+ * Skip malformed lines in the middle of the file (counted in the metadata)
+ * instead of failing with `CORRUPTED_DATA`. Default `false`.
+ */
+lenient?: boolean, 
+/**
+ * Longest line accepted, in bytes; longer lines fail with `LIMIT_EXCEEDED`.
+ * Default 256 MiB.
+ */
+maxLineBytes?: number, 
+/**
+ * Deepest JSON nesting accepted; deeper lines fail with `LIMIT_EXCEEDED`. Default 512.
+ */
+maxDepth?: number, 
+/**
+ * Most entries accepted; more fail with `LIMIT_EXCEEDED`. Default 50 million.
+ */
+maxEntries?: number, };
+
+/**
+ * Options for a lazy resume.
+ */
+export type LazyOptions = { 
+/**
+ * Keep at most this many messages (the newest) in `getContext()`; older ones
+ * come back page by page from `loadMoreHistory()`. Default: no limit, so the
+ * context equals the one a full load builds.
+ */
+maxMessages?: number, 
+/**
+ * Put the compaction summary first in the context even when `maxMessages`
+ * cuts messages. Default `true`.
+ */
+includeSummary?: boolean, 
+/**
+ * Walk back far enough to find the thinking level and model in force at the
+ * leaf even when no resume hint has them. Default `true`.
+ */
+resolveSettings?: boolean, 
+/**
+ * Use and refresh the resume hint next to the session file. Default `true`.
+ */
+useHint?: boolean, 
+/**
+ * As in [`LoadOptions`].
+ */
+lenient?: boolean, 
+/**
+ * As in [`LoadOptions`].
+ */
+maxLineBytes?: number, 
+/**
+ * As in [`LoadOptions`].
+ */
+maxDepth?: number, };
+
+/**
+ * A line that lenient loading skipped.
+ */
+export type SkippedLine = { 
+/**
+ * 1-based line number (`null` when unknown, as in lazy loads).
+ */
+line: number | null, 
+/**
+ * Byte offset of the line's first byte.
+ */
+offset: number, 
+/**
+ * Why the line was skipped.
+ */
+reason: string, };
+
+/**
+ * An incomplete last line that loading cut off (a write torn by a crash).
+ */
+export type TornTail = { 
+/**
+ * 1-based line number of the torn line (`null` when unknown).
+ */
+line: number | null, 
+/**
+ * Byte offset where the torn line starts: the file's valid length.
+ */
+offset: number, 
+/**
+ * Number of bytes cut off.
+ */
+bytes: number, };
+
+/**
+ * The provider and model in force at a point of the session.
+ */
+export type ModelRef = { provider: string | null, modelId: string | null, };
+
+/**
+ * Facts about a loaded session.
+ */
+export type SessionMetadata = { 
+/**
+ * The session id from the header line.
+ */
+sessionId: string, 
+/**
+ * Format version of the file as written (1, 2 or 3). Older versions are
+ * migrated in memory; the file is never rewritten by loading.
+ */
+version: number, 
+/**
+ * Working directory from the header.
+ */
+cwd: string | null, 
+/**
+ * The header's timestamp (when the session was created).
+ */
+createdAt: string | null, 
+/**
+ * Path of the session this one was forked from, if any.
+ */
+parentSession: string | null, 
+/**
+ * Display name from the newest `session_info` entry with a name.
+ */
+name: string | null, 
+/**
+ * Number of entries after the header (`leaf` pointer entries included).
+ */
+entryCount: number, 
+/**
+ * Number of `message` entries.
+ */
+messageCount: number, 
+/**
+ * Timestamp of the first entry (file order).
+ */
+firstTimestamp: string | null, 
+/**
+ * Timestamp of the last entry (file order).
+ */
+lastTimestamp: string | null, 
+/**
+ * Number of entries with two or more children.
+ */
+branchPoints: number, 
+/**
+ * Number of entries without children.
+ */
+leafCount: number, 
+/**
+ * The current leaf: the target of the last `leaf` entry if it is newer than
+ * every other entry, else the last entry. `null` for an empty session or after
+ * a move to before the first entry.
+ */
+leafId: string | null, 
+/**
+ * Number of `compaction` entries.
+ */
+compactions: number, 
+/**
+ * Size of the file in bytes (decompressed size for `.jsonl.gz`).
+ */
+fileSize: number, 
+/**
+ * The file was gzip-compressed.
+ */
+gzip: boolean, 
+/**
+ * Number of lines, blank ones included.
+ */
+lineCount: number, 
+/**
+ * Number of malformed lines skipped by a lenient load.
+ */
+skippedLines: number, 
+/**
+ * The first skipped lines (at most 100), with reasons.
+ */
+skipped: Array<SkippedLine>, 
+/**
+ * The incomplete last line that was cut off, if any.
+ */
+tornTail: TornTail | null, 
+/**
+ * The last line is complete JSON but has no newline after it.
+ */
+missingFinalNewline: boolean, 
+/**
+ * Entries whose id was already used by an earlier entry (the later one wins
+ * when the id is looked up, as in pi).
+ */
+duplicateIds: number, 
+/**
+ * Entries whose parent does not exist; they are treated as roots.
+ */
+orphans: number, 
+/**
+ * Parent cycles broken by a lenient load (the earliest entry of each cycle
+ * becomes a root). A strict load fails with `CORRUPTED_DATA` instead.
+ */
+brokenCycles: number, 
+/**
+ * Additional `session` header lines after the first (ignored, kept in the file).
+ */
+extraHeaders: number, };
+
+/**
+ * One entry of the session tree, summarized (no payload).
+ */
+export type TreeNode = { id: string, 
+/**
+ * The parent in the tree (`null` for roots, orphans included).
+ */
+parentId: string | null, 
+/**
+ * Entry type (`message`, `compaction`, ...).
+ */
+type: string, 
+/**
+ * For messages: the role (`user`, `assistant`, `toolResult`, ...).
+ */
+role: string | null, timestamp: string | null, 
+/**
+ * The entry's label, if one is set.
+ */
+label: string | null, 
+/**
+ * Number of children.
+ */
+children: number, 
+/**
+ * 1-based line number in the file (`null` when unknown).
+ */
+line: number | null, 
+/**
+ * Byte offset of the entry's line.
+ */
+offset: number, };
+
+/**
+ * Where a session file stands, read from its header and tail only.
+ */
+export type SessionInfo = { 
+/**
+ * Path of the file.
+ */
+path: string, 
+/**
+ * Session id from the header (`null` when the file is not a session; see `error`).
+ */
+id: string | null, version: number | null, cwd: string | null, createdAt: string | null, 
+/**
+ * Timestamp of the last entry.
+ */
+modifiedAt: string | null, parentSession: string | null, 
+/**
+ * Display name, when the resume hint or the tail holds one.
+ */
+name: string | null, 
+/**
+ * The current leaf as the tail shows it.
+ */
+leafId: string | null, 
+/**
+ * File size in bytes.
+ */
+fileSize: number, 
+/**
+ * File modification time (ms since the epoch).
+ */
+mtimeMs: number | null, gzip: boolean, 
+/**
+ * Entry and message counts, when a resume hint for this exact file length has them.
+ */
+entryCount: number | null, messageCount: number | null, 
+/**
+ * Set when the file could not be read as a session.
+ */
+error: ErrorInfo | null, };
+
+/**
+ * A batch from an incremental load.
+ */
+export type BatchInfo = { 
+/**
+ * Byte offset where the batch starts.
+ */
+startOffset: number, 
+/**
+ * Byte offset after the batch's last line: where the next batch starts.
+ */
+endOffset: number, 
+/**
+ * Byte offset of each entry in the batch.
+ */
+offsets: Array<number>, 
+/**
+ * 1-based line number of each entry.
+ */
+lines: Array<number>, 
+/**
+ * No more entries follow.
+ */
+done: boolean, };
+
+/**
+ * Facts about a lazy resume.
+ */
+export type LazyMetadata = { sessionId: string, version: number, cwd: string | null, createdAt: string | null, parentSession: string | null, 
+/**
+ * The current leaf (see `SessionMetadata.leafId`).
+ */
+leafId: string | null, 
+/**
+ * File size in bytes.
+ */
+fileSize: number, 
+/**
+ * How the tail was found: `"hint"` (the resume hint was valid), `"scan"`
+ * (reverse scan from the end), or `"full"` (the file had to be read whole:
+ * gzip or version 1).
+ */
+mode: string, 
+/**
+ * Why the resume hint was not used, when it was not.
+ */
+hintRejected: string | null, 
+/**
+ * Whether a fresh resume hint was written after this load.
+ */
+hintWritten: boolean, 
+/**
+ * Bytes read from the file.
+ */
+bytesRead: number, 
+/**
+ * Byte offset of the oldest entry loaded so far.
+ */
+windowStart: number, 
+/**
+ * Number of entries on the leaf's path loaded so far.
+ */
+loadedEntries: number, 
+/**
+ * Number of messages in the current context window.
+ */
+contextMessages: number, 
+/**
+ * Entry id of the newest compaction on the leaf's path, if any.
+ */
+compactionId: string | null, 
+/**
+ * Whether the thinking level and model are known exactly (false only when
+ * `resolveSettings` was off and no hint had them).
+ */
+settingsResolved: boolean, 
+/**
+ * Whether older history can still be paged in with `loadMoreHistory()`.
+ */
+hasMoreHistory: boolean, 
+/**
+ * The incomplete last line that was cut off, if any.
+ */
+tornTail: TornTail | null, 
+/**
+ * Entry and message counts, when the resume hint had them for this file length.
+ */
+entryCount: number | null, messageCount: number | null, };
+
+/**
+ * Durability of a writer's appends.
+ */
+export type Durability = "fsync" | "group";
+
+/**
+ * Options for opening a session writer.
+ */
+export type WriterOptions = { 
+/**
+ * `'fsync'` (default) or `'group'`.
+ */
+durability?: Durability, 
+/**
+ * For a new file: the working directory written to the header. Default: the
+ * process's current directory.
+ */
+cwd?: string, 
+/**
+ * For a new file: the session id. Default: a random UUID.
+ */
+sessionId?: string, 
+/**
+ * For a new file: the session this one was forked from.
+ */
+parentSession?: string, 
+/**
+ * Rewrite a version 1 or 2 file as version 3 (atomically) before appending.
+ * Without it such files are refused with `MIGRATION_REQUIRED`.
+ */
+migrate?: boolean, 
+/**
+ * Keep `<file>.idx.json` (the lazy-resume hint) current. Default `true`.
+ */
+hint?: boolean, 
+/**
+ * Write gzip members (the default for paths ending in `.gz`).
+ */
+gzip?: boolean, };
+
+/**
+ * What opening a writer found and repaired.
+ */
+export type WriterOpenReport = { 
+/**
+ * The file did not exist (or was empty) and a header was written.
+ */
+created: boolean, 
+/**
+ * A torn last line was cut off.
+ */
+repaired: TornTail | null, 
+/**
+ * A missing final newline was added.
+ */
+newlineAdded: boolean, 
+/**
+ * The file was migrated from this version to version 3.
+ */
+migratedFrom: number | null, 
+/**
+ * The current leaf after opening.
+ */
+leafId: string | null, 
+/**
+ * Number of entries in the file.
+ */
+entryCount: number, };
+
+/**
+ * Text. `textSignature` is OpenAI Responses message metadata.
+ */
+export type TextContent = { text: string, textSignature?: string, };
+
+/**
+ * Model reasoning. `thinkingSignature` is the provider's opaque signature (or,
+ * with `redacted`, the encrypted payload).
+ */
+export type ThinkingContent = { thinking: string, thinkingSignature?: string, redacted?: boolean, };
+
+/**
+ * An image, base64-encoded.
+ */
+export type ImageContent = { data: string, mimeType: string, };
+
+/**
+ * A tool call. `thoughtSignature` is Gemini's.
+ */
+export type ToolCall = { id: string, name: string, arguments: Record<string, unknown>, thoughtSignature?: string, };
+
+/**
+ * A block of user or tool-result content.
+ */
+export type UserBlock = { "type": "text" } & TextContent | { "type": "image" } & ImageContent;
+
+/**
+ * A block of assistant content.
+ */
+export type AssistantBlock = { "type": "text" } & TextContent | { "type": "thinking" } & ThinkingContent | { "type": "toolCall" } & ToolCall;
+
+/**
+ * User content: a string or blocks.
+ */
+export type UserContent = string | Array<UserBlock>;
+
+/**
+ * Cost in dollars.
+ */
+export type Cost = { input: number, output: number, cacheRead: number, cacheWrite: number, total: number, };
+
+/**
+ * Token usage of one model call.
+ */
+export type Usage = { input: number, output: number, cacheRead: number, cacheWrite: number, totalTokens: number, cost: Cost, };
+
+/**
+ * Why the model stopped.
+ */
+export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted";
+
+/**
+ * A message from the user.
+ */
+export type UserMessage = { content: UserContent, 
+/**
+ * Milliseconds since the epoch.
+ */
+timestamp: number, };
+
+/**
+ * A model response, with the provider, API and model that produced it.
+ */
+export type AssistantMessage = { content: Array<AssistantBlock>, api: string, provider: string, model: string, usage: Usage, stopReason: StopReason, errorMessage?: string, 
+/**
+ * Provider response id (OpenAI Responses).
+ */
+responseId?: string, timestamp: number, };
+
+/**
+ * The result of a tool call.
+ */
+export type ToolResultMessage = { toolCallId: string, toolName: string, content: Array<UserBlock>, details?: unknown, isError: boolean, timestamp: number, };
+
+/**
+ * A shell command the user ran (`!cmd`); `excludeFromContext` for `!!cmd`.
+ */
+export type BashExecutionMessage = { command: string, output: string, exitCode?: number, cancelled: boolean, truncated: boolean, fullOutputPath?: string, excludeFromContext?: boolean, timestamp: number, };
+
+/**
+ * A message injected by an extension (from `custom_message` entries).
+ */
+export type CustomMessage = { customType: string, content: UserContent, display: boolean, details?: unknown, timestamp: number, };
+
+/**
+ * The summary of a branch the conversation came back from.
+ */
+export type BranchSummaryMessage = { summary: string, fromId: string, timestamp: number, };
+
+/**
+ * The summary of compacted history.
+ */
+export type CompactionSummaryMessage = { summary: string, tokensBefore: number, timestamp: number, };
+
+/**
+ * A message of the context, as pi's `buildSessionContext` yields it.
+ */
+export type AgentMessage = { "role": "user" } & UserMessage | { "role": "assistant" } & AssistantMessage | { "role": "toolResult" } & ToolResultMessage | { "role": "bashExecution" } & BashExecutionMessage | { "role": "custom" } & CustomMessage | { "role": "branchSummary" } & BranchSummaryMessage | { "role": "compactionSummary" } & CompactionSummaryMessage;
+
+/**
+ * A message as sent to an LLM (pi's `convertToLlm` output).
+ */
+export type LlmMessage = { "role": "user" } & UserMessage | { "role": "assistant" } & AssistantMessage | { "role": "toolResult" } & ToolResultMessage;
+
+/**
+ * The first line of a session file.
+ */
+export type SessionHeader = { type: "session", 
+/**
+ * Absent in version 1 files.
+ */
+version?: number, id: string, timestamp: string, cwd: string, parentSession?: string, };
+
+/**
+ * Fields every entry has.
+ */
+export type EntryBase = { id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+export type MessageEntry = { message: AgentMessage, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+/**
+ * Older history replaced by a summary; the context keeps entries from
+ * `firstKeptEntryId` on.
+ */
+export type CompactionEntry = { summary: string, firstKeptEntryId: string, tokensBefore: number, details?: unknown, fromHook?: boolean, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+/**
+ * A summary of a branch left behind (`fromId`: where it started, or `"root"`).
+ */
+export type BranchSummaryEntry = { fromId: string, summary: string, details?: unknown, fromHook?: boolean, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+export type ModelChangeEntry = { provider: string, modelId: string, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+export type ThinkingLevelChangeEntry = { thinkingLevel: string, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+/**
+ * Extension state; not part of the context. forkpoint's own records use
+ * `customType` values starting with `forkpoint.`.
+ */
+export type CustomEntry = { customType: string, data?: unknown, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+/**
+ * A message from an extension that is part of the context (as a user message).
+ */
+export type CustomMessageEntry = { customType: string, content: UserContent, display: boolean, details?: unknown, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+/**
+ * Sets (or, without `label`, clears) the label of `targetId`.
+ */
+export type LabelEntry = { targetId: string, label?: string, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+/**
+ * The session's display name.
+ */
+export type SessionInfoEntry = { name?: string, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+/**
+ * A durable move of the current leaf to `targetId` (`null`: before the first
+ * entry). A pointer, not a node of the tree; its `parentId` is the target.
+ */
+export type LeafEntry = { targetId: string | null, id: string, 
+/**
+ * `null` for a root.
+ */
+parentId: string | null, 
+/**
+ * ISO-8601.
+ */
+timestamp: string, };
+
+/**
+ * An entry of a session file. Files may also hold entry types this library does
+ * not know; they are kept and returned as they are (see `UnknownEntry`).
+ */
+export type SessionEntry = { "type": "message" } & MessageEntry | { "type": "compaction" } & CompactionEntry | { "type": "branch_summary" } & BranchSummaryEntry | { "type": "model_change" } & ModelChangeEntry | { "type": "thinking_level_change" } & ThinkingLevelChangeEntry | { "type": "custom" } & CustomEntry | { "type": "custom_message" } & CustomMessageEntry | { "type": "label" } & LabelEntry | { "type": "session_info" } & SessionInfoEntry | { "type": "leaf" } & LeafEntry;
+
+/**
+ * The context from a leaf: what pi's `buildSessionContext` returns.
+ */
+export type SessionContext = { messages: Array<AgentMessage>, 
+/**
+ * `"off"` unless a thinking-level change is on the path; `null` when a
+ * lazy load could not tell.
+ */
+thinkingLevel: string | null, model: ModelRef | null, };
+
+/** An entry of a type this library does not know, kept as written. */
+export type UnknownEntry = EntryBase & { type: string; [key: string]: unknown };
+
+/** Any entry a session file may hold. */
+export type AnySessionEntry = SessionEntry | UnknownEntry;
