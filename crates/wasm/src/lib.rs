@@ -1,0 +1,8 @@
+//! Browser bindings of forkpoint. Same shape as the napi crate: each class
+//! converts its arguments, calls one core function, converts the result back
+//! (data as JSON text, parsed once by the TS layer). Errors are `Error`s whose
+//! message is the core error as JSON.
+
+mod session;
+
+pub use session::{NativeSession, NativeSessionBuilder};

@@ -1,0 +1,132 @@
+//! `NativeSession`: a loaded session (behind `Session` in forkpoint-web).
+
+use forkpoint_core::types::options_from_json;
+use forkpoint_core::{Error, LoadOptions, Session};
+use wasm_bindgen::prelude::*;
+
+fn err(e: Error) -> JsError {
+    JsError::new(&e.to_json())
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, JsError> {
+    serde_json::to_string(v).map_err(|e| err(Error::internal(e.to_string())))
+}
+
+/// A loaded session.
+#[wasm_bindgen]
+pub struct NativeSession {
+    inner: Session,
+}
+
+#[wasm_bindgen]
+impl NativeSession {
+    /// Loads a session from bytes (`.jsonl` or `.jsonl.gz` content). `opts` is LoadOptions as JSON.
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(bytes: Vec<u8>, opts: Option<String>, path: Option<String>) -> Result<NativeSession, JsError> {
+        let o = options_from_json::<LoadOptions>(opts.as_deref()).map_err(err)?;
+        Ok(NativeSession { inner: Session::from_bytes(bytes, &o, path).map_err(err)? })
+    }
+
+    /// SessionMetadata as JSON.
+    #[wasm_bindgen(js_name = metadataJson)]
+    pub fn metadata_json(&self) -> Result<String, JsError> {
+        to_json(&self.inner.metadata())
+    }
+
+    /// The header line as written.
+    #[wasm_bindgen(js_name = headerJson)]
+    pub fn header_json(&self) -> String {
+        self.inner.header_text().to_string()
+    }
+
+    /// Number of entries.
+    #[wasm_bindgen(js_name = entryCount)]
+    pub fn entry_count(&self) -> u32 {
+        self.inner.len() as u32
+    }
+
+    /// Entries `start..end` as a JSON array.
+    #[wasm_bindgen(js_name = entriesJson)]
+    pub fn entries_json(&self, start: u32, end: u32) -> String {
+        self.inner.entries_json(start as usize, end as usize)
+    }
+
+    /// One entry as JSON.
+    #[wasm_bindgen(js_name = entryJson)]
+    pub fn entry_json(&self, id: &str) -> Result<String, JsError> {
+        self.inner.entry_json(id).map_err(err)
+    }
+
+    /// Entries from the root to `id` as a JSON array.
+    #[wasm_bindgen(js_name = pathJson)]
+    pub fn path_json(&self, id: &str) -> Result<String, JsError> {
+        self.inner.path_json(id).map_err(err)
+    }
+
+    /// Tree nodes as JSON: `leaves`, `branchPoints`, `roots`, or the children of an id.
+    #[wasm_bindgen(js_name = nodesJson)]
+    pub fn nodes_json(&self, which: &str, id: Option<String>) -> Result<String, JsError> {
+        let nodes = match (which, id) {
+            ("leaves", _) => self.inner.leaves(),
+            ("branchPoints", _) => self.inner.branch_points(),
+            ("roots", _) => self.inner.roots(),
+            ("children", Some(id)) => self.inner.children(&id).map_err(err)?,
+            _ => return Err(err(Error::invalid_input(format!("unknown node list {which:?}")))),
+        };
+        to_json(&nodes)
+    }
+
+    /// The label of an entry.
+    pub fn label(&self, id: &str) -> Option<String> {
+        self.inner.label(id).map(str::to_string)
+    }
+
+    /// The context from `leafId` (default: the current leaf) as JSON.
+    #[wasm_bindgen(js_name = contextJson)]
+    pub fn context_json(&self, leaf_id: Option<String>, llm: Option<bool>) -> Result<String, JsError> {
+        self.inner.context_json(leaf_id.as_deref(), llm.unwrap_or(false)).map_err(err)
+    }
+
+    /// The current leaf.
+    #[wasm_bindgen(js_name = leafId)]
+    pub fn leaf_id(&self) -> Option<String> {
+        self.inner.leaf_id().map(str::to_string)
+    }
+
+    /// The file's bytes exactly as read (decompressed for gzip).
+    #[wasm_bindgen(js_name = toBytes)]
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.inner.original_bytes().to_vec()
+    }
+}
+
+/// Collects a session's bytes chunk by chunk (from a `Blob` read in slices).
+#[wasm_bindgen]
+pub struct NativeSessionBuilder {
+    buf: Vec<u8>,
+}
+
+impl Default for NativeSessionBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[wasm_bindgen]
+impl NativeSessionBuilder {
+    /// An empty builder.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> NativeSessionBuilder {
+        NativeSessionBuilder { buf: Vec::new() }
+    }
+
+    /// Appends a chunk.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// Loads the collected bytes as a session.
+    pub fn finish(&mut self, opts: Option<String>, path: Option<String>) -> Result<NativeSession, JsError> {
+        NativeSession::from_bytes(std::mem::take(&mut self.buf), opts, path)
+    }
+}
