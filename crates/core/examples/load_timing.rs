@@ -6,8 +6,8 @@ fn main() {
     let t0 = Instant::now();
     let bytes = std::fs::read(&path).expect("read");
     let t1 = Instant::now();
-    let s =
-        forkpoint_core::Session::from_bytes(bytes, &Default::default(), Some(path)).expect("load");
+    let s = forkpoint_core::Session::from_bytes_threads(bytes, &Default::default(), Some(path), 2)
+        .expect("load");
     let t2 = Instant::now();
     let ctx = s.context_json(None, false).expect("ctx");
     let t3 = Instant::now();

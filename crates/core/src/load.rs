@@ -108,6 +108,16 @@ impl Interner {
         i
     }
 
+    /// Number of values (index 0 included).
+    pub fn len(&self) -> usize {
+        self.vals.len()
+    }
+
+    /// Whether only the reserved index 0 exists.
+    pub fn is_empty(&self) -> bool {
+        self.vals.len() <= 1
+    }
+
     /// The value at index `i` (empty for 0 or unknown).
     pub fn get(&self, i: u32) -> &str {
         self.vals.get(i as usize).map_or("", |v| v)
@@ -215,6 +225,48 @@ impl LineProcessor {
         p.header = Some(header);
         p.unnumbered = true;
         p
+    }
+
+    /// A processor for a chunk of a file after its header, numbering lines from 1
+    /// within the chunk (the caller renumbers when merging chunks).
+    pub fn for_chunk(opts: LoadOptions, path: Option<String>, header: Header) -> Self {
+        let mut p = Self::new(opts, path);
+        p.header = Some(header);
+        p
+    }
+
+    /// The pending bad line's error, if any (for merging chunks).
+    pub fn take_pending_bad(&mut self) -> Option<Error> {
+        self.pending_bad.take().map(|b| b.err)
+    }
+
+    /// Puts back a bad line whose place in the file is now known to be last
+    /// (for merging chunks; `finish` turns it into a torn tail).
+    pub fn restore_pending_bad(&mut self, err: Error, is_header: bool) {
+        let offset = err.offset.unwrap_or(0);
+        let line = err.line;
+        self.pending_bad = Some(PendingBad {
+            err,
+            line,
+            offset,
+            len: 0,
+            is_header,
+        });
+    }
+
+    /// Adds another chunk's counters to this processor's (for merging chunks).
+    pub fn absorb_counts(&mut self, other: &LineProcessor) {
+        self.line_count += other.line_count;
+        self.blank_lines += other.blank_lines;
+        self.extra_headers += other.extra_headers;
+        self.entry_count += other.entry_count;
+        self.skipped_count += other.skipped_count;
+        self.missing_final_newline |= other.missing_final_newline;
+    }
+
+    /// Records a skipped line (for merging chunks).
+    pub fn record_skip(&mut self, line: Option<u64>, offset: u64, reason: String) {
+        self.skip(line, offset, reason);
     }
 
     fn err(&self, code: ErrorCode, msg: String, line: Option<u64>, offset: u64) -> Error {

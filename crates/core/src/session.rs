@@ -17,8 +17,9 @@ use crate::types::{LoadOptions, SessionMetadata, TornTail, TreeNode};
 #[derive(Debug)]
 pub struct Session {
     /// The file's content as text (decompressed for gzip). Invalid UTF-8 can only
-    /// sit in skipped or torn lines; it is replaced there by `?`, byte for byte,
-    /// and the original bytes are kept in `original` for export.
+    /// sit in skipped or torn lines; it is replaced there by `?`, byte for byte.
+    /// The file's own bytes are kept in `original` when they differ from `text`
+    /// (gzip, or invalid UTF-8), so export is byte-identical.
     text: String,
     original: Option<Vec<u8>>,
     header: Header,
@@ -45,6 +46,168 @@ struct LoadStats {
     missing_final_newline: bool,
     extra_headers: u64,
     file_size: u64,
+}
+
+/// Files smaller than this are scanned on one thread.
+const PARALLEL_MIN_BYTES: usize = 4 << 20;
+
+/// Entries found in a range of lines.
+#[derive(Debug, Default)]
+struct ChunkOut {
+    entries: Vec<EntryRec>,
+    migrated: HashMap<u32, Box<str>>,
+}
+
+/// The text being scanned and its invalid-UTF-8 positions.
+#[derive(Clone, Copy)]
+struct Scan<'a> {
+    text: &'a str,
+    bad_utf8: &'a [usize],
+}
+
+impl Scan<'_> {
+    /// Feeds the lines in `[start, end)` (which start and end at line boundaries)
+    /// to `proc`, collecting entries into `out`.
+    fn lines(
+        &self,
+        start: usize,
+        end: usize,
+        proc: &mut LineProcessor,
+        out: &mut ChunkOut,
+    ) -> Result<()> {
+        let tb = &self.text.as_bytes()[..end];
+        let mut ls = start;
+        let mut bad_i = self.bad_utf8.partition_point(|&b| b < start);
+        let mut one =
+            |ls: usize, le: usize, has_nl: bool, proc: &mut LineProcessor| -> Result<()> {
+                while bad_i < self.bad_utf8.len() && self.bad_utf8[bad_i] < ls {
+                    bad_i += 1;
+                }
+                let line: std::result::Result<&str, usize> =
+                    if bad_i < self.bad_utf8.len() && self.bad_utf8[bad_i] < le {
+                        Err(self.bad_utf8[bad_i] - ls)
+                    } else {
+                        Ok(self.text.get(ls..le).unwrap_or(""))
+                    };
+                if let LineOut::Entry(rec, m) = proc.line_str(line, le - ls, ls as u64, has_nl)? {
+                    if let Some(m) = m {
+                        out.migrated.insert(out.entries.len() as u32, m);
+                    }
+                    out.entries.push(rec);
+                }
+                Ok(())
+            };
+        for nl in memchr::memchr_iter(b'\n', &tb[start..]) {
+            let le = start + nl;
+            one(ls, le, true, proc)?;
+            ls = le + 1;
+        }
+        if ls < end {
+            one(ls, end, false, proc)?;
+        }
+        Ok(())
+    }
+}
+
+/// `threads + 1` boundaries splitting `[pos, len)` at line starts.
+fn split_at_lines(b: &[u8], pos: usize, threads: usize) -> Vec<usize> {
+    let mut bounds = vec![pos];
+    let step = (b.len() - pos) / threads.max(1);
+    for k in 1..threads {
+        let guess = (pos + k * step).max(*bounds.last().unwrap_or(&pos));
+        let cut = memchr::memchr(b'\n', &b[guess..]).map_or(b.len(), |i| guess + i + 1);
+        if cut < b.len() && cut > *bounds.last().unwrap_or(&pos) {
+            bounds.push(cut);
+        }
+    }
+    bounds.push(b.len());
+    bounds
+}
+
+/// Merges chunk results into the main processor in file order, settling what
+/// only the order decides: a bad line at a chunk's end followed by more lines
+/// is corruption, line numbers continue, setting ids are re-interned.
+fn merge_chunks(
+    main: &mut LineProcessor,
+    out: &mut ChunkOut,
+    chunks: Vec<(LineProcessor, ChunkOut, Result<()>)>,
+    opts: &LoadOptions,
+) -> Result<()> {
+    let n = chunks.len();
+    let mut line_base = main.line_count;
+    let mut pending: Option<Error> = None;
+    for (k, (mut p, o, r)) in chunks.into_iter().enumerate() {
+        let renumber = |e: &mut Error| {
+            if let Some(l) = e.line.as_mut() {
+                *l += line_base;
+            }
+        };
+        let has_content = p.line_count > p.blank_lines;
+        if let Some(mut bad) = pending.take() {
+            if has_content || r.is_err() {
+                // The earlier chunk's last bad line has lines after it.
+                if !opts.lenient {
+                    return Err(bad);
+                }
+                let line = bad.line;
+                main.record_skip(
+                    line,
+                    bad.offset.unwrap_or(0),
+                    std::mem::take(&mut bad.message),
+                );
+            } else {
+                pending = Some(bad);
+            }
+        }
+        if let Err(mut e) = r {
+            renumber(&mut e);
+            return Err(e);
+        }
+        if let Some(mut bad) = p.take_pending_bad() {
+            renumber(&mut bad);
+            if k + 1 == n {
+                // The file's last line: settled by `finish` as a torn tail.
+                main.restore_pending_bad(bad, false);
+            } else {
+                pending = Some(bad);
+            }
+        }
+        let remap: Vec<u32> = (0..p.interner.len() as u32)
+            .map(|i| {
+                if i == 0 {
+                    0
+                } else {
+                    main.interner.intern(p.interner.get(i))
+                }
+            })
+            .collect();
+        let base = out.entries.len() as u32;
+        for mut rec in o.entries {
+            rec.line += line_base;
+            if rec.setting != 0 {
+                rec.setting = remap.get(rec.setting as usize).copied().unwrap_or(0);
+            }
+            out.entries.push(rec);
+        }
+        for (i, m) in o.migrated {
+            out.migrated.insert(base + i, m);
+        }
+        for mut s in p.skipped.drain(..) {
+            if let Some(l) = s.line.as_mut() {
+                *l += line_base;
+            }
+            if main.skipped.len() < 100 {
+                main.skipped.push(s);
+            }
+        }
+        main.absorb_counts(&p);
+        line_base += p.line_count;
+    }
+    if let Some(bad) = pending {
+        // Only blank lines followed: the bad line is the last one (torn).
+        main.restore_pending_bad(bad, false);
+    }
+    Ok(())
 }
 
 /// Replaces invalid UTF-8 with `?` byte for byte; returns the text and the
@@ -80,65 +243,120 @@ fn to_text(bytes: Vec<u8>) -> (String, Option<Vec<u8>>, Vec<usize>) {
 impl Session {
     /// Loads a session from the bytes of a file (`.jsonl` or `.jsonl.gz`, detected by content).
     pub fn from_bytes(bytes: Vec<u8>, opts: &LoadOptions, path: Option<String>) -> Result<Session> {
+        Self::from_bytes_threads(bytes, opts, path, 1)
+    }
+
+    /// As [`from_bytes`](Self::from_bytes), scanning large version-3 files on up
+    /// to `threads` threads (results are merged in file order, so errors, line
+    /// numbers and counts are the same as with one thread).
+    pub fn from_bytes_threads(
+        bytes: Vec<u8>,
+        opts: &LoadOptions,
+        path: Option<String>,
+        threads: usize,
+    ) -> Result<Session> {
+        Self::from_bytes_split(bytes, opts, path, threads, PARALLEL_MIN_BYTES)
+    }
+
+    /// As [`from_bytes_threads`](Self::from_bytes_threads) with the size above
+    /// which the scan is split (for tests of the split).
+    #[doc(hidden)]
+    pub fn from_bytes_split(
+        bytes: Vec<u8>,
+        opts: &LoadOptions,
+        path: Option<String>,
+        threads: usize,
+        parallel_min: usize,
+    ) -> Result<Session> {
         let with_path = |e: Error| match &path {
             Some(p) => e.with_path(p.clone()),
             None => e,
         };
         let mut gz_torn = None;
         let gzip = gz::is_gzip(&bytes);
+        let mut compressed = None;
         let bytes = if gzip {
             let cap = opts.max_entries.saturating_mul(opts.max_line_bytes.max(1));
             let d = gz::decode(&bytes, opts.lenient, cap).map_err(with_path)?;
             gz_torn = d.torn;
+            compressed = Some(bytes);
             d.data
         } else {
             bytes
         };
         let file_size = bytes.len() as u64;
         let (text, original, bad_utf8) = to_text(bytes);
+        let original = compressed.or(original);
+        let scan = Scan {
+            text: &text,
+            bad_utf8: &bad_utf8,
+        };
         let mut proc = LineProcessor::new(opts.clone(), path.clone());
-        let mut entries: Vec<EntryRec> = Vec::with_capacity(text.len() / 2048 + 16);
-        let mut migrated = HashMap::new();
-        let tb = text.as_bytes();
-        let mut start = 0usize;
-        let mut bad_i = 0usize;
-        let mut handle =
-            |start: usize, end: usize, has_nl: bool, proc: &mut LineProcessor| -> Result<()> {
-                while bad_i < bad_utf8.len() && bad_utf8[bad_i] < start {
-                    bad_i += 1;
-                }
-                let line: Result<&str, usize> = if bad_i < bad_utf8.len() && bad_utf8[bad_i] < end {
-                    Err(bad_utf8[bad_i] - start)
-                } else {
-                    Ok(text.get(start..end).unwrap_or(""))
-                };
-                match proc.line_str(line, end - start, start as u64, has_nl)? {
-                    LineOut::Entry(rec, m) => {
-                        if let Some(m) = m {
-                            migrated.insert(entries.len() as u32, m);
-                        }
-                        entries.push(rec);
-                    }
-                    LineOut::Header | LineOut::Nothing => {}
-                }
-                Ok(())
-            };
-        for nl in memchr::memchr_iter(b'\n', tb) {
-            handle(start, nl, true, &mut proc).map_err(with_path)?;
-            start = nl + 1;
+        let mut out = ChunkOut::default();
+        // The header (and any blank lines before it) first, on this thread.
+        let mut pos = 0usize;
+        while proc.header.is_none() && pos < text.len() {
+            let end =
+                memchr::memchr(b'\n', &text.as_bytes()[pos..]).map_or(text.len(), |i| pos + i);
+            scan.lines(pos, (end + 1).min(text.len()), &mut proc, &mut out)
+                .map_err(with_path)?;
+            pos = (end + 1).min(text.len());
         }
-        if start < tb.len() {
-            handle(start, tb.len(), false, &mut proc).map_err(with_path)?;
+        let parallel = threads > 1
+            && proc.header.as_ref().is_some_and(|h| h.version >= 3)
+            && text.len() - pos >= parallel_min;
+        if parallel {
+            let header = proc
+                .header
+                .clone()
+                .ok_or_else(|| Error::internal("no header"))?;
+            let bounds = split_at_lines(text.as_bytes(), pos, threads);
+            let chunks: Vec<(LineProcessor, ChunkOut, Result<()>)> = std::thread::scope(|sc| {
+                let handles: Vec<_> = bounds
+                    .windows(2)
+                    .map(|w| {
+                        let (a, b) = (w[0], w[1]);
+                        let header = header.clone();
+                        let path = path.clone();
+                        sc.spawn(move || {
+                            let mut p = LineProcessor::for_chunk(opts.clone(), path, header);
+                            let mut o = ChunkOut::default();
+                            let r = scan.lines(a, b, &mut p, &mut o);
+                            (p, o, r)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            (
+                                LineProcessor::new(opts.clone(), None),
+                                ChunkOut::default(),
+                                Err(Error::internal("scan thread panicked")),
+                            )
+                        })
+                    })
+                    .collect()
+            });
+            merge_chunks(&mut proc, &mut out, chunks, opts).map_err(with_path)?;
+        } else {
+            scan.lines(pos, text.len(), &mut proc, &mut out)
+                .map_err(with_path)?;
         }
         proc.finish(file_size).map_err(with_path)?;
+        let ChunkOut { entries, migrated } = out;
         let header = proc
             .header
             .take()
             .ok_or_else(|| Error::internal("no header after a successful load"))?;
-        if u32::try_from(entries.len()).is_err() {
+        if u32::try_from(entries.len()).is_err() || entries.len() as u64 > opts.max_entries {
             return Err(with_path(Error::new(
                 ErrorCode::LimitExceeded,
-                "more than 4 billion entries",
+                format!(
+                    "more than {} entries (raise maxEntries to load it)",
+                    opts.max_entries.min(u64::from(u32::MAX))
+                ),
             )));
         }
 
@@ -216,9 +434,15 @@ impl Session {
         &self.tree
     }
 
-    /// The file's bytes, exactly as read (decompressed for gzip).
+    /// The file's bytes, exactly as read (still compressed for gzip).
     pub fn original_bytes(&self) -> &[u8] {
         self.original.as_deref().unwrap_or(self.text.as_bytes())
+    }
+
+    /// The session as JSONL text (decompressed for gzip; invalid UTF-8 in skipped
+    /// or torn lines shows as `?`).
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// Index of the entry with this id (`leaf` pointers resolve to their target).

@@ -41,7 +41,19 @@ pub fn read_session(path: &Path, opts: &LoadOptions) -> Result<Session> {
         .with_path(path.display().to_string()));
     }
     let bytes = read_all(path)?;
-    Session::from_bytes(bytes, opts, Some(path.display().to_string()))
+    Session::from_bytes_threads(
+        bytes,
+        opts,
+        Some(path.display().to_string()),
+        scan_threads(),
+    )
+}
+
+/// Threads used to scan large files: the available cores, at most 8.
+pub fn scan_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
 }
 
 /// Reads exactly `len` bytes at `offset` (fewer only at the end of the file).

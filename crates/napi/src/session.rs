@@ -140,7 +140,7 @@ impl NativeSession {
         self.inner.leaf_id().map(str::to_string)
     }
 
-    /// The file's bytes exactly as read (decompressed for gzip).
+    /// The file's bytes exactly as read (still compressed for gzip).
     #[napi]
     pub fn to_bytes(&self) -> Buffer {
         self.inner.original_bytes().to_vec().into()

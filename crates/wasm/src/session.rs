@@ -22,9 +22,15 @@ pub struct NativeSession {
 impl NativeSession {
     /// Loads a session from bytes (`.jsonl` or `.jsonl.gz` content). `opts` is LoadOptions as JSON.
     #[wasm_bindgen(js_name = fromBytes)]
-    pub fn from_bytes(bytes: Vec<u8>, opts: Option<String>, path: Option<String>) -> Result<NativeSession, JsError> {
+    pub fn from_bytes(
+        bytes: Vec<u8>,
+        opts: Option<String>,
+        path: Option<String>,
+    ) -> Result<NativeSession, JsError> {
         let o = options_from_json::<LoadOptions>(opts.as_deref()).map_err(err)?;
-        Ok(NativeSession { inner: Session::from_bytes(bytes, &o, path).map_err(err)? })
+        Ok(NativeSession {
+            inner: Session::from_bytes(bytes, &o, path).map_err(err)?,
+        })
     }
 
     /// SessionMetadata as JSON.
@@ -71,7 +77,11 @@ impl NativeSession {
             ("branchPoints", _) => self.inner.branch_points(),
             ("roots", _) => self.inner.roots(),
             ("children", Some(id)) => self.inner.children(&id).map_err(err)?,
-            _ => return Err(err(Error::invalid_input(format!("unknown node list {which:?}")))),
+            _ => {
+                return Err(err(Error::invalid_input(format!(
+                    "unknown node list {which:?}"
+                ))));
+            }
         };
         to_json(&nodes)
     }
@@ -83,8 +93,14 @@ impl NativeSession {
 
     /// The context from `leafId` (default: the current leaf) as JSON.
     #[wasm_bindgen(js_name = contextJson)]
-    pub fn context_json(&self, leaf_id: Option<String>, llm: Option<bool>) -> Result<String, JsError> {
-        self.inner.context_json(leaf_id.as_deref(), llm.unwrap_or(false)).map_err(err)
+    pub fn context_json(
+        &self,
+        leaf_id: Option<String>,
+        llm: Option<bool>,
+    ) -> Result<String, JsError> {
+        self.inner
+            .context_json(leaf_id.as_deref(), llm.unwrap_or(false))
+            .map_err(err)
     }
 
     /// The current leaf.
@@ -93,7 +109,7 @@ impl NativeSession {
         self.inner.leaf_id().map(str::to_string)
     }
 
-    /// The file's bytes exactly as read (decompressed for gzip).
+    /// The file's bytes exactly as read (still compressed for gzip).
     #[wasm_bindgen(js_name = toBytes)]
     pub fn to_bytes(&self) -> Vec<u8> {
         self.inner.original_bytes().to_vec()
@@ -126,7 +142,11 @@ impl NativeSessionBuilder {
     }
 
     /// Loads the collected bytes as a session.
-    pub fn finish(&mut self, opts: Option<String>, path: Option<String>) -> Result<NativeSession, JsError> {
+    pub fn finish(
+        &mut self,
+        opts: Option<String>,
+        path: Option<String>,
+    ) -> Result<NativeSession, JsError> {
         NativeSession::from_bytes(std::mem::take(&mut self.buf), opts, path)
     }
 }

@@ -61,7 +61,7 @@ export declare class NativeSession {
   contextJson(leafId?: string | undefined | null, llm?: boolean | undefined | null): string
   /** The current leaf. */
   leafId(): string | null
-  /** The file's bytes exactly as read (decompressed for gzip). */
+  /** The file's bytes exactly as read (still compressed for gzip). */
   toBytes(): Buffer
 }
 

@@ -1,0 +1,7 @@
+//! Integration tests of the core, compiled as one binary. Fixtures are the
+//! named files of `tests/fixtures/` (shared with the JS tests).
+
+mod common;
+mod fixtures;
+mod lazy_props;
+mod writer_core;

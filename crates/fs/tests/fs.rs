@@ -1,0 +1,384 @@
+//! The file layer on real files: appends with fsync and group commit, the lock,
+//! torn-tail repair, migration, gzip, the resume hint, listing, batches.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use forkpoint_core::{Durability, ErrorCode, LazyOptions, LoadOptions, WriterOptions};
+use forkpoint_fs::incremental::IncrementalFile;
+use forkpoint_fs::{FileWriter, list_sessions, load_lazy, read_session};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
+}
+
+fn opts() -> WriterOptions {
+    WriterOptions {
+        cwd: Some("/w".into()),
+        ..Default::default()
+    }
+}
+
+fn open(p: &Path, o: &WriterOptions) -> FileWriter {
+    FileWriter::open(p, o, 1_770_000_000_000, 7).unwrap().0
+}
+
+fn append(w: &FileWriter, json: &str) -> String {
+    let (id, t) = w.submit(|c| c.append(json, 1_770_000_000_000)).unwrap();
+    w.wait(t).unwrap();
+    id
+}
+
+#[test]
+fn create_append_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    let (w, report) = FileWriter::open(&p, &opts(), 1_770_000_000_000, 1).unwrap();
+    assert!(report.created);
+    let a = append(
+        &w,
+        r#"{"type":"message","message":{"role":"user","content":"hi","timestamp":1}}"#,
+    );
+    let b = append(
+        &w,
+        r#"{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m"}}"#,
+    );
+    w.close().unwrap();
+    assert_eq!(
+        w.submit(|c| c.append("{}", 0)).unwrap_err().code,
+        ErrorCode::Closed
+    );
+    let s = read_session(&p, &LoadOptions::default()).unwrap();
+    assert_eq!(s.path_ids(&b).unwrap(), [a, b.clone()]);
+    assert_eq!(s.header().cwd.as_deref(), Some("/w"));
+    // The hint exists and drives a lazy load.
+    assert!(p.with_extension("jsonl.idx.json").exists());
+    let lf = load_lazy(&p, LazyOptions::default()).unwrap();
+    assert_eq!(
+        lf.loader.context_json(false).unwrap(),
+        s.context_json(None, false).unwrap()
+    );
+    // Reopening continues the same tree.
+    let w = open(&p, &opts());
+    assert_eq!(w.leaf_id().unwrap().as_deref(), Some(b.as_str()));
+    w.close().unwrap();
+}
+
+#[test]
+fn second_writer_gets_session_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    let w = open(&p, &opts());
+    let e = FileWriter::open(&p, &opts(), 0, 1).err().unwrap();
+    assert_eq!(e.code, ErrorCode::SessionLocked);
+    w.close().unwrap();
+    // Released on close.
+    open(&p, &opts()).close().unwrap();
+}
+
+#[test]
+fn torn_tail_is_repaired_and_the_next_append_survives_at_every_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    let w = open(&p, &opts());
+    append(
+        &w,
+        r#"{"type":"message","message":{"role":"user","content":"one"}}"#,
+    );
+    w.close().unwrap();
+    let good = std::fs::read(&p).unwrap();
+    let torn_line = br#"{"type":"message","id":"deadbeef","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"lost"}}"#;
+    for cut in 0..=torn_line.len() {
+        let mut bytes = good.clone();
+        bytes.extend_from_slice(&torn_line[..cut]);
+        std::fs::write(&p, &bytes).unwrap();
+        let (w, report) = FileWriter::open(&p, &opts(), 0, cut as u64).unwrap();
+        let complete = cut == torn_line.len();
+        if cut == 0 {
+            assert!(report.repaired.is_none() && !report.newline_added);
+        } else if complete {
+            assert!(
+                report.newline_added,
+                "a complete last line is kept and terminated"
+            );
+        } else {
+            assert_eq!(
+                report.repaired.as_ref().unwrap().offset,
+                good.len() as u64,
+                "cut {cut}"
+            );
+        }
+        let id = append(
+            &w,
+            r#"{"type":"message","message":{"role":"user","content":"next"}}"#,
+        );
+        w.close().unwrap();
+        let s = read_session(&p, &LoadOptions::default()).unwrap();
+        let m = s.metadata();
+        assert!(m.torn_tail.is_none(), "cut {cut}");
+        assert_eq!(m.entry_count, if complete { 3 } else { 2 }, "cut {cut}");
+        assert!(s.entry_json(&id).unwrap().contains("next"));
+    }
+}
+
+#[test]
+fn group_commit_from_many_threads_keeps_every_append_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("g.jsonl");
+    let w = Arc::new(open(
+        &p,
+        &WriterOptions {
+            durability: Durability::Group,
+            ..opts()
+        },
+    ));
+    let mut handles = vec![];
+    for t in 0..8 {
+        let w = w.clone();
+        handles.push(std::thread::spawn(move || {
+            let mut ids = vec![];
+            for i in 0..50 {
+                let (id, ticket) = w
+                    .submit(|c| {
+                        c.append(
+                            &format!(r#"{{"type":"custom","customType":"t{t}","data":{i}}}"#),
+                            0,
+                        )
+                    })
+                    .unwrap();
+                w.wait(ticket).unwrap();
+                ids.push(id);
+            }
+            ids
+        }));
+    }
+    let all: Vec<String> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    w.close().unwrap();
+    let s = read_session(&p, &LoadOptions::default()).unwrap();
+    assert_eq!(s.metadata().entry_count, 400);
+    for id in &all {
+        s.entry_json(id).unwrap();
+    }
+    // One chain: each append's parent is the previous line.
+    let leaf = s.metadata().leaf_id.unwrap();
+    assert_eq!(s.path_ids(&leaf).unwrap().len(), 400);
+}
+
+#[test]
+fn old_versions_are_migrated_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("old.jsonl");
+    std::fs::copy(fixture("v1-legacy.jsonl"), &p).unwrap();
+    let before = std::fs::read(&p).unwrap();
+    let e = FileWriter::open(&p, &opts(), 0, 1).err().unwrap();
+    assert_eq!(e.code, ErrorCode::MigrationRequired);
+    assert_eq!(
+        std::fs::read(&p).unwrap(),
+        before,
+        "refusing changes nothing"
+    );
+    let old_ctx = read_session(&p, &LoadOptions::default())
+        .unwrap()
+        .context_json(None, false)
+        .unwrap();
+    let (w, report) = FileWriter::open(
+        &p,
+        &WriterOptions {
+            migrate: true,
+            ..opts()
+        },
+        0,
+        1,
+    )
+    .unwrap();
+    assert_eq!(report.migrated_from, Some(1));
+    append(&w, r#"{"type":"custom","customType":"after-migration"}"#);
+    w.close().unwrap();
+    let s = read_session(&p, &LoadOptions::default()).unwrap();
+    assert_eq!(s.metadata().version, 3);
+    assert_eq!(
+        s.context_json(None, false).unwrap(),
+        old_ctx,
+        "the context survives migration"
+    );
+}
+
+#[test]
+fn gzip_sessions_are_appended_member_by_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl.gz");
+    let w = open(&p, &opts());
+    let a = append(
+        &w,
+        r#"{"type":"message","message":{"role":"user","content":"zipped"}}"#,
+    );
+    w.close().unwrap();
+    let raw = std::fs::read(&p).unwrap();
+    assert_eq!(&raw[..2], &[0x1f, 0x8b]);
+    // A torn member from a crash is dropped on open, and appending continues.
+    let mut torn = raw.clone();
+    torn.extend_from_slice(&forkpoint_core::gz::encode_member(b"{\"type\":\"custom\"}\n")[..10]);
+    std::fs::write(&p, &torn).unwrap();
+    let (w, report) = FileWriter::open(&p, &opts(), 0, 2).unwrap();
+    assert_eq!(report.repaired.unwrap().offset, raw.len() as u64);
+    let b = append(
+        &w,
+        r#"{"type":"message","message":{"role":"assistant","content":[]}}"#,
+    );
+    w.close().unwrap();
+    let s = read_session(&p, &LoadOptions::default()).unwrap();
+    assert!(s.metadata().gzip);
+    assert_eq!(s.path_ids(&b).unwrap(), [a, b.clone()]);
+}
+
+#[test]
+fn listing_reads_headers_and_tails() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in [
+        "v3-basic.jsonl",
+        "branches.jsonl",
+        "leaf-moves.jsonl",
+        "not-sessions/codex-rollout.jsonl",
+    ] {
+        let name = Path::new(f).file_name().unwrap();
+        std::fs::copy(fixture(f), dir.path().join(name)).unwrap();
+    }
+    std::fs::write(dir.path().join("notes.txt"), "ignored").unwrap();
+    let w = open(&dir.path().join("fresh.jsonl"), &opts());
+    append(&w, r#"{"type":"session_info","name":"Fresh"}"#);
+    w.close().unwrap();
+    let list = list_sessions(dir.path()).unwrap();
+    assert_eq!(list.len(), 5);
+    let by = |n: &str| list.iter().find(|i| i.path.ends_with(n)).unwrap();
+    assert_eq!(by("branches.jsonl").name.as_deref(), Some("Parser design"));
+    assert_eq!(by("leaf-moves.jsonl").leaf_id.as_deref(), Some("i0000002"));
+    assert_eq!(by("v3-basic.jsonl").leaf_id.as_deref(), Some("a0000006"));
+    assert_eq!(
+        by("codex-rollout.jsonl").error.as_ref().unwrap().code,
+        ErrorCode::UnsupportedFormat
+    );
+    let fresh = by("fresh.jsonl");
+    assert_eq!(
+        (fresh.entry_count, fresh.message_count),
+        (Some(1), Some(0)),
+        "counts from the hint"
+    );
+}
+
+#[test]
+fn incremental_batches_cover_the_file_with_offsets() {
+    let p = fixture("branches.jsonl");
+    let bytes = std::fs::read(&p).unwrap();
+    let mut inc = IncrementalFile::new(&p, 4, LoadOptions::default());
+    let mut seen = vec![];
+    while inc.has_more().unwrap() {
+        let b = inc.load_next().unwrap();
+        assert!(b.entries.len() <= 4);
+        for (text, &off) in b.entries.iter().zip(&b.info.offsets) {
+            assert!(bytes[off as usize..].starts_with(text.as_bytes()));
+            seen.push(text.clone());
+        }
+        if b.info.done {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 15);
+    inc.reset();
+    assert_eq!(inc.load_next().unwrap().entries[0], seen[0]);
+    // A torn tail stops the batches and is reported, without an endless loop.
+    let mut inc = IncrementalFile::new(&fixture("torn-tail.jsonl"), 100, LoadOptions::default());
+    let b = inc.load_next().unwrap();
+    assert_eq!(b.entries.len(), 3);
+    assert!(!inc.has_more().unwrap());
+    // Corruption in the middle is an error with the line.
+    let mut inc = IncrementalFile::new(
+        &fixture("corrupt-middle.jsonl"),
+        100,
+        LoadOptions::default(),
+    );
+    let e = inc.load_next().unwrap_err();
+    assert_eq!((e.code, e.line), (ErrorCode::CorruptedData, Some(3)));
+}
+
+#[test]
+fn lazy_file_resume_and_stale_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    let w = open(&p, &opts());
+    let first = append(
+        &w,
+        r#"{"type":"message","message":{"role":"user","content":"a"}}"#,
+    );
+    for i in 0..50 {
+        append(
+            &w,
+            &format!(r#"{{"type":"message","message":{{"role":"user","content":"{i}"}}}}"#),
+        );
+    }
+    append(
+        &w,
+        &format!(
+            r#"{{"type":"compaction","summary":"s","firstKeptEntryId":"{first}","tokensBefore":1}}"#
+        ),
+    );
+    append(
+        &w,
+        r#"{"type":"message","message":{"role":"user","content":"after"}}"#,
+    );
+    w.close().unwrap();
+    let lf = load_lazy(&p, LazyOptions::default()).unwrap();
+    let m = lf.loader.metadata(false).unwrap();
+    assert_eq!(m.mode, "hint");
+    assert_eq!(m.entry_count, Some(53));
+    // Another writer moves the leaf back to the first entry without updating the
+    // hint: the hint's anchor is still on the path, so it still serves.
+    let w = open(
+        &p,
+        &WriterOptions {
+            hint: false,
+            ..opts()
+        },
+    );
+    w.submit(|c| c.move_leaf(Some(&first), 0))
+        .map(|(_, t)| w.wait(t))
+        .unwrap()
+        .unwrap();
+    w.close().unwrap();
+    let lf = load_lazy(&p, LazyOptions::default()).unwrap();
+    let full = read_session(&p, &LoadOptions::default()).unwrap();
+    assert_eq!(
+        lf.loader.context_json(false).unwrap(),
+        full.context_json(None, false).unwrap()
+    );
+    assert_eq!(lf.loader.metadata(false).unwrap().mode, "hint");
+    // Then it starts a new root: the anchor is off the path, the hint is bypassed
+    // (the result stays exact) and replaced.
+    let w = open(
+        &p,
+        &WriterOptions {
+            hint: false,
+            ..opts()
+        },
+    );
+    w.submit(|c| c.move_leaf(None, 0))
+        .map(|(_, t)| w.wait(t))
+        .unwrap()
+        .unwrap();
+    append(
+        &w,
+        r#"{"type":"message","message":{"role":"user","content":"new root"}}"#,
+    );
+    w.close().unwrap();
+    let lf = load_lazy(&p, LazyOptions::default()).unwrap();
+    let full = read_session(&p, &LoadOptions::default()).unwrap();
+    assert_eq!(
+        lf.loader.context_json(false).unwrap(),
+        full.context_json(None, false).unwrap()
+    );
+    assert!(lf.hint_written, "a stale hint is replaced");
+}

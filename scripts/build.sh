@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds everything: the napi addon, the wasm package (web + nodejs targets,
+# optimized with binaryen's wasm-opt) and the TypeScript layers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$PWD/node_modules/.bin:$PATH"
+
+log() { printf '\033[1;34mbuild:\033[0m %s\n' "$*" >&2; }
+
+log "napi addon (release)"
+(cd npm/forkpoint && napi build --platform --release --manifest-path ../../crates/napi/Cargo.toml \
+  --output-dir native --js index.js --dts index.d.ts >/dev/null)
+
+log "wasm module"
+cargo build --quiet --target wasm32-unknown-unknown --profile wasm-release -p forkpoint-wasm
+W=target/wasm32-unknown-unknown/wasm-release/forkpoint_wasm.wasm
+for target in web nodejs; do
+  out=wasm/pkg/${target%js}
+  rm -rf "$out"
+  wasm-bindgen "$W" --target "$target" --remove-name-section --remove-producers-section --out-dir "$out"
+  wasm-opt -O3 --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
+    "$out/forkpoint_wasm_bg.wasm" -o "$out/forkpoint_wasm_bg.wasm"
+done
+echo '{"type":"module"}' > wasm/pkg/web/package.json
+echo '{"type":"commonjs"}' > wasm/pkg/node/package.json
+
+log "generated TypeScript types"
+node scripts/gen-types.mjs
+
+log "TypeScript layers"
+npm run build --silent -w @forkpoint/shared
+npm run build --silent -w forkpoint
+npm run build --silent -w forkpoint-web

@@ -1,0 +1,44 @@
+// forkpoint-web in real Chromium (Debian's, driven by playwright-core): a page on
+// 127.0.0.1 loads fixtures with the web build and checks the results.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+import { serve } from './server.mjs';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+test('forkpoint-web loads sessions in Chromium', { skip: !existsSync(CHROMIUM) && 'Chromium is not installed' }, async () => {
+  const server = await serve();
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${server.url}/tests/browser/session.html`);
+    await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 30_000 });
+    const r = await page.evaluate(() => window.__result);
+    assert.equal(r.failed, undefined, r.failed);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(r['branches.jsonl'].leaves, ['c0000005', 'c0000008', 'c0000015']);
+    assert.equal(r['branches.jsonl'].branchPoints, 2);
+    assert.deepEqual(r['branches.jsonl'].context, ['user', 'branchSummary', 'assistant', 'user', 'assistant']);
+    assert.deepEqual(r['compactions.jsonl'].context, ['compactionSummary', 'custom', 'bashExecution', 'bashExecution', 'assistant', 'user', 'assistant']);
+    assert.equal(r['v1-legacy.jsonl'].leafId, '00000009');
+    assert.equal(r['branches.jsonl.gz'].entries, 3);
+    for (const k of ['branches.jsonl', 'compactions.jsonl', 'v1-legacy.jsonl', 'branches.jsonl.gz']) {
+      assert.equal(r[k].same, true, k);
+      assert.equal(r[k].roundTrip, true, k);
+    }
+    assert.equal(r.fromText, 4);
+    assert.deepEqual(r.error.code, 'UNSUPPORTED_FORMAT');
+    assert.equal(r.error.forkpoint, true);
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+});

@@ -1,0 +1,54 @@
+// Compile-time checks: the public API of both packages is typed with the
+// generated types (run with `tsc -p tests/types`; nothing is executed).
+import * as node from 'forkpoint';
+import type { AgentMessage, AnySessionEntry, LazyMetadata, SessionInfo, SessionMetadata, TreeNode } from 'forkpoint';
+import * as web from 'forkpoint-web';
+
+export async function nodeApi(path: string): Promise<void> {
+  const s: node.SessionLoader = await node.SessionLoader.open(path, { lenient: true, maxDepth: 64 });
+  const m: SessionMetadata = s.getMetadata();
+  const leaves: TreeNode[] = s.getBranch().getLeaves();
+  const entries: AnySessionEntry[] = s.getEntries({ start: 0, limit: 10 });
+  const ctx: AgentMessage[] = s.getContext(leaves[0]?.id);
+  for (const msg of ctx) {
+    if (msg.role === 'assistant') {
+      const model: string = msg.model;
+      void model;
+    }
+  }
+  const first = entries[0];
+  if (first?.type === 'compaction' && 'firstKeptEntryId' in first) void first.firstKeptEntryId;
+  const lazy = await node.loadSessionLazy(path, { maxMessages: 50, includeSummary: true });
+  const lm: LazyMetadata = lazy.getMetadata();
+  const more: AgentMessage[] = await lazy.loadMoreHistory(10);
+  const w = await node.SessionWriter.open(path, { durability: 'group', cwd: '/x' });
+  const id: string = await w.append({ type: 'message', message: { role: 'user', content: 'hi', timestamp: 1 } });
+  await w.moveLeaf(id);
+  await w.close();
+  const infos: SessionInfo[] = await node.listSessions('/tmp');
+  const inc = new node.IncrementalSessionLoader(path, 100);
+  const batch: AnySessionEntry[] = await inc.loadNext();
+  // @ts-expect-error durability is 'fsync' | 'group'
+  await node.SessionWriter.open(path, { durability: 'sometimes' });
+  // @ts-expect-error getContext takes an id string
+  s.getContext(42);
+  try {
+    await node.SessionLoader.open('x');
+  } catch (e) {
+    if (e instanceof node.ForkpointError) {
+      const code: node.ErrorCode = e.code;
+      const line: number | undefined = e.line;
+      void code, line;
+    }
+  }
+  void m, lm, more, infos, batch;
+}
+
+export async function webApi(text: string, file: Blob): Promise<void> {
+  const a: web.Session = web.Session.fromJsonl(text, { lenient: false });
+  const b: web.Session = await web.Session.fromBlob(file);
+  const m1: SessionMetadata = a.getMetadata();
+  const m2: web.SessionMetadata = b.getMetadata();
+  const bytes: Uint8Array = a.toBytes();
+  void m1, m2, bytes;
+}
