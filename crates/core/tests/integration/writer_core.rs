@@ -92,7 +92,7 @@ fn move_leaf_labels_and_branch_summaries() {
         .unwrap();
     flush(&mut w, &mut file);
     let s = load(&file).unwrap();
-    assert_eq!(s.path_ids(&r).unwrap(), [r.clone()]);
+    assert_eq!(s.path_ids(&r).unwrap(), std::slice::from_ref(&r));
 }
 
 #[test]

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `npm test`: sets up a bare machine (idempotent), then runs every check:
+# formatting, clippy, Rust tests, the build, drift of generated files, type
+# checks, the JS contract suite against both builds, and the Chromium test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --browser
+export PATH="$PWD/node_modules/.bin:$PATH"
+
+step() {
+  local name=$1
+  shift
+  printf '\n\033[1;32m== %s\033[0m\n' "$name" >&2
+  local t0=$SECONDS
+  "$@"
+  printf '\033[2m   (%ss)\033[0m\n' "$((SECONDS - t0))" >&2
+}
+
+step "rustfmt" cargo fmt --all --check
+step "clippy" cargo clippy --quiet --workspace --all-targets -- -D warnings
+step "clippy (wasm32)" cargo clippy --quiet -p forkpoint-wasm --target wasm32-unknown-unknown -- -D warnings
+step "Rust tests" cargo test --quiet --workspace
+step "build" bash scripts/build.sh
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  step "generated files are committed and current" \
+    git diff --exit-code --stat -- ts-types npm/forkpoint/native/index.d.ts npm/forkpoint/native/index.js
+fi
+step "TypeScript API types" tsc -p tests/types
+step "JS contract suite (napi)" env FORKPOINT_BACKEND=napi node --test tests/js/
+step "JS contract suite (wasm)" env FORKPOINT_BACKEND=wasm node --test tests/js/contract.test.mjs
+step "browser (Chromium)" node --test tests/browser/
+printf '\n\033[1;32mall checks passed\033[0m\n' >&2
