@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
 # Builds everything: the napi addon, the wasm package (web + nodejs targets,
 # optimized with binaryen's wasm-opt) and the TypeScript layers.
+# `--node`: only what the Node package needs (the demo and the benchmark use it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+node_only=0
+[ "${1:-}" = "--node" ] && node_only=1
 export PATH="$PWD/node_modules/.bin:$PATH"
 
 log() { printf '\033[1;34mbuild:\033[0m %s\n' "$*" >&2; }
 
 log "napi addon (release)"
 (cd npm/forkpoint && napi build --platform --release --manifest-path ../../crates/napi/Cargo.toml \
-  --output-dir native --js index.js --dts index.d.ts >/dev/null)
+  --output-dir native --js index.js --dts index.d.ts)
+
+if [ "$node_only" = 1 ]; then
+  log "TypeScript layers (Node)"
+  npm run build --silent -w @forkpoint/shared
+  npm run build --silent -w forkpoint
+  exit 0
+fi
 
 log "wasm module"
 cargo build --quiet --target wasm32-unknown-unknown --profile wasm-release -p forkpoint-wasm

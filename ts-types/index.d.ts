@@ -275,6 +275,57 @@ line: number | null,
 offset: number, };
 
 /**
+ * A linear run of the tree: entries that each have exactly one child, collapsed
+ * into one node (what tree views draw).
+ */
+export type TreeRun = { 
+/**
+ * First and last entry of the run.
+ */
+firstId: string, lastId: string, 
+/**
+ * Index of the parent run in the returned array (`null` for roots).
+ */
+parent: number | null, 
+/**
+ * Indices of the child runs (two or more: `lastId` is a branch point).
+ */
+children: Array<number>, 
+/**
+ * Entries in the run.
+ */
+entries: number, 
+/**
+ * `message` entries in the run.
+ */
+messages: number, 
+/**
+ * Compactions in the run.
+ */
+compactions: number, 
+/**
+ * Labels set on entries of the run (`{id, label}`).
+ */
+labels: Array<RunLabel>, 
+/**
+ * The current leaf is in this run.
+ */
+current: boolean, 
+/**
+ * 1-based line of the run's first entry.
+ */
+firstLine: number | null, 
+/**
+ * Depth in entries from the root to the run's first entry.
+ */
+depth: number, };
+
+/**
+ * A label inside a [`TreeRun`].
+ */
+export type RunLabel = { id: string, label: string, };
+
+/**
  * Where a session file stands, read from its header and tail only.
  */
 export type SessionInfo = { 

@@ -32,6 +32,8 @@ fn main() {
         ModelRef,
         SessionMetadata,
         TreeNode,
+        TreeRun,
+        RunLabel,
         SessionInfo,
         BatchInfo,
         LazyMetadata,

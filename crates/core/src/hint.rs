@@ -39,6 +39,9 @@ pub struct Hint {
     /// kept entry, else the compaction, else the root of the path) and its offset.
     pub anchor_id: String,
     pub anchor_offset: u64,
+    /// Byte ranges `[start, end)` (ascending, whole lines) holding every entry of
+    /// the path from the anchor to the leaf: a resume reads only these.
+    pub ranges: Vec<[u64; 2]>,
     /// The newest compaction on the leaf's path.
     pub compaction_id: Option<String>,
     pub compaction_offset: Option<u64>,
@@ -77,6 +80,20 @@ impl Hint {
         if self.anchor_offset < header.end || self.anchor_offset >= file_len {
             return Err("hint anchor offset is outside the file".into());
         }
+        let mut prev = header.end;
+        for r in &self.ranges {
+            if r[0] < prev || r[1] <= r[0] || r[1] > self.file_length {
+                return Err("hint ranges are not ascending ranges of the file".into());
+            }
+            prev = r[1];
+        }
+        if self
+            .ranges
+            .first()
+            .is_none_or(|r| r[0] != self.anchor_offset)
+        {
+            return Err("hint ranges do not start at the anchor".into());
+        }
         Ok(())
     }
 
@@ -94,12 +111,16 @@ fn raw(s: &str) -> Box<RawValue> {
 /// Computes the hint for the context of `path` (root first, ending at the leaf).
 /// `complete` says whether `path` reaches the root; if it does not, the settings
 /// before the anchor must be found inside `path` or no hint can be made.
+/// `tail_from` is the offset of the file's last entry that is not a `leaf`
+/// pointer: the ranges always cover the file from there, so that a resume sees
+/// which entry is the current leaf.
 pub fn compute(
     header: &Header,
     path: &[&EntryRec],
     complete: bool,
     interner: &Interner,
     file_len: u64,
+    tail_from: u64,
     counts: Option<(u64, u64)>,
 ) -> Option<Hint> {
     let leaf = path.last()?;
@@ -128,6 +149,12 @@ pub fn compute(
     if !complete && (set.thinking.is_none() || set.model.is_none()) {
         return None;
     }
+    let mut spans: Vec<[u64; 2]> = path[anchor..]
+        .iter()
+        .map(|e| [e.offset, (e.offset + u64::from(e.len) + 1).min(file_len)])
+        .collect();
+    spans.push([tail_from.min(file_len), file_len]);
+    let ranges = coalesce(spans);
     Some(Hint {
         format: HINT_FORMAT.into(),
         version: HINT_VERSION,
@@ -137,6 +164,7 @@ pub fn compute(
         leaf_id: Some(leaf.id.to_string()),
         anchor_id: path[anchor].id.to_string(),
         anchor_offset: path[anchor].offset,
+        ranges,
         compaction_id: c.map(|c| path[c].id.to_string()),
         compaction_offset: c.map(|c| path[c].offset),
         thinking_level: raw(set.thinking.as_deref().unwrap_or("\"off\"")),
@@ -144,4 +172,30 @@ pub fn compute(
         entry_count: counts.map(|c| c.0),
         message_count: counts.map(|c| c.1),
     })
+}
+
+/// Gaps up to this many bytes between path entries are read through rather than
+/// split into two reads.
+const RANGE_GAP: u64 = 64 << 10;
+/// At most this many ranges; beyond it, gaps are merged more eagerly.
+const MAX_RANGES: usize = 256;
+
+/// Ascending, merged byte ranges covering `spans`.
+fn coalesce(mut spans: Vec<[u64; 2]>) -> Vec<[u64; 2]> {
+    spans.retain(|s| s[1] > s[0]);
+    spans.sort_unstable();
+    let mut gap = RANGE_GAP;
+    loop {
+        let mut out: Vec<[u64; 2]> = Vec::new();
+        for s in &spans {
+            match out.last_mut() {
+                Some(last) if s[0] <= last[1] + gap => last[1] = last[1].max(s[1]),
+                _ => out.push(*s),
+            }
+        }
+        if out.len() <= MAX_RANGES {
+            return out;
+        }
+        gap *= 4;
+    }
 }

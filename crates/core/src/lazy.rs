@@ -33,6 +33,8 @@ pub enum Step {
 }
 
 const FIRST_CHUNK: u64 = 256 << 10;
+/// First read for the header line (grown if the line is longer).
+const HEADER_READ: u64 = 4 << 10;
 const MAX_CHUNK: u64 = 16 << 20;
 /// Keep the text of off-path entries seen while scanning up to this many bytes (so
 /// forward references need no re-read); beyond it only their position is kept.
@@ -41,8 +43,8 @@ const SEEN_TEXT_BUDGET: usize = 64 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Header,
-    /// Reading the hinted window `[anchor - 1, file_len)`.
-    HintWindow,
+    /// Reading the hinted ranges, highest first.
+    HintRanges,
     /// Reverse scan: the next chunk ends at `boundary`.
     Scan,
     /// Re-reading one line (an entry seen earlier whose text was not kept).
@@ -92,6 +94,10 @@ pub struct LazyLoader {
     hint_text: Option<String>,
     hint: Option<Hint>,
     hint_rejected: Option<String>,
+    /// Ranges still to read in hint mode (the last is read next).
+    ranges: Vec<[u64; 2]>,
+    /// Offset of the file's last entry that is not a leaf pointer.
+    last_node_offset: Option<u64>,
     /// Lines starting at or after `boundary` are processed.
     boundary: u64,
     chunk: u64,
@@ -147,8 +153,10 @@ impl LazyLoader {
             proc: None,
             hint: None,
             hint_rejected: None,
+            ranges: Vec::new(),
+            last_node_offset: None,
             boundary: file_len,
-            chunk: FIRST_CHUNK,
+            chunk: HEADER_READ,
             bytes_read: 0,
             saw_last_line: false,
             torn: None,
@@ -210,13 +218,14 @@ impl LazyLoader {
                 offset: 0,
                 len: self.file_len,
             },
-            Phase::HintWindow => {
-                let a = self.hint.as_ref().map_or(1, |h| h.anchor_offset).max(1);
-                Step::Read {
-                    offset: a - 1,
-                    len: self.file_len - (a - 1),
-                }
-            }
+            Phase::HintRanges => match self.ranges.last() {
+                // One byte before the range: it must be the previous line's newline.
+                Some(r) => Step::Read {
+                    offset: r[0] - 1,
+                    len: r[1] - (r[0] - 1),
+                },
+                None => return Err(Error::internal("no hinted range left")),
+            },
             Phase::Reread => match &self.reread {
                 Some(r) => Step::Read {
                     offset: r.offset,
@@ -257,8 +266,8 @@ impl LazyLoader {
         let r = match self.phase {
             Phase::Header => self.on_header(bytes),
             Phase::Full => self.on_full(bytes),
-            Phase::HintWindow => self.on_chunk(offset, bytes, true),
-            Phase::Scan => self.on_chunk(offset, bytes, false),
+            Phase::HintRanges => self.on_range(offset, bytes),
+            Phase::Scan => self.on_chunk(offset, bytes),
             Phase::Reread => self.on_reread(bytes),
             Phase::Done => Ok(()),
         };
@@ -316,8 +325,13 @@ impl LazyLoader {
         if let Some(text) = self.hint_text.take() {
             match Hint::parse(&text).and_then(|h| h.check(&header, self.file_len).map(|_| h)) {
                 Ok(h) => {
+                    self.ranges = h.ranges.clone();
+                    if self.file_len > h.file_length {
+                        // Appended since the hint was written.
+                        self.ranges.push([h.file_length, self.file_len]);
+                    }
                     self.hint = Some(h);
-                    self.phase = Phase::HintWindow;
+                    self.phase = Phase::HintRanges;
                     self.mode = "hint";
                 }
                 Err(reason) => self.hint_rejected = Some(reason),
@@ -384,69 +398,108 @@ impl LazyLoader {
     }
 
     /// Processes a chunk that ends at `self.boundary`.
-    fn on_chunk(&mut self, offset: u64, bytes: Vec<u8>, hinted: bool) -> Result<()> {
-        let header_end = self.header_end();
-        let first_line = if hinted && bytes.first() == Some(&b'\n') {
-            1
+    fn on_chunk(&mut self, offset: u64, bytes: Vec<u8>) -> Result<()> {
+        let first_line = if offset <= self.header_end() {
+            0
         } else {
-            if hinted {
-                self.reject_hint("the hinted offset is not at a line start");
-            }
-            if offset <= header_end {
-                0
-            } else {
-                // The chunk may start inside a line: skip to the first full line
-                // (the skipped part is read again with the next chunk).
-                match memchr::memchr(b'\n', &bytes) {
-                    Some(i) => i + 1,
-                    None => {
-                        if self.chunk >= self.opts.max_line_bytes {
-                            return Err(Error::new(
-                                ErrorCode::LimitExceeded,
-                                "a line is longer than maxLineBytes",
-                            )
-                            .at(None, offset));
-                        }
-                        self.chunk *= 2;
-                        self.phase = Phase::Scan;
-                        return Ok(());
+            // The chunk may start inside a line: skip to the first full line
+            // (the skipped part is read again with the next chunk).
+            match memchr::memchr(b'\n', &bytes) {
+                Some(i) => i + 1,
+                None => {
+                    if self.chunk >= self.opts.max_line_bytes {
+                        return Err(Error::new(
+                            ErrorCode::LimitExceeded,
+                            "a line is longer than maxLineBytes",
+                        )
+                        .at(None, offset));
                     }
+                    self.chunk *= 2;
+                    self.phase = Phase::Scan;
+                    return Ok(());
                 }
             }
         };
         let start = offset + first_line as u64;
-        let region = &bytes[first_line..];
-        // Split into lines, last first.
-        let mut lines: Vec<(usize, usize, bool)> = Vec::new();
-        if !region.is_empty() {
-            let mut end = region.len();
-            let mut has_nl = true;
-            if region.last() == Some(&b'\n') {
-                end -= 1;
-            } else {
-                has_nl = false; // only at the end of the file
-            }
-            loop {
-                let s = memchr::memrchr(b'\n', &region[..end]).map_or(0, |i| i + 1);
-                lines.push((s, end, has_nl));
-                has_nl = true;
-                if s == 0 {
-                    break;
-                }
-                end = s - 1;
-            }
-        }
-        for (s, e, has_nl) in lines {
-            self.take_line(&region[s..e], start + s as u64, has_nl)?;
-            if self.phase == Phase::Reread {
-                // Lines before this one are read again with the next chunk.
-                self.boundary = start + s as u64;
-                return Ok(());
-            }
+        if let Some(s) = self.take_lines(start, &bytes[first_line..])? {
+            // A re-read is needed: lines before `s` are read again with the next chunk.
+            self.boundary = s;
+            return Ok(());
         }
         self.boundary = start;
         self.phase = Phase::Scan;
         self.after_step()
+    }
+
+    /// Processes one hinted range (read with the byte before it).
+    fn on_range(&mut self, offset: u64, bytes: Vec<u8>) -> Result<()> {
+        self.ranges.pop();
+        if bytes.first() != Some(&b'\n') {
+            return self.abandon_hint("a hinted range does not start at a line");
+        }
+        if self.take_lines(offset + 1, &bytes[1..])?.is_some() {
+            return self.abandon_hint("the hinted ranges need a re-read");
+        }
+        if self.satisfied() {
+            self.phase = Phase::Done;
+        } else if self.ranges.is_empty() || self.hint.is_none() {
+            return self.abandon_hint("the hinted ranges do not hold the leaf's path");
+        }
+        Ok(())
+    }
+
+    /// Gives up on the hint: forgets what its ranges showed and scans from the end.
+    fn abandon_hint(&mut self, why: &str) -> Result<()> {
+        let path = self.path.take();
+        let hint_text = None;
+        let fresh = LazyLoader::new(self.file_len, self.opts.clone(), path, hint_text);
+        let header = self.header.take();
+        let bytes_read = self.bytes_read;
+        let max_messages = self.max_messages;
+        *self = fresh;
+        self.header = header;
+        self.bytes_read = bytes_read;
+        self.max_messages = max_messages;
+        self.hint_rejected = Some(why.to_string());
+        let h = self
+            .header
+            .clone()
+            .ok_or_else(|| Error::internal("no header"))?;
+        self.proc = Some(LineProcessor::for_tail(
+            self.opts.load_options(),
+            self.path.clone(),
+            h,
+        ));
+        self.phase = Phase::Scan;
+        Ok(())
+    }
+
+    /// Processes the lines of `region` (starting at file offset `start`, made of
+    /// whole lines) last first. Returns the start of the line that asked for a
+    /// re-read, if one did.
+    fn take_lines(&mut self, start: u64, region: &[u8]) -> Result<Option<u64>> {
+        if region.is_empty() {
+            return Ok(None);
+        }
+        let mut end = region.len();
+        let mut has_nl = true;
+        if region.last() == Some(&b'\n') {
+            end -= 1;
+        } else {
+            has_nl = false; // only at the end of the file
+        }
+        loop {
+            let s = memchr::memrchr(b'\n', &region[..end]).map_or(0, |i| i + 1);
+            self.take_line(&region[s..end], start + s as u64, has_nl)?;
+            if self.phase == Phase::Reread {
+                return Ok(Some(start + s as u64));
+            }
+            has_nl = true;
+            if s == 0 {
+                return Ok(None);
+            }
+            end = s - 1;
+        }
     }
 
     fn reject_hint(&mut self, why: &str) {
@@ -454,6 +507,13 @@ impl LazyLoader {
             self.hint_rejected = Some(why.to_string());
             self.mode = "scan";
             self.hint_anchor_on_path = false;
+        }
+    }
+
+    /// Records the file's last node (the first non-pointer entry seen going back).
+    fn note_last_node(&mut self, rec: &EntryRec) {
+        if rec.kind != EntryKind::Leaf && self.last_node_offset.is_none() {
+            self.last_node_offset = Some(rec.offset);
         }
     }
 
@@ -503,6 +563,7 @@ impl LazyLoader {
                 self.reject_hint("the entry at the hinted compaction offset has another id");
             }
         }
+        self.note_last_node(&rec);
         let first_seen = !self.seen.contains_key(&rec.id);
         if first_seen {
             let keep = self.seen_text_bytes + text.len() <= SEEN_TEXT_BUDGET;
@@ -603,6 +664,15 @@ impl LazyLoader {
             && *rec.id == *h.anchor_id
         {
             self.hint_anchor_on_path = true;
+            // The hint's anchor is the compaction itself when its first kept entry is
+            // not among its ancestors (known when the hint was made; ancestors never
+            // change), so the context needs nothing older.
+            if self.ctx_complete_at.is_none()
+                && h.compaction_id.as_deref() == Some(&*h.anchor_id)
+                && self.compaction == Some(self.path_rev.len())
+            {
+                self.ctx_complete_at = Some(self.path_rev.len() + 1);
+            }
         }
     }
 
@@ -971,7 +1041,16 @@ impl LazyLoader {
         let path: Vec<&EntryRec> = self.path_rev.iter().rev().map(|(r, _)| r).collect();
         // Settings before the anchor are known: either the root was reached, or
         // both a thinking change and a model source lie between root-side end and anchor.
-        hint::compute(header, &path, true, self.interner(), self.file_len, None)
+        let tail_from = self.last_node_offset.unwrap_or(header.end);
+        hint::compute(
+            header,
+            &path,
+            true,
+            self.interner(),
+            self.file_len,
+            tail_from,
+            None,
+        )
     }
 
     /// The header, once read.

@@ -659,6 +659,70 @@ impl Session {
             .collect())
     }
 
+    /// The tree with linear runs collapsed, in depth-first order (children in
+    /// file order). A run ends at a branch point or a leaf.
+    pub fn tree_runs(&self) -> Vec<crate::types::TreeRun> {
+        use crate::types::{RunLabel, TreeRun};
+        let labels = self.labels();
+        let mut runs: Vec<TreeRun> = Vec::new();
+        // Stack of (first entry of a run, parent run, depth).
+        let mut stack: Vec<(u32, Option<u32>, u32)> = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| e.kind != EntryKind::Leaf && self.tree.parent[*i] == NONE)
+            .map(|(i, _)| (i as u32, None, 0))
+            .rev()
+            .collect();
+        while let Some((first, parent, depth)) = stack.pop() {
+            let me = runs.len() as u32;
+            let mut run = TreeRun {
+                first_id: self.entries[first as usize].id.to_string(),
+                last_id: String::new(),
+                parent,
+                children: Vec::new(),
+                entries: 0,
+                messages: 0,
+                compactions: 0,
+                labels: Vec::new(),
+                current: false,
+                first_line: self.entries[first as usize].line_no(),
+                depth,
+            };
+            let mut i = first;
+            loop {
+                let e = &self.entries[i as usize];
+                run.entries += 1;
+                match e.kind {
+                    EntryKind::Message => run.messages += 1,
+                    EntryKind::Compaction => run.compactions += 1,
+                    _ => {}
+                }
+                if let Some(l) = labels.get(&e.id) {
+                    run.labels.push(RunLabel {
+                        id: e.id.to_string(),
+                        label: l.clone(),
+                    });
+                }
+                run.current |= self.tree.leaf == Some(i);
+                match self.tree.children_of(i) {
+                    [only] => i = *only,
+                    _ => break,
+                }
+            }
+            run.last_id = self.entries[i as usize].id.to_string();
+            let kids = self.tree.children_of(i);
+            for &c in kids.iter().rev() {
+                stack.push((c, Some(me), depth + run.entries));
+            }
+            if let Some(p) = parent {
+                runs[p as usize].children.push(me);
+            }
+            runs.push(run);
+        }
+        runs
+    }
+
     /// Facts about the session.
     pub fn metadata(&self) -> SessionMetadata {
         let n = self.entries.len() as u32;

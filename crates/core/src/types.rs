@@ -233,6 +233,44 @@ pub struct TreeNode {
     pub offset: u64,
 }
 
+/// A linear run of the tree: entries that each have exactly one child, collapsed
+/// into one node (what tree views draw).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct TreeRun {
+    /// First and last entry of the run.
+    pub first_id: String,
+    pub last_id: String,
+    /// Index of the parent run in the returned array (`null` for roots).
+    pub parent: Option<u32>,
+    /// Indices of the child runs (two or more: `lastId` is a branch point).
+    pub children: Vec<u32>,
+    /// Entries in the run.
+    pub entries: u32,
+    /// `message` entries in the run.
+    pub messages: u32,
+    /// Compactions in the run.
+    pub compactions: u32,
+    /// Labels set on entries of the run (`{id, label}`).
+    pub labels: Vec<RunLabel>,
+    /// The current leaf is in this run.
+    pub current: bool,
+    /// 1-based line of the run's first entry.
+    pub first_line: Option<u64>,
+    /// Depth in entries from the root to the run's first entry.
+    pub depth: u32,
+}
+
+/// A label inside a [`TreeRun`].
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct RunLabel {
+    pub id: String,
+    pub label: String,
+}
+
 /// Where a session file stands, read from its header and tail only.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -523,12 +523,19 @@ impl WriterCore {
         }
         path.reverse();
         let interner: &Interner = &self.proc.interner;
+        let tail_from = self
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.kind != EntryKind::Leaf)
+            .map_or(self.header.end, |e| e.offset);
         hint::compute(
             &self.header,
             &path,
             true,
             interner,
             self.logical_len,
+            tail_from,
             Some((self.entries.len() as u64, self.message_count)),
         )
     }

@@ -382,3 +382,54 @@ fn lazy_file_resume_and_stale_hint() {
     );
     assert!(lf.hint_written, "a stale hint is replaced");
 }
+
+#[test]
+fn resume_after_a_rewind_reads_only_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    let w = open(&p, &opts());
+    let filler = "x".repeat(1000);
+    let mut ids = vec![];
+    for i in 0..2000 {
+        ids.push(append(
+            &w,
+            &format!(
+                r#"{{"type":"message","message":{{"role":"user","content":"{i} {filler}"}}}}"#
+            ),
+        ));
+    }
+    // Rewind to an early entry (a checkpoint restore) and continue from there.
+    w.submit(|c| c.move_leaf(Some(&ids[100]), 0))
+        .map(|(_, t)| w.wait(t))
+        .unwrap()
+        .unwrap();
+    append(
+        &w,
+        &format!(
+            r#"{{"type":"compaction","summary":"s","firstKeptEntryId":"{}","tokensBefore":1}}"#,
+            ids[95]
+        ),
+    );
+    for i in 0..5 {
+        append(
+            &w,
+            &format!(r#"{{"type":"message","message":{{"role":"user","content":"after {i}"}}}}"#),
+        );
+    }
+    w.close().unwrap();
+    let size = std::fs::metadata(&p).unwrap().len();
+    let lf = load_lazy(&p, LazyOptions::default()).unwrap();
+    let m = lf.loader.metadata(false).unwrap();
+    assert_eq!(m.mode, "hint");
+    assert!(
+        m.bytes_read < 64 << 10,
+        "read {} of {size} bytes",
+        m.bytes_read
+    );
+    let full = read_session(&p, &LoadOptions::default()).unwrap();
+    assert_eq!(
+        lf.loader.context_json(false).unwrap(),
+        full.context_json(None, false).unwrap()
+    );
+    assert_eq!(full.context(None).unwrap().messages.len(), 1 + 6 + 5);
+}

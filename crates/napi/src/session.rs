@@ -119,6 +119,15 @@ impl NativeSession {
         })
     }
 
+    /// The tree with linear runs collapsed (TreeRun[] as JSON).
+    #[napi]
+    pub fn tree_json(&self) -> napi::Result<String> {
+        guard(|| {
+            serde_json::to_string(&self.inner.tree_runs())
+                .map_err(|e| forkpoint_core::Error::internal(e.to_string()))
+        })
+    }
+
     /// The label of an entry.
     #[napi]
     pub fn label(&self, id: String) -> Option<String> {

@@ -86,6 +86,12 @@ impl NativeSession {
         to_json(&nodes)
     }
 
+    /// The tree with linear runs collapsed (TreeRun[] as JSON).
+    #[wasm_bindgen(js_name = treeJson)]
+    pub fn tree_json(&self) -> Result<String, JsError> {
+        to_json(&self.inner.tree_runs())
+    }
+
     /// The label of an entry.
     pub fn label(&self, id: &str) -> Option<String> {
         self.inner.label(id).map(str::to_string)

@@ -55,6 +55,8 @@ export declare class NativeSession {
   pathJson(id: string): string
   /** Tree nodes as JSON: `leaves`, `branchPoints`, `roots`, or the children of an id. */
   nodesJson(which: string, id?: string | undefined | null): string
+  /** The tree with linear runs collapsed (TreeRun[] as JSON). */
+  treeJson(): string
   /** The label of an entry. */
   label(id: string): string | null
   /** The context from `leafId` (default: the current leaf) as JSON. */

@@ -6,6 +6,7 @@ import type {
   SessionHeader,
   SessionMetadata,
   TreeNode,
+  TreeRun,
 } from '@forkpoint/types';
 import { call } from './errors.js';
 
@@ -18,6 +19,7 @@ export interface NativeSessionLike {
   entryJson(id: string): string;
   pathJson(id: string): string;
   nodesJson(which: string, id?: string | null): string;
+  treeJson(): string;
   label(id: string): string | null | undefined;
   contextJson(leafId?: string | null, llm?: boolean | null): string;
   leafId(): string | null | undefined;
@@ -38,6 +40,8 @@ export interface SessionBranch {
   getChildren(id: string): TreeNode[];
   /** The label of an entry, if one is set. */
   getLabel(id: string): string | undefined;
+  /** The whole tree with linear runs collapsed, depth-first (for tree views). */
+  getTree(): TreeRun[];
 }
 
 /** Entries per JSON page handed over from the native side. */
@@ -115,6 +119,7 @@ export class SessionView {
       getChildren: (id: string) => nodes('children', id),
       getPath: (id: string) => JSON.parse(call(() => n.pathJson(id))) as AnySessionEntry[],
       getLabel: (id: string) => call(() => n.label(id)) ?? undefined,
+      getTree: () => JSON.parse(call(() => n.treeJson())) as TreeRun[],
     };
   }
 

@@ -398,3 +398,35 @@ fn real_pi_sessions_load_and_lazy_agrees() {
     let m = load(&b).unwrap().metadata();
     assert_eq!((m.version, m.entry_count, m.message_count), (1, 1018, 914));
 }
+
+#[test]
+fn tree_runs_collapse_linear_stretches() {
+    let s = load(&bytes("branches.jsonl")).unwrap();
+    let runs = s.tree_runs();
+    let shape: Vec<(String, String, u32, Option<u32>, Vec<u32>)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r.first_id.clone(),
+                r.last_id.clone(),
+                r.entries,
+                r.parent,
+                r.children.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("c0000001".into(), "c0000001".into(), 1, None, vec![1, 2]),
+            ("c0000002".into(), "c0000005".into(), 4, Some(0), vec![]),
+            ("c0000006".into(), "c0000007".into(), 2, Some(0), vec![3, 4]),
+            ("c0000008".into(), "c0000008".into(), 1, Some(2), vec![]),
+            ("c0000009".into(), "c0000015".into(), 7, Some(2), vec![]),
+        ]
+    );
+    assert!(runs[4].current && !runs[1].current);
+    assert_eq!(runs[1].labels[0].label, "plan A (old)");
+    let total: u32 = runs.iter().map(|r| r.entries).sum();
+    assert_eq!(total as u64, s.metadata().entry_count);
+}

@@ -1,0 +1,99 @@
+// The demo: generate a realistic pi session, resume it lazily, show its metadata,
+// its branch tree and the context from the leaf, then move the leaf to another
+// branch with SessionWriter.moveLeaf and show that a fresh load resumes there.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const { SessionLoader, SessionWriter, loadSessionLazy, listSessions } = require('forkpoint');
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const gen = join(root, '../shared/tools/gen-session.mjs');
+const dir = join(root, '.tmp/demo');
+const mb = Number(process.env.DEMO_MB ?? 64);
+const path = join(dir, `session-${mb}mb.jsonl`);
+
+const bold = (s) => `\x1b[1m${s}\x1b[0m`;
+const dim = (s) => `\x1b[2m${s}\x1b[0m`;
+const ms = (t) => `${t.toFixed(t < 10 ? 2 : 0)} ms`;
+const mib = (b) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+const time = async (f) => {
+  const t0 = performance.now();
+  const r = await f();
+  return [r, performance.now() - t0];
+};
+const snippet = (m) => {
+  const c = m.content ?? m.summary ?? '';
+  const text = typeof c === 'string' ? c : c.map((b) => b.text ?? b.thinking ?? (b.name ? `[${b.name}]` : '')).join(' ');
+  return text.replace(/\s+/g, ' ').slice(0, 70);
+};
+
+rmSync(dir, { recursive: true, force: true });
+mkdirSync(dir, { recursive: true });
+console.log(bold(`\n1. Generate a ${mb} MiB pi session`) + dim(' (shared/tools/gen-session.mjs: branches, compactions as a real agent does)'));
+const stats = JSON.parse(
+  execFileSync(process.execPath, [gen, '--out', path, '--mb', String(mb), '--branches', '5', '--compact-every-kb', '800', '--seed', 'demo', '--stats'], { encoding: 'utf8' }),
+);
+console.log(`   ${path}\n   ${mib(stats.bytes)}, ${stats.entries} entries, ${stats.compactions} compactions, ${stats.branchPoints} branch points`);
+
+console.log(bold('\n2. Resume it lazily') + dim(' (reads the tail the context needs, not the file)'));
+const [lazy1, t1] = await time(() => loadSessionLazy(path));
+const m1 = lazy1.getMetadata();
+console.log(`   first resume:  ${ms(t1)}  mode=${m1.mode}  read ${mib(m1.bytesRead)} of ${mib(m1.fileSize)}  (wrote the resume hint: ${m1.hintWritten})`);
+const [lazy, t2] = await time(() => loadSessionLazy(path));
+const m = lazy.getMetadata();
+console.log(`   next resume:   ${ms(t2)}  mode=${m.mode}  read ${mib(m.bytesRead)}`);
+console.log(`   session ${m.sessionId}  cwd ${m.cwd}  created ${m.createdAt}`);
+console.log(`   leaf ${m.leafId}, newest compaction on its path ${m.compactionId}, context ${m.contextMessages} messages`);
+
+console.log(bold('\n3. The branch tree') + dim(' (full load; linear runs collapsed)'));
+const [full, t3] = await time(() => SessionLoader.open(path));
+const fm = full.getMetadata();
+console.log(dim(`   full load + index: ${ms(t3)}; ${fm.entryCount} entries, ${fm.messageCount} messages, ${fm.leafCount} leaves, ${fm.branchPoints} branch points, first ${fm.firstTimestamp}, last ${fm.lastTimestamp}`));
+const runs = full.getBranch().getTree();
+const print = (i, prefix, last) => {
+  const r = runs[i];
+  const tag = [
+    r.current ? bold('← current leaf') : '',
+    r.compactions ? `${r.compactions} compaction${r.compactions > 1 ? 's' : ''}` : '',
+    r.labels.length ? `labels: ${[...new Set(r.labels.map((l) => l.label))].slice(0, 3).join(', ')}` : '',
+  ].filter(Boolean).join('  ');
+  const kind = r.children.length > 1 ? 'branch point' : r.children.length === 0 ? 'leaf' : '';
+  console.log(`   ${prefix}${last ? '└─' : '├─'} ${r.entries} entries ${r.firstId}…${r.lastId} ${dim('line ' + r.firstLine)} ${kind} ${tag}`);
+  r.children.forEach((c, k) => print(c, prefix + (last ? '   ' : '│  '), k === r.children.length - 1));
+};
+runs.forEach((r, i) => r.parent === null && print(i, '', true));
+
+console.log(bold('\n4. The context from the leaf') + dim(' (exactly what pi would send)'));
+const ctx = lazy.getSessionContext();
+const bytes = Buffer.byteLength(JSON.stringify(ctx.messages));
+console.log(`   ${ctx.messages.length} messages, ${mib(bytes)} of JSON, thinking level ${ctx.thinkingLevel}, model ${ctx.model?.provider}/${ctx.model?.modelId}`);
+for (const msg of [ctx.messages[0], ...ctx.messages.slice(-3)]) console.log(dim(`   ${msg.role.padEnd(17)} ${snippet(msg)}`));
+const same = JSON.stringify(ctx) === JSON.stringify(full.getSessionContext());
+console.log(`   lazy context equals the full load's: ${same}`);
+
+console.log(bold('\n5. Move the leaf to another branch') + dim(' (SessionWriter.moveLeaf appends a durable leaf entry)'));
+const other = full.getBranch().getLeaves().filter((n) => n.id !== fm.leafId).sort((a, b) => b.line - a.line)[0];
+const writer = await SessionWriter.open(path);
+const [, t5] = await time(() => writer.moveLeaf(other.id));
+await writer.close();
+console.log(`   moved to ${other.id} (line ${other.line}, a ${other.type} on a side branch) in ${ms(t5)}, fsynced`);
+const [again, t6] = await time(() => loadSessionLazy(path));
+const am = again.getMetadata();
+const actx = again.getContext();
+console.log(`   fresh lazy load: ${ms(t6)}  leaf=${am.leafId}  context ${actx.length} messages, last: ${actx.at(-1)?.role} "${snippet(actx.at(-1) ?? {})}"`);
+const check = await SessionLoader.open(path);
+console.log(`   a full load agrees: leaf=${check.leafId}, same context: ${JSON.stringify(check.getContext()) === JSON.stringify(actx)}`);
+if (am.leafId !== other.id || check.leafId !== other.id) {
+  console.error('demo failed: the leaf did not move');
+  process.exit(1);
+}
+
+console.log(bold('\n6. Listing the directory') + dim(' (header and tail of each file only)'));
+for (const info of await listSessions(dir)) {
+  console.log(`   ${info.path.split('/').pop()}  id ${info.id}  leaf ${info.leafId}  ${mib(info.fileSize)}  entries ${info.entryCount ?? '?'}`);
+}
+console.log('');
