@@ -239,7 +239,19 @@ brokenCycles: number,
 /**
  * Additional `session` header lines after the first (ignored, kept in the file).
  */
-extraHeaders: number, };
+extraHeaders: number, 
+/**
+ * The design notes' name for `firstTimestamp`.
+ */
+startTime: string | null, 
+/**
+ * The design notes' name for `lastTimestamp`.
+ */
+lastTime: string | null, 
+/**
+ * The design notes' name for `branchPoints`.
+ */
+branches: number, };
 
 /**
  * One entry of the session tree, summarized (no payload).

@@ -411,6 +411,34 @@ impl Session {
         self.text.get(s..s + e.len as usize).unwrap_or("")
     }
 
+    /// The whole session in version-3 form (header with `"version":3`, entries
+    /// migrated), for rewriting an older file before appending to it. Lines that
+    /// were skipped or torn are left out.
+    pub fn to_v3_jsonl(&self) -> String {
+        let header = self.header_text();
+        let mut out = String::with_capacity(self.text.len() + 64 * self.entries.len());
+        out.push_str("{\"type\":\"session\",\"version\":3");
+        let b = header.as_bytes();
+        if let Ok(mut r) = json::ObjectReader::open(b, 0, 1, self.max_depth) {
+            while let Ok(Some(k)) = r.next_key() {
+                let Ok(v) = r.skip_value() else { break };
+                if matches!(k.str(header).as_deref(), Some("type" | "version")) {
+                    continue;
+                }
+                out.push(',');
+                out.push_str(k.raw(header));
+                out.push(':');
+                out.push_str(v.raw(header));
+            }
+        }
+        out.push_str("}\n");
+        for i in 0..self.entries.len() {
+            out.push_str(self.entry_text(i as u32));
+            out.push('\n');
+        }
+        out
+    }
+
     /// The header line as written.
     pub fn header_text(&self) -> &str {
         let h = &self.header;
@@ -737,7 +765,12 @@ impl Session {
                 self.string_field(i as u32, |e| e.name)
                     .filter(|s| !s.is_empty())
             });
+        let first_timestamp = if n > 0 { ts(0) } else { None };
+        let last_timestamp = if n > 0 { ts(n - 1) } else { None };
         SessionMetadata {
+            start_time: first_timestamp.clone(),
+            last_time: last_timestamp.clone(),
+            branches: self.tree.branch_points,
             session_id: self.header.id.clone(),
             version: self.header.version,
             cwd: self.header.cwd.clone(),
@@ -750,8 +783,8 @@ impl Session {
                 .iter()
                 .filter(|e| e.kind == EntryKind::Message)
                 .count() as u64,
-            first_timestamp: if n > 0 { ts(0) } else { None },
-            last_timestamp: if n > 0 { ts(n - 1) } else { None },
+            first_timestamp,
+            last_timestamp,
             branch_points: self.tree.branch_points,
             leaf_count: self.tree.leaf_count,
             leaf_id: self.leaf_id().map(str::to_string),

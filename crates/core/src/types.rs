@@ -206,6 +206,12 @@ pub struct SessionMetadata {
     pub broken_cycles: u64,
     /// Additional `session` header lines after the first (ignored, kept in the file).
     pub extra_headers: u64,
+    /// The design notes' name for `firstTimestamp`.
+    pub start_time: Option<String>,
+    /// The design notes' name for `lastTimestamp`.
+    pub last_time: Option<String>,
+    /// The design notes' name for `branchPoints`.
+    pub branches: u64,
 }
 
 /// One entry of the session tree, summarized (no payload).

@@ -9,8 +9,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use forkpoint_core::hint::hint_path;
 use forkpoint_core::writer::{Batch, WriterCore};
 use forkpoint_core::{
-    Durability, Error, ErrorCode, LoadOptions, Result, Session, WriterOpenReport, WriterOptions,
-    gz, json,
+    Durability, Error, ErrorCode, LoadOptions, Result, Session, WriterOpenReport, WriterOptions, gz,
 };
 
 use crate::io::{io_error, read_all, replace_atomic, sync_dir};
@@ -48,28 +47,10 @@ fn lock(file: &File, path: &Path) -> Result<()> {
     }
 }
 
-/// The header line with `"version":3` (migration of version 1 and 2 files).
-fn header_v3(text: &str) -> String {
-    let mut out = String::from("{\"type\":\"session\",\"version\":3");
-    let b = text.as_bytes();
-    if let Ok(mut r) = json::ObjectReader::open(b, 0, 1, 512) {
-        while let Ok(Some(k)) = r.next_key() {
-            let Ok(v) = r.skip_value() else { break };
-            if matches!(k.str(text).as_deref(), Some("type" | "version")) {
-                continue;
-            }
-            out.push(',');
-            out.push_str(k.raw(text));
-            out.push(':');
-            out.push_str(v.raw(text));
-        }
-    }
-    out.push('}');
-    out
-}
-
 impl FileWriter {
-    /// Opens (or creates) a session file for appending.
+    /// Opens (or creates) a session file for appending. The file is validated
+    /// before anything in it is changed: a file that is not a session, or is
+    /// corrupt in the middle, is refused untouched.
     pub fn open(
         path: &Path,
         opts: &WriterOptions,
@@ -94,80 +75,87 @@ impl FileWriter {
             leaf_id: None,
             entry_count: 0,
         };
-        let mut bytes = read_all(path)?;
-        let mut gzip = if bytes.is_empty() {
-            opts.gzip.unwrap_or_else(|| p.ends_with(".gz"))
+        let raw = read_all(path)?;
+        let mut gzip = !raw.is_empty() && gz::is_gzip(&raw);
+        let (content, gz_valid_len, gz_torn) = if gzip {
+            let d = gz::decode(&raw, false, u64::MAX)?;
+            (d.data, d.valid_len, d.torn)
         } else {
-            gz::is_gzip(&bytes)
+            (raw, 0, None)
         };
-        // Decompress, dropping a torn last member.
-        let mut content = if gzip {
-            let d = gz::decode(&bytes, false, u64::MAX)?;
-            if let Some(t) = d.torn {
-                file.set_len(d.valid_len)
-                    .map_err(|e| io_error(e, path, "cannot cut torn tail"))?;
+
+        // Validate first; repair only a file known to be a session.
+        let mut session = None;
+        if !content.is_empty() {
+            match Session::from_bytes(content.clone(), &load, Some(p.clone())) {
+                Ok(s) => session = Some(s),
+                // A crash while the very first line was written: nothing was ever
+                // durable, so the file is started afresh.
+                Err(e)
+                    if e.code == ErrorCode::UnsupportedFormat
+                        && !content.contains(&b'\n')
+                        && content.starts_with(b"{\"type\":\"session\"") =>
+                {
+                    report.repaired = Some(forkpoint_core::TornTail {
+                        line: Some(1),
+                        offset: 0,
+                        bytes: content.len() as u64,
+                    });
+                    file.set_len(0)
+                        .map_err(|e| io_error(e, path, "cannot cut torn header"))?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut phys_len;
+        let mut session = match session {
+            Some(s) => {
+                phys_len = if gzip {
+                    gz_valid_len
+                } else {
+                    content.len() as u64
+                };
+                if let Some(t) = gz_torn {
+                    // Drop a torn last gzip member.
+                    file.set_len(gz_valid_len)
+                        .map_err(|e| io_error(e, path, "cannot cut torn tail"))?;
+                    file.sync_all()
+                        .map_err(|e| io_error(e, path, "cannot fsync"))?;
+                    report.repaired = Some(t);
+                }
+                s
+            }
+            None => {
+                gzip = opts.gzip.unwrap_or_else(|| p.ends_with(".gz"));
+                let id = opts
+                    .session_id
+                    .clone()
+                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                let cwd = match &opts.cwd {
+                    Some(c) => c.clone(),
+                    None => std::env::current_dir()
+                        .map(|d| d.display().to_string())
+                        .unwrap_or_default(),
+                };
+                let header =
+                    WriterCore::new_header_line(&id, now_ms, &cwd, opts.parent_session.as_deref());
+                let data = if gzip {
+                    gz::encode_member(header.as_bytes())
+                } else {
+                    header.clone().into_bytes()
+                };
+                file.write_all_at(&data, 0)
+                    .map_err(|e| io_error(e, path, "cannot write header"))?;
                 file.sync_all()
                     .map_err(|e| io_error(e, path, "cannot fsync"))?;
-                bytes.truncate(d.valid_len as usize);
-                report.repaired = Some(t);
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    sync_dir(dir)?;
+                }
+                phys_len = data.len() as u64;
+                report.created = true;
+                Session::from_bytes(header.into_bytes(), &load, Some(p.clone()))?
             }
-            d.data
-        } else {
-            std::mem::take(&mut bytes)
         };
-        let mut phys_len = if gzip {
-            bytes.len() as u64
-        } else {
-            content.len() as u64
-        };
-        // A file holding nothing but a torn first line never had a durable header.
-        if !content.is_empty()
-            && !content.contains(&b'\n')
-            && let Err(e) = Session::from_bytes(content.clone(), &load, Some(p.clone()))
-            && e.code == ErrorCode::UnsupportedFormat
-            && e.message.contains("torn first line")
-        {
-            report.repaired = Some(forkpoint_core::TornTail {
-                line: Some(1),
-                offset: 0,
-                bytes: content.len() as u64,
-            });
-            file.set_len(0)
-                .map_err(|e| io_error(e, path, "cannot cut torn header"))?;
-            content.clear();
-            phys_len = 0;
-        }
-        if content.is_empty() {
-            gzip = opts.gzip.unwrap_or_else(|| p.ends_with(".gz"));
-            let id = opts
-                .session_id
-                .clone()
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-            let cwd = match &opts.cwd {
-                Some(c) => c.clone(),
-                None => std::env::current_dir()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default(),
-            };
-            let header =
-                WriterCore::new_header_line(&id, now_ms, &cwd, opts.parent_session.as_deref());
-            let data = if gzip {
-                gz::encode_member(header.as_bytes())
-            } else {
-                header.clone().into_bytes()
-            };
-            file.write_all_at(&data, 0)
-                .map_err(|e| io_error(e, path, "cannot write header"))?;
-            file.sync_all()
-                .map_err(|e| io_error(e, path, "cannot fsync"))?;
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                sync_dir(dir)?;
-            }
-            phys_len = data.len() as u64;
-            content = header.into_bytes();
-            report.created = true;
-        }
-        let mut session = Session::from_bytes(content, &load, Some(p.clone()))?;
         if session.header().version < 3 {
             if !opts.migrate {
                 return Err(Error::new(
@@ -180,12 +168,7 @@ impl FileWriter {
                 .with_path(p));
             }
             report.migrated_from = Some(session.header().version);
-            let mut text = header_v3(session.header_text());
-            text.push('\n');
-            for i in 0..session.len() {
-                text.push_str(session.entry_text(i as u32));
-                text.push('\n');
-            }
+            let text = session.to_v3_jsonl();
             let data = if gzip {
                 gz::encode_member(text.as_bytes())
             } else {

@@ -433,3 +433,55 @@ fn resume_after_a_rewind_reads_only_the_path() {
     );
     assert_eq!(full.context(None).unwrap().messages.len(), 1 + 6 + 5);
 }
+
+#[test]
+fn files_that_cannot_be_appended_to_are_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, code) in [
+        ("corrupt-middle.jsonl", ErrorCode::CorruptedData),
+        (
+            "not-sessions/codex-rollout.jsonl",
+            ErrorCode::UnsupportedFormat,
+        ),
+        ("not-sessions/binary.jsonl", ErrorCode::UnsupportedFormat),
+        ("cycle.jsonl", ErrorCode::CorruptedData),
+    ] {
+        let p = dir.path().join(Path::new(name).file_name().unwrap());
+        std::fs::copy(fixture(name), &p).unwrap();
+        let before = std::fs::read(&p).unwrap();
+        let e = FileWriter::open(&p, &opts(), 0, 1).err().unwrap();
+        assert_eq!(e.code, code, "{name}");
+        assert_eq!(std::fs::read(&p).unwrap(), before, "{name} was changed");
+    }
+    // A file holding only a torn first line (a crash while the header was written)
+    // never had anything durable: it is started afresh.
+    let p = dir.path().join("torn-header.jsonl");
+    std::fs::write(&p, br#"{"type":"session","version":3,"id":"abc","times"#).unwrap();
+    let (w, report) = FileWriter::open(
+        &p,
+        &WriterOptions {
+            session_id: Some("fresh".into()),
+            ..opts()
+        },
+        0,
+        1,
+    )
+    .unwrap();
+    assert!(report.created && report.repaired.is_some());
+    w.close().unwrap();
+    assert_eq!(
+        read_session(&p, &LoadOptions::default())
+            .unwrap()
+            .header()
+            .id,
+        "fresh"
+    );
+    // A one-line file that is not a session header is not touched.
+    let p = dir.path().join("other.jsonl");
+    std::fs::write(&p, b"just some text").unwrap();
+    assert_eq!(
+        FileWriter::open(&p, &opts(), 0, 1).err().unwrap().code,
+        ErrorCode::UnsupportedFormat
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), b"just some text");
+}

@@ -62,7 +62,11 @@ export interface EntryBatch {
   info: BatchInfo;
 }
 
-/** Reads a session file in batches of entries, with byte offsets. */
+/**
+ * Reads a session file in batches of entries, with byte offsets (plain `.jsonl`;
+ * load `.jsonl.gz` files with `SessionLoader`). Version 1 files get the same
+ * ids as a full load gives them.
+ */
 export class IncrementalSessionLoader {
   private readonly native: native.NativeIncremental;
 

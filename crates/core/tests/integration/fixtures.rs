@@ -403,7 +403,8 @@ fn real_pi_sessions_load_and_lazy_agrees() {
 fn tree_runs_collapse_linear_stretches() {
     let s = load(&bytes("branches.jsonl")).unwrap();
     let runs = s.tree_runs();
-    let shape: Vec<(String, String, u32, Option<u32>, Vec<u32>)> = runs
+    type Shape = (String, String, u32, Option<u32>, Vec<u32>);
+    let shape: Vec<Shape> = runs
         .iter()
         .map(|r| {
             (
