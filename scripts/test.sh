@@ -27,6 +27,6 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 fi
 step "TypeScript API types" tsc -p tests/types
 step "JS contract suite (napi)" env FORKPOINT_BACKEND=napi node --test tests/js/
-step "JS contract suite (wasm)" env FORKPOINT_BACKEND=wasm node --test tests/js/contract.test.mjs
+step "JS contract suite (wasm)" env FORKPOINT_BACKEND=wasm node --test tests/js/contract.test.mjs tests/js/events.test.mjs
 step "browser (Chromium)" node --test tests/browser/
 printf '\n\033[1;32mall checks passed\033[0m\n' >&2

@@ -4,7 +4,7 @@
 /**
  * Stable error codes. The string form is part of the public API.
  */
-export type ErrorCode = "CORRUPTED_DATA" | "UNSUPPORTED_FORMAT" | "LIMIT_EXCEEDED" | "INVALID_INPUT" | "INVALID_ID" | "NOT_FOUND" | "SESSION_LOCKED" | "MIGRATION_REQUIRED" | "STORAGE_FULL" | "IO" | "CLOSED" | "INTERNAL";
+export type ErrorCode = "CORRUPTED_DATA" | "UNSUPPORTED_FORMAT" | "LIMIT_EXCEEDED" | "INVALID_INPUT" | "INVALID_ID" | "NOT_FOUND" | "SESSION_LOCKED" | "LOG_LOCKED" | "MIGRATION_REQUIRED" | "STORAGE_FULL" | "IO" | "CLOSED" | "INTERNAL";
 
 /**
  * An error with a stable code and, where they apply, the file path, the
@@ -470,7 +470,83 @@ entryCount: number | null, messageCount: number | null, };
 /**
  * Durability of a writer's appends.
  */
-export type Durability = "fsync" | "group";
+export type Durability = "fsync" | "group" | "memory";
+
+/**
+ * Options for opening an event log.
+ */
+export type EventLogOptions = { 
+/**
+ * `'fsync'` (default): every append is on disk before its promise resolves;
+ * `'group'`: group commit; `'memory'`: nothing is written (tests).
+ */
+durability?: Durability, 
+/**
+ * Open a log another process writes: no lock is taken, appends fail, and
+ * reads and subscriptions follow the file as it grows.
+ */
+readOnly?: boolean, 
+/**
+ * Longest event line accepted, in bytes. Default 64 MiB.
+ */
+maxLineBytes?: number, 
+/**
+ * Deepest JSON nesting accepted. Default 512.
+ */
+maxDepth?: number, };
+
+/**
+ * What opening an event log found.
+ */
+export type EventLogInfo = { 
+/**
+ * The file did not exist and was created.
+ */
+created: boolean, 
+/**
+ * A torn last line was cut off (read-write) or is being ignored (read-only).
+ */
+repaired: TornTail | null, 
+/**
+ * The sparse index was missing or stale and was rebuilt by scanning the log.
+ */
+indexRebuilt: boolean, 
+/**
+ * Number of events in the log.
+ */
+events: number, 
+/**
+ * The last event's bookmark.
+ */
+lastBookmark: Bookmark | null, readOnly: boolean, durability: Durability, };
+
+/**
+ * The three event channels (Kode's data, approval and governance planes).
+ */
+export type Channel = "progress" | "control" | "monitor";
+
+/**
+ * A position in the event log: the event's sequence number and timestamp (ms).
+ * `readSince(bookmark)` returns the events after it.
+ */
+export type Bookmark = { seq: number, timestamp: number, };
+
+/**
+ * Which events a read or a subscription wants.
+ */
+export type EventFilter = { 
+/**
+ * Only these channels (default: all).
+ */
+channels?: Array<Channel>, 
+/**
+ * Only these event types (default: all).
+ */
+kinds?: Array<string>, 
+/**
+ * At most this many events.
+ */
+limit?: number, };
 
 /**
  * Options for opening a session writer.

@@ -42,3 +42,48 @@ test('forkpoint-web loads sessions in Chromium', { skip: !existsSync(CHROMIUM) &
     await server.close();
   }
 });
+
+test('forkpoint-web event log over real IndexedDB survives a reload', { skip: !existsSync(CHROMIUM) && 'Chromium is not installed' }, async () => {
+  const server = await serve();
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  try {
+    const page = await browser.newPage();
+    const run = async () => {
+      await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 30_000 });
+      const r = await page.evaluate(() => window.__result);
+      assert.equal(r.failed, undefined, r.failed);
+      return r;
+    };
+    await page.goto(`${server.url}/tests/browser/events.html`);
+    const first = await run();
+    assert.equal(first.before, 0);
+    assert.deepEqual(first.seqs, Array.from({ length: 40 }, (_, i) => i + 1));
+    assert.deepEqual(first.got, first.seqs);
+    assert.deepEqual(first.bad, { forkpoint: true, code: 'INVALID_INPUT' });
+    await page.reload();
+    const second = await run();
+    assert.equal(second.before, 40, 'the events are still in IndexedDB after a reload');
+    assert.deepEqual(second.seqs, Array.from({ length: 40 }, (_, i) => i + 41), 'seq continues, never reused');
+    assert.deepEqual(second.got, second.seqs);
+    // Read the store with IndexedDB itself.
+    const raw = await page.evaluate(
+      () =>
+        new Promise((resolve, reject) => {
+          const req = indexedDB.open('forkpoint-browser-test');
+          req.onsuccess = () => {
+            const db = req.result;
+            const all = db.transaction('events').objectStore('events').getAll();
+            all.onsuccess = () => resolve({ stores: [...db.objectStoreNames], n: all.result.length, first: all.result[0] });
+            all.onerror = () => reject(all.error);
+          };
+          req.onerror = () => reject(req.error);
+        }),
+    );
+    assert.deepEqual(raw.stores, ['events']);
+    assert.equal(raw.n, 80);
+    assert.match(raw.first, /^\{"seq":1,"timestamp":\d+,"channel":"progress","type":"text_chunk"/);
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+});

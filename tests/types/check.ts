@@ -44,6 +44,27 @@ export async function nodeApi(path: string): Promise<void> {
   void m, lm, more, infos, batch;
 }
 
+export async function events(path: string): Promise<void> {
+  const log: node.EventLog = await node.EventLog.open(path, { durability: 'group' });
+  const bus = new node.EventBus(log);
+  const b: node.Bookmark = await bus.emit({ type: 'tool:end', call: { id: 'x' } });
+  const off: () => void = bus.on('monitor', (e: node.LoggedEvent) => void e.seq);
+  for await (const { bookmark, event } of bus.subscribe({ channels: ['progress'], since: b })) {
+    const s: number = bookmark.seq;
+    const t: string = event.type;
+    void s, t;
+    break;
+  }
+  const evs: node.LoggedEvent[] = await log.readSince(null, { kinds: ['done'], limit: 10 });
+  const last: node.Bookmark | null = await log.lastBookmark();
+  // @ts-expect-error channels are progress | control | monitor
+  await log.readSince(null, { channels: ['data'] });
+  const w = await web.EventLog.openIndexedDb('db', 'log', { durability: 'memory' });
+  await new web.EventBus(w).emit({ type: 'x', channel: 'monitor' });
+  off();
+  void evs, last;
+}
+
 export async function webApi(text: string, file: Blob): Promise<void> {
   const a: web.Session = web.Session.fromJsonl(text, { lenient: false });
   const b: web.Session = await web.Session.fromBlob(file);

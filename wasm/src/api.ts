@@ -3,16 +3,17 @@
  * `File`/`Blob`, walk their branches and build the LLM context from any leaf.
  * The same API runs in Node (`import('forkpoint-web')` picks the Node build).
  */
-import type { LoadOptions } from '@forkpoint/types';
-import { SessionView, call, type NativeSessionLike } from '@forkpoint/shared';
+import type { EventLogOptions, LoadOptions } from '@forkpoint/types';
+import { SessionView, EventLog as SharedEventLog, call, callAsync, type NativeSessionLike, type NativeEventLogLike } from '@forkpoint/shared';
 
-export { ForkpointError } from '@forkpoint/shared';
-export type { SessionBranch, ContextOptions } from '@forkpoint/shared';
+export { ForkpointError, EventBus } from '@forkpoint/shared';
+export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';
 export type * from '@forkpoint/types';
 
 /** The wasm-bindgen module, Node or web build. */
 export interface WasmBackend {
   NativeSession: { fromBytes(bytes: Uint8Array, opts?: string | null, path?: string | null): NativeSessionLike };
+  NativeEventLog: { openIndexedDb(db: string, log: string, opts?: string | null): Promise<NativeEventLogLike> };
   NativeSessionBuilder: new () => {
     push(chunk: Uint8Array): void;
     finish(opts?: string | null, path?: string | null): NativeSessionLike;
@@ -69,4 +70,17 @@ function stripPath(opts?: LoadOptions & { path?: string }): LoadOptions | undefi
   if (!opts) return undefined;
   const { path: _path, ...rest } = opts;
   return rest;
+}
+
+/**
+ * An event log in IndexedDB: database `dbName`, log `logName` (many logs can
+ * share a database). The same semantics as the Node package's file log: one
+ * `seq` counter that continues after a reload, bookmarks, `readSince`, and
+ * subscriptions through `EventBus`. Durability `'fsync'` and `'group'` commit
+ * with IndexedDB's strict durability; `'memory'` stores nothing.
+ */
+export class EventLog extends SharedEventLog {
+  static async openIndexedDb(dbName: string, logName: string, opts?: EventLogOptions): Promise<EventLog> {
+    return new EventLog(await callAsync(() => wasm().NativeEventLog.openIndexedDb(dbName, logName, json(opts))));
+  }
 }

@@ -28,6 +28,8 @@ pub enum ErrorCode {
     NotFound,
     /// Another writer holds the session's lock.
     SessionLocked,
+    /// Another process writes this event log (open it read-only to follow it).
+    LogLocked,
     /// The file is an older format version and appending needs `{ migrate: true }`.
     MigrationRequired,
     /// The disk is full or a quota was hit; nothing acknowledged was lost.
@@ -51,6 +53,7 @@ impl ErrorCode {
             ErrorCode::InvalidId => "INVALID_ID",
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::SessionLocked => "SESSION_LOCKED",
+            ErrorCode::LogLocked => "LOG_LOCKED",
             ErrorCode::MigrationRequired => "MIGRATION_REQUIRED",
             ErrorCode::StorageFull => "STORAGE_FULL",
             ErrorCode::Io => "IO",

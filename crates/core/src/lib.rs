@@ -13,6 +13,8 @@
 pub mod context;
 pub mod entry;
 pub mod error;
+pub mod eventlog;
+pub mod events;
 pub mod gz;
 pub mod hint;
 pub mod incremental;

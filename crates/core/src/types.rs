@@ -380,6 +380,59 @@ pub enum Durability {
     /// Group commit: appends waiting together share one write and one fsync; every
     /// promise resolves after that fsync.
     Group,
+    /// Event logs only, for tests: events are kept in memory and nothing is written.
+    Memory,
+}
+
+/// Options for opening an event log.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct EventLogOptions {
+    /// `'fsync'` (default): every append is on disk before its promise resolves;
+    /// `'group'`: group commit; `'memory'`: nothing is written (tests).
+    #[cfg_attr(feature = "ts", ts(as = "Option<Durability>", optional))]
+    pub durability: Durability,
+    /// Open a log another process writes: no lock is taken, appends fail, and
+    /// reads and subscriptions follow the file as it grows.
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
+    pub read_only: bool,
+    /// Longest event line accepted, in bytes. Default 64 MiB.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_line_bytes: u64,
+    /// Deepest JSON nesting accepted. Default 512.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional))]
+    pub max_depth: u32,
+}
+
+impl Default for EventLogOptions {
+    fn default() -> Self {
+        EventLogOptions {
+            durability: Durability::Fsync,
+            read_only: false,
+            max_line_bytes: 64 << 20,
+            max_depth: DEFAULT_MAX_DEPTH as u32,
+        }
+    }
+}
+
+/// What opening an event log found.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct EventLogInfo {
+    /// The file did not exist and was created.
+    pub created: bool,
+    /// A torn last line was cut off (read-write) or is being ignored (read-only).
+    pub repaired: Option<TornTail>,
+    /// The sparse index was missing or stale and was rebuilt by scanning the log.
+    pub index_rebuilt: bool,
+    /// Number of events in the log.
+    pub events: u64,
+    /// The last event's bookmark.
+    pub last_bookmark: Option<crate::events::Bookmark>,
+    pub read_only: bool,
+    pub durability: Durability,
 }
 
 /// Options for opening a session writer.

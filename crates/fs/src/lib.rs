@@ -6,6 +6,8 @@
 //! (temporary file, fsync, rename, fsync of the directory).
 #![forbid(unsafe_code)]
 
+pub mod commit;
+pub mod events;
 pub mod incremental;
 pub mod io;
 pub mod lazy;

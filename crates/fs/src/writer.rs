@@ -3,49 +3,76 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::path::Path;
+
+use crate::commit::{Appender, Queue};
 
 use forkpoint_core::hint::hint_path;
 use forkpoint_core::writer::{Batch, WriterCore};
 use forkpoint_core::{
-    Durability, Error, ErrorCode, LoadOptions, Result, Session, WriterOpenReport, WriterOptions, gz,
+    Error, ErrorCode, LoadOptions, Result, Session, WriterOpenReport, WriterOptions, gz,
 };
 
 use crate::io::{io_error, read_all, replace_atomic, sync_dir};
 
-struct State {
+/// The session writer's queue: the core's state machine plus the hint path.
+pub struct SessionQueue {
     core: WriterCore,
-    /// A write is in flight (its leader writes without holding the lock).
-    flushing: bool,
-    /// Physical length of the file that is durable.
-    phys_len: u64,
-    closed: bool,
+    hint: Option<String>,
+}
+
+impl Queue for SessionQueue {
+    type Batch = Batch;
+
+    fn take(&mut self, max_lines: Option<usize>) -> Option<Batch> {
+        self.core.take_batch(max_lines)
+    }
+
+    fn bytes(batch: &Batch) -> &[u8] {
+        &batch.bytes
+    }
+
+    fn committed(&mut self, batch: Batch, _at: u64) -> Option<(String, Vec<u8>)> {
+        self.core.committed(&batch);
+        // The hint describes a file with nothing queued.
+        let path = self.hint.clone().filter(|_| !self.core.has_queued())?;
+        self.core
+            .take_hint(false)
+            .map(|h| (path, h.to_json().into_bytes()))
+    }
+
+    fn is_durable(&self, ticket: u64) -> bool {
+        self.core.durable_ticket() >= ticket
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.core.fail(e);
+    }
+
+    fn failure(&self) -> Option<&Error> {
+        self.core.failure()
+    }
 }
 
 /// A session file open for appending. Methods take `&self`; it can be shared
 /// between threads (the napi binding waits for durability on the libuv pool).
 pub struct FileWriter {
-    path: PathBuf,
-    file: File,
-    gzip: bool,
-    durability: Durability,
-    hint: bool,
-    state: Mutex<State>,
-    cond: Condvar,
+    app: Appender<SessionQueue>,
 }
 
-fn lock(file: &File, path: &Path) -> Result<()> {
+/// Takes the file's exclusive OS lock, or fails with `locked`'s error.
+pub fn lock(file: &File, path: &Path, locked: ErrorCode, what: &str) -> Result<()> {
     match file.try_lock() {
         Ok(()) => Ok(()),
-        Err(TryLockError::WouldBlock) => Err(Error::new(
-            ErrorCode::SessionLocked,
-            "another writer holds the lock on this session file (one writer per session)",
-        )
-        .with_path(path.display().to_string())),
-        Err(TryLockError::Error(e)) => Err(io_error(e, path, "cannot lock session file")),
+        Err(TryLockError::WouldBlock) => {
+            Err(Error::new(locked, what.to_string()).with_path(path.display().to_string()))
+        }
+        Err(TryLockError::Error(e)) => Err(io_error(e, path, "cannot lock file")),
     }
 }
+
+const SESSION_LOCKED: &str =
+    "another writer holds the lock on this session file (one writer per session)";
 
 impl FileWriter {
     /// Opens (or creates) a session file for appending. The file is validated
@@ -58,6 +85,12 @@ impl FileWriter {
         seed: u64,
     ) -> Result<(FileWriter, WriterOpenReport)> {
         let p = path.display().to_string();
+        if opts.durability == forkpoint_core::Durability::Memory {
+            return Err(Error::invalid_input(
+                "session writers write to disk: durability is 'fsync' or 'group'",
+            )
+            .with_path(p));
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -65,7 +98,7 @@ impl FileWriter {
             .truncate(false)
             .open(path)
             .map_err(|e| io_error(e, path, "cannot open session file for writing"))?;
-        lock(&file, path)?;
+        lock(&file, path, ErrorCode::SessionLocked, SESSION_LOCKED)?;
         let load = LoadOptions::default();
         let mut report = WriterOpenReport {
             created: false,
@@ -182,7 +215,7 @@ impl FileWriter {
                 .write(true)
                 .open(path)
                 .map_err(|e| io_error(e, path, "cannot reopen migrated session file"))?;
-            lock(&file, path)?;
+            lock(&file, path, ErrorCode::SessionLocked, SESSION_LOCKED)?;
             phys_len = data.len() as u64;
             session = Session::from_bytes(text.into_bytes(), &load, Some(p.clone()))?;
         }
@@ -215,131 +248,36 @@ impl FileWriter {
         let core = WriterCore::from_session(session, content_len, seed, &load)?;
         report.leaf_id = core.leaf_id().map(str::to_string);
         report.entry_count = core.entry_count();
+        let hint = (opts.hint && !gzip).then(|| hint_path(&p));
+        let q = SessionQueue { core, hint };
         let w = FileWriter {
-            path: path.to_path_buf(),
-            file,
-            gzip,
-            durability: opts.durability,
-            hint: opts.hint && !gzip,
-            state: Mutex::new(State {
-                core,
-                flushing: false,
-                phys_len,
-                closed: false,
-            }),
-            cond: Condvar::new(),
+            app: Appender::new(path, file, gzip, opts.durability, q, phys_len),
         };
         w.write_hint(true)?;
         Ok((w, report))
     }
 
-    fn state(&self) -> Result<MutexGuard<'_, State>> {
-        self.state
-            .lock()
-            .map_err(|_| Error::internal("writer state poisoned by a panic"))
-    }
-
     /// Runs `f` on the writer's state (assigning ids in call order); returns its
     /// result, typically `(id, ticket)`.
     pub fn submit<T>(&self, f: impl FnOnce(&mut WriterCore) -> Result<T>) -> Result<T> {
-        let mut st = self.state()?;
-        if st.closed {
-            return Err(Error::new(ErrorCode::Closed, "the writer is closed")
-                .with_path(self.path.display().to_string()));
-        }
-        f(&mut st.core)
+        self.app.submit(|q| f(&mut q.core))
     }
 
-    /// Blocks until `ticket` is durable, writing queued lines itself when no other
-    /// thread is (group commit: one write and one fsync for everything queued).
+    /// Blocks until `ticket` is durable (see [`Appender::wait`]).
     pub fn wait(&self, ticket: u64) -> Result<()> {
-        let mut st = self.state()?;
-        loop {
-            if let Some(e) = st.core.failure() {
-                return Err(e.clone());
-            }
-            if st.core.durable_ticket() >= ticket {
-                return Ok(());
-            }
-            if st.flushing {
-                st = self
-                    .cond
-                    .wait(st)
-                    .map_err(|_| Error::internal("writer state poisoned by a panic"))?;
-                continue;
-            }
-            let max = match self.durability {
-                Durability::Fsync => Some(1),
-                Durability::Group => None,
-            };
-            let Some(batch) = st.core.take_batch(max) else {
-                return Err(Error::internal("ticket not durable but nothing queued"));
-            };
-            st.flushing = true;
-            let at = st.phys_len;
-            drop(st);
-            let res = self.write_batch(&batch, at);
-            st = self.state()?;
-            st.flushing = false;
-            match res {
-                Ok(n) => {
-                    st.phys_len = at + n;
-                    st.core.committed(&batch);
-                    let hint = if self.hint && !st.core.has_queued() {
-                        st.core.take_hint(false)
-                    } else {
-                        None
-                    };
-                    self.cond.notify_all();
-                    if let Some(h) = hint {
-                        drop(st);
-                        // The hint is a cache: failing to write it loses nothing.
-                        let _ = replace_atomic(
-                            Path::new(&hint_path(&self.path.display().to_string())),
-                            h.to_json().as_bytes(),
-                        );
-                        st = self.state()?;
-                    }
-                }
-                Err(e) => {
-                    // Cut back whatever part of the batch reached the file.
-                    let _ = self.file.set_len(at);
-                    let _ = self.file.sync_all();
-                    st.core.fail(e.clone());
-                    self.cond.notify_all();
-                    return Err(e);
-                }
-            }
-        }
-    }
-
-    fn write_batch(&self, batch: &Batch, at: u64) -> Result<u64> {
-        let member;
-        let data: &[u8] = if self.gzip {
-            member = gz::encode_member(&batch.bytes);
-            &member
-        } else {
-            &batch.bytes
-        };
-        self.file
-            .write_all_at(data, at)
-            .map_err(|e| io_error(e, &self.path, "cannot append"))?;
-        self.file
-            .sync_data()
-            .map_err(|e| io_error(e, &self.path, "cannot fsync"))?;
-        Ok(data.len() as u64)
+        self.app.wait(ticket)
     }
 
     fn write_hint(&self, force: bool) -> Result<()> {
-        if !self.hint {
+        let mut st = self.app.lock()?;
+        let Some(path) = st.q.hint.clone() else {
             return Ok(());
-        }
-        let hint = self.state()?.core.take_hint(force);
+        };
+        let hint = st.q.core.take_hint(force);
+        drop(st);
         if let Some(h) = hint {
-            let _ = replace_atomic(
-                Path::new(&hint_path(&self.path.display().to_string())),
-                h.to_json().as_bytes(),
-            );
+            // The hint is a cache: failing to write it loses nothing.
+            let _ = replace_atomic(Path::new(&path), h.to_json().as_bytes());
         }
         Ok(())
     }
@@ -348,29 +286,27 @@ impl FileWriter {
     /// Later calls fail with `CLOSED`.
     pub fn close(&self) -> Result<()> {
         let last = {
-            let st = self.state()?;
+            let st = self.app.lock()?;
             if st.closed {
                 return Ok(());
             }
-            st.core.last_ticket()
+            st.q.core.last_ticket()
         };
-        let res = self.wait(last);
+        let res = self.app.wait(last);
         if res.is_ok() {
             self.write_hint(true)?;
         }
-        let mut st = self.state()?;
-        st.closed = true;
-        let _ = self.file.unlock();
+        self.app.close(None)?;
         res
     }
 
     /// The current leaf.
     pub fn leaf_id(&self) -> Result<Option<String>> {
-        Ok(self.state()?.core.leaf_id().map(str::to_string))
+        Ok(self.app.lock()?.q.core.leaf_id().map(str::to_string))
     }
 
     /// The file's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.app.path
     }
 }

@@ -3,6 +3,9 @@
 //! (data as JSON text, parsed once by the TS layer). Errors are `Error`s whose
 //! message is the core error as JSON.
 
+mod events;
+mod idb;
 mod session;
 
+pub use events::NativeEventLog;
 pub use session::{NativeSession, NativeSessionBuilder};

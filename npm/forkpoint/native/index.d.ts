@@ -9,6 +9,37 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** An event log file. */
+export declare class NativeEventLog {
+  /** Opens an event log; `opts` is EventLogOptions as JSON. */
+  static open(path: string, opts?: string | undefined | null): Promise<NativeEventLog>
+  /** What opening found (EventLogInfo as JSON). */
+  infoJson(): string
+  /** Appends an event (JSON object); resolves to its bookmark (JSON) once durable. */
+  append(eventJson: string): Promise<string>
+  /**
+   * The events with `since < seq <= until` passing the filter (EventFilter JSON),
+   * as JSON `{events, lastExamined}`.
+   */
+  readJson(since?: number | undefined | null, until?: number | undefined | null, filterJson?: string | undefined | null): Promise<string>
+  /** The last durable event's bookmark as JSON (`null` for an empty log). */
+  lastBookmarkJson(): string
+  /** Read-only logs: takes in what the writer appended since. */
+  refresh(): void
+  /** A new subscription: `since` is `live`, `start` or `after` (with `seq`). */
+  subscribe(filterJson: string | undefined | null, since: string, seq?: number | undefined | null): number
+  /** The next step of a subscription (JSON). */
+  poll(id: number, max: number): string
+  /** Reads a subscription's events from storage (after a `read` step). */
+  fill(id: number, since: number | undefined | null, limit: number): Promise<string>
+  /** Ends a subscription. */
+  unsubscribe(id: number): void
+  /** Committed events not yet handed to live handlers (JSON array). */
+  drainLiveJson(): string
+  /** Waits for pending appends, writes the index, releases the lock. */
+  close(): Promise<void>
+}
+
 /** Reads a session file batch by batch. */
 export declare class NativeIncremental {
   /** A loader of `batchSize` entries per batch; `opts` is LoadOptions as JSON. */

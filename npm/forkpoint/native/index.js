@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.NativeEventLog = nativeBinding.NativeEventLog
 module.exports.NativeIncremental = nativeBinding.NativeIncremental
 module.exports.NativeLazySession = nativeBinding.NativeLazySession
 module.exports.NativeSession = nativeBinding.NativeSession

@@ -11,6 +11,7 @@ import type {
   AgentMessage,
   AnySessionEntry,
   BatchInfo,
+  EventLogOptions,
   LazyMetadata,
   LazyOptions,
   LoadOptions,
@@ -19,11 +20,11 @@ import type {
   WriterOpenReport,
   WriterOptions,
 } from '@forkpoint/types';
-import { SessionView, call, callAsync } from '@forkpoint/shared';
+import { SessionView, EventLog as SharedEventLog, call, callAsync } from '@forkpoint/shared';
 import * as native from '../native/index.js';
 
-export { ForkpointError } from '@forkpoint/shared';
-export type { SessionBranch, ContextOptions } from '@forkpoint/shared';
+export { ForkpointError, EventBus } from '@forkpoint/shared';
+export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';
 export type * from '@forkpoint/types';
 
 const json = (o: unknown): string | undefined => (o === undefined ? undefined : JSON.stringify(o));
@@ -201,4 +202,19 @@ export class SessionWriter {
 /** Lists the sessions in a directory from their headers and tails, newest first. */
 export async function listSessions(dir: string): Promise<SessionInfo[]> {
   return JSON.parse(await callAsync(() => native.listSessionsJson(dir))) as SessionInfo[];
+}
+
+/**
+ * An append-only event log file with bookmarks (`events.jsonl`). One writer per
+ * file (an OS lock; a second gets `LOG_LOCKED`); other processes open it with
+ * `{ readOnly: true }` to read and follow it.
+ */
+export class EventLog extends SharedEventLog {
+  /**
+   * Opens (or creates) an event log. A torn last line is cut off; the sparse
+   * index beside it (`<file>.idx.json`) is rebuilt when missing or stale.
+   */
+  static async open(path: string, opts?: EventLogOptions): Promise<EventLog> {
+    return new EventLog(await callAsync(() => native.NativeEventLog.open(path, json(opts))));
+  }
 }

@@ -2,6 +2,7 @@
 //! named files of `tests/fixtures/` (shared with the JS tests).
 
 mod common;
+mod events_props;
 mod fixtures;
 mod lazy_props;
 mod writer_core;

@@ -1,0 +1,630 @@
+//! Event logs on files: read-write (holding the file's lock, with group commit),
+//! read-only (following a log another process writes), or in memory (tests).
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use forkpoint_core::eventlog::{
+    EventBatch, EventIndex, EventLogCore, EventReader, EventScanner, Hub, MemoryLog, RING_BYTES,
+    RING_EVENTS, ReadOut, index_path,
+};
+use forkpoint_core::events::{Bookmark, EventFilter};
+use forkpoint_core::{Durability, Error, ErrorCode, EventLogInfo, EventLogOptions, Result};
+
+use crate::commit::{Appender, Queue};
+use crate::io::{io_error, read_at, replace_atomic, sync_dir};
+use crate::writer::lock;
+
+/// Bytes read per step when scanning or reading a log.
+const CHUNK: u64 = 1 << 20;
+/// Rewrite the index sidecar after this many new entries.
+const INDEX_PERSIST_EVERY: usize = 64;
+
+/// The read-write log's queue: the core's state machine and the index.
+pub struct EventQueue {
+    core: EventLogCore,
+    index: EventIndex,
+    idx_path: String,
+    persisted: usize,
+}
+
+impl Queue for EventQueue {
+    type Batch = EventBatch;
+
+    fn take(&mut self, max_lines: Option<usize>) -> Option<EventBatch> {
+        self.core.take_batch(max_lines)
+    }
+
+    fn bytes(batch: &EventBatch) -> &[u8] {
+        &batch.bytes
+    }
+
+    fn committed(&mut self, batch: EventBatch, at: u64) -> Option<(String, Vec<u8>)> {
+        let mut off = at;
+        for (meta, line) in &batch.items {
+            let end = off + line.len() as u64 + 1;
+            self.index.note_event(meta, off, end);
+            off = end;
+        }
+        self.core.committed(batch);
+        if self.index.entries.len() >= self.persisted + INDEX_PERSIST_EVERY {
+            self.persisted = self.index.entries.len();
+            return Some((self.idx_path.clone(), self.index.to_json().into_bytes()));
+        }
+        None
+    }
+
+    fn is_durable(&self, ticket: u64) -> bool {
+        self.core.hub.durable().is_some_and(|d| d >= ticket)
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.core.fail(e);
+    }
+
+    fn failure(&self) -> Option<&Error> {
+        self.core.failure()
+    }
+}
+
+/// A read-only log: how far the file was scanned, and a hub for followers.
+struct ReadState {
+    scanner: EventScanner,
+    hub: Hub,
+}
+
+enum Mode {
+    Write(Appender<EventQueue>),
+    /// The file (only read with positional reads) and the state.
+    Read(File, Mutex<ReadState>),
+    Memory(Mutex<MemoryLog>),
+}
+
+/// An event log (FORMAT.md, "Event log").
+pub struct FileEventLog {
+    path: PathBuf,
+    mode: Mode,
+    opts: EventLogOptions,
+}
+
+fn poisoned() -> Error {
+    Error::internal("event log state poisoned by a panic")
+}
+
+/// Calls `f(line, offset)` for every complete line in `[start, end)`, reading in
+/// chunks; stops early when `f` returns false.
+fn for_lines(
+    file: &File,
+    path: &Path,
+    start: u64,
+    end: u64,
+    max_line: u64,
+    mut f: impl FnMut(&[u8], u64) -> Result<bool>,
+) -> Result<()> {
+    let mut pos = start;
+    let mut chunk = CHUNK;
+    while pos < end {
+        let buf = read_at(file, path, pos, (end - pos).min(chunk))?;
+        if buf.is_empty() {
+            break;
+        }
+        let mut ls = 0usize;
+        for nl in memchr::memchr_iter(b'\n', &buf) {
+            if !f(&buf[ls..nl], pos + ls as u64)? {
+                return Ok(());
+            }
+            ls = nl + 1;
+        }
+        if ls == 0 {
+            // A line longer than the chunk: read more at once.
+            if chunk > max_line {
+                return Err(Error::new(
+                    ErrorCode::LimitExceeded,
+                    format!("an event line is over {max_line} bytes"),
+                )
+                .at(None, pos)
+                .with_path(path.display().to_string()));
+            }
+            if pos + buf.len() as u64 >= end {
+                break; // an incomplete last line: not ours to read
+            }
+            chunk *= 2;
+            continue;
+        }
+        pos += ls as u64;
+    }
+    Ok(())
+}
+
+/// Scans `[from, len)` of a log, continuing `scanner`. A last line without a
+/// newline is read only when `take_unterminated` (the writer's open); a reader
+/// leaves it, since another process may be halfway through writing it.
+fn scan(
+    file: &File,
+    path: &Path,
+    scanner: &mut EventScanner,
+    len: u64,
+    max_line: u64,
+    take_unterminated: bool,
+) -> Result<()> {
+    let from = scanner.index.covered;
+    let mut pos = from;
+    let mut chunk = CHUNK;
+    while pos < len {
+        let buf = read_at(file, path, pos, (len - pos).min(chunk))?;
+        let mut ls = 0usize;
+        for nl in memchr::memchr_iter(b'\n', &buf) {
+            scanner.line(&buf[ls..nl], pos + ls as u64, true)?;
+            ls = nl + 1;
+        }
+        let reached_end = pos + buf.len() as u64 >= len;
+        if ls == 0 && !reached_end {
+            if chunk > max_line {
+                return Err(Error::new(
+                    ErrorCode::LimitExceeded,
+                    format!("an event line is over {max_line} bytes"),
+                )
+                .at(None, pos)
+                .with_path(path.display().to_string()));
+            }
+            chunk *= 2;
+            continue;
+        }
+        if reached_end && ls < buf.len() {
+            // The last line has no newline.
+            if take_unterminated {
+                scanner.line(&buf[ls..], pos + ls as u64, false)?;
+            }
+            return Ok(());
+        }
+        pos += ls as u64;
+    }
+    Ok(())
+}
+
+/// Loads and checks the index sidecar; `None` if missing or not valid for this file.
+fn load_index(
+    file: &File,
+    path: &Path,
+    idx_path: &str,
+    len: u64,
+    max_depth: usize,
+) -> Option<EventIndex> {
+    let text = std::fs::read_to_string(idx_path).ok()?;
+    let index = EventIndex::parse(&text).ok()?;
+    if index.covered > len {
+        return None;
+    }
+    if index.covered > 0 && read_at(file, path, index.covered - 1, 1).ok()? != b"\n" {
+        return None;
+    }
+    // The last entry must point at the start of a line holding that seq.
+    if let Some(&[seq, offset, _]) = index.entries.last() {
+        if offset > 0 && read_at(file, path, offset - 1, 1).ok()? != b"\n" {
+            return None;
+        }
+        let head = read_at(file, path, offset, (index.covered - offset).min(CHUNK)).ok()?;
+        let line = &head[..memchr::memchr(b'\n', &head)?];
+        let meta =
+            forkpoint_core::events::parse_event_line(std::str::from_utf8(line).ok()?, max_depth)
+                .ok()?;
+        if meta.seq != seq {
+            return None;
+        }
+    }
+    Some(index)
+}
+
+const LOG_LOCKED: &str =
+    "another process writes this event log; open it with { readOnly: true } to read and follow it";
+
+impl FileEventLog {
+    /// Opens (or, read-write, creates) an event log. A torn last line is cut off
+    /// (read-write) or ignored (read-only); corruption in the scanned part is
+    /// `CORRUPTED_DATA` with line and offset.
+    pub fn open(path: &Path, opts: &EventLogOptions) -> Result<(FileEventLog, EventLogInfo)> {
+        let max_depth = opts.max_depth as usize;
+        let mut info = EventLogInfo {
+            created: false,
+            repaired: None,
+            index_rebuilt: false,
+            events: 0,
+            last_bookmark: None,
+            read_only: opts.read_only,
+            durability: opts.durability,
+        };
+        if opts.durability == Durability::Memory {
+            let mode = Mode::Memory(Mutex::new(MemoryLog::new(max_depth, opts.max_line_bytes)));
+            return Ok((
+                FileEventLog {
+                    path: path.to_path_buf(),
+                    mode,
+                    opts: opts.clone(),
+                },
+                info,
+            ));
+        }
+        let p = path.display().to_string();
+        let file = if opts.read_only {
+            File::open(path).map_err(|e| io_error(e, path, "cannot open event log"))?
+        } else {
+            info.created = !path.exists();
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|e| io_error(e, path, "cannot open event log for writing"))?;
+            lock(&f, path, ErrorCode::LogLocked, LOG_LOCKED)?;
+            if info.created
+                && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            {
+                sync_dir(dir)?;
+            }
+            f
+        };
+        let len = file
+            .metadata()
+            .map_err(|e| io_error(e, path, "cannot stat event log"))?
+            .len();
+        let idx_path = index_path(&p);
+        let index = match load_index(&file, path, &idx_path, len, max_depth) {
+            Some(i) => i,
+            None => {
+                info.index_rebuilt = len > 0;
+                EventIndex::default()
+            }
+        };
+        let scanned_from = index.covered;
+        let mut scanner = EventScanner::new(index, max_depth, opts.max_line_bytes, Some(p.clone()));
+        scan(
+            &file,
+            path,
+            &mut scanner,
+            len,
+            opts.max_line_bytes,
+            !opts.read_only,
+        )?;
+        info.repaired = scanner.finish(len);
+        if !opts.read_only {
+            if let Some(t) = &info.repaired {
+                file.set_len(t.offset)
+                    .map_err(|e| io_error(e, path, "cannot cut torn tail"))?;
+                file.sync_all()
+                    .map_err(|e| io_error(e, path, "cannot fsync"))?;
+            } else if scanner.index.covered == len
+                && len > 0
+                && read_at(&file, path, len - 1, 1)? != b"\n"
+            {
+                // A complete last event without its newline: complete the line.
+                use std::os::unix::fs::FileExt;
+                file.write_all_at(b"\n", len)
+                    .map_err(|e| io_error(e, path, "cannot complete last line"))?;
+                file.sync_all()
+                    .map_err(|e| io_error(e, path, "cannot fsync"))?;
+                scanner.index.covered = len + 1;
+            }
+        }
+        let index = scanner.index.clone();
+        info.events = index.events;
+        info.last_bookmark = index.last;
+        let first = index.entries.first().map(|e| e[0]);
+        let mode = if opts.read_only {
+            let hub = Hub::new(index.last, first, RING_EVENTS, RING_BYTES);
+            Mode::Read(file, Mutex::new(ReadState { scanner, hub }))
+        } else {
+            if index.covered > scanned_from || info.index_rebuilt {
+                let _ = replace_atomic(Path::new(&idx_path), index.to_json().as_bytes());
+            }
+            let core = EventLogCore::new(index.last, first, max_depth, opts.max_line_bytes);
+            let phys_len = index.covered;
+            let persisted = index.entries.len();
+            let q = EventQueue {
+                core,
+                index,
+                idx_path,
+                persisted,
+            };
+            Mode::Write(Appender::new(
+                path,
+                file,
+                false,
+                opts.durability,
+                q,
+                phys_len,
+            ))
+        };
+        Ok((
+            FileEventLog {
+                path: path.to_path_buf(),
+                mode,
+                opts: opts.clone(),
+            },
+            info,
+        ))
+    }
+
+    fn read_only_error(&self) -> Error {
+        Error::invalid_input("this event log was opened read-only")
+            .with_path(self.path.display().to_string())
+    }
+
+    /// Appends an event (a JSON object); returns its bookmark. Wait for it with
+    /// [`wait`](Self::wait) (the ticket is `bookmark.seq`).
+    pub fn append(&self, event_json: &str, now_ms: i64) -> Result<Bookmark> {
+        match &self.mode {
+            Mode::Write(app) => app.submit(|q| q.core.append(event_json, now_ms)),
+            Mode::Memory(m) => m.lock().map_err(|_| poisoned())?.append(event_json, now_ms),
+            Mode::Read(..) => Err(self.read_only_error()),
+        }
+    }
+
+    /// Blocks until the event with this seq is durable.
+    pub fn wait(&self, seq: u64) -> Result<()> {
+        match &self.mode {
+            Mode::Write(app) => app.wait(seq),
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs `f` on the subscription hub.
+    pub fn with_hub<T>(&self, f: impl FnOnce(&mut Hub) -> Result<T>) -> Result<T> {
+        match &self.mode {
+            Mode::Write(app) => f(&mut app.lock()?.q.core.hub),
+            Mode::Read(_, r) => f(&mut r.lock().map_err(|_| poisoned())?.hub),
+            Mode::Memory(m) => f(&mut m.lock().map_err(|_| poisoned())?.core.hub),
+        }
+    }
+
+    /// A new subscription (see the core's [`Hub`]).
+    pub fn subscribe(
+        &self,
+        filter: EventFilter,
+        since: forkpoint_core::eventlog::Since,
+    ) -> Result<u32> {
+        self.with_hub(|h| Ok(h.subscribe(filter, since)))
+    }
+
+    /// The next step of a subscription, as JSON (see `Poll::to_json`).
+    pub fn poll_json(&self, id: u32, max: usize) -> Result<String> {
+        self.refresh()?;
+        self.with_hub(|h| h.poll(id, max)).map(|p| p.to_json())
+    }
+
+    /// Answers a subscription's `read` step: reads up to `limit` of its events
+    /// after `since` from the log and returns those to deliver, as a JSON array.
+    pub fn fill_json(&self, id: u32, since: Option<u64>, limit: usize) -> Result<String> {
+        let mut filter = self.with_hub(|h| h.filter_of(id))?;
+        filter.limit = Some(limit.max(1) as u64);
+        let out = self.read(since, None, &filter)?;
+        let lines = self.with_hub(|h| h.provide(id, out.events, out.last_examined))?;
+        Ok(forkpoint_core::context::join_array(&lines))
+    }
+
+    /// Ends a subscription.
+    pub fn unsubscribe(&self, id: u32) -> Result<()> {
+        self.with_hub(|h| {
+            h.unsubscribe(id);
+            Ok(())
+        })
+    }
+
+    /// Committed events not yet handed to live handlers, as a JSON array.
+    pub fn drain_live_json(&self) -> Result<String> {
+        self.refresh()?;
+        let lines: Vec<Arc<str>> = self
+            .with_hub(|h| Ok(h.drain_live()))?
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect();
+        Ok(forkpoint_core::context::join_array(&lines))
+    }
+
+    /// Read-only logs: takes in what the writer appended since (complete lines).
+    pub fn refresh(&self) -> Result<()> {
+        if let Mode::Read(file, r) = &self.mode {
+            let mut st = r.lock().map_err(|_| poisoned())?;
+            let st: &mut ReadState = &mut st;
+            let len = file
+                .metadata()
+                .map_err(|e| io_error(e, &self.path, "cannot stat event log"))?
+                .len();
+            if len > st.scanner.index.covered {
+                // Scan whole lines only: a partial last line may still be being written.
+                let ReadState { scanner, hub } = st;
+                let before = scanner.index.covered;
+                scan(
+                    file,
+                    &self.path,
+                    scanner,
+                    len,
+                    self.opts.max_line_bytes,
+                    false,
+                )?;
+                if scanner.torn.is_some() {
+                    // An incomplete last line: leave it for the next refresh.
+                    let _ = scanner.finish(len);
+                }
+                if scanner.index.covered != before {
+                    hub.set_durable(
+                        scanner.index.last,
+                        scanner.index.entries.first().map(|e| e[0]),
+                    );
+                }
+            } else if len < st.scanner.index.covered {
+                return Err(Error::corrupted("the event log shrank while it was read")
+                    .with_path(self.path.display().to_string()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The last durable event's bookmark, in O(1).
+    pub fn last_bookmark(&self) -> Result<Option<Bookmark>> {
+        match &self.mode {
+            Mode::Write(app) => Ok(app.lock()?.q.index.last),
+            Mode::Read(_, r) => {
+                self.refresh()?;
+                Ok(r.lock().map_err(|_| poisoned())?.scanner.index.last)
+            }
+            Mode::Memory(m) => Ok(m.lock().map_err(|_| poisoned())?.last_bookmark()),
+        }
+    }
+
+    /// The events with `since < seq <= until` that pass `filter` (durable ones only).
+    pub fn read(
+        &self,
+        since: Option<u64>,
+        until: Option<u64>,
+        filter: &EventFilter,
+    ) -> Result<ReadOut> {
+        if let Mode::Memory(m) = &self.mode {
+            return Ok(m.lock().map_err(|_| poisoned())?.read(since, until, filter));
+        }
+        self.refresh()?;
+        match self.read_file(since, until, filter)? {
+            Some(out) => Ok(out),
+            None => {
+                // The index pointed at the wrong place: rebuild it from the log.
+                self.rebuild_index()?;
+                self.read_file(since, until, filter)?.ok_or_else(|| {
+                    Error::internal("the rebuilt index still does not match the log")
+                })
+            }
+        }
+    }
+
+    /// Reads from the file; `None` when the index entry used does not match the log.
+    fn read_file(
+        &self,
+        since: Option<u64>,
+        until: Option<u64>,
+        filter: &EventFilter,
+    ) -> Result<Option<ReadOut>> {
+        let depth = self.opts.max_depth as usize;
+        let p = Some(self.path.display().to_string());
+        let (file, (start, lines_before, expect), end) = match &self.mode {
+            Mode::Write(app) => {
+                let st = app.lock()?;
+                (&app.file, st.q.index.start_for(since), st.phys_len)
+            }
+            Mode::Read(file, r) => {
+                let st = r.lock().map_err(|_| poisoned())?;
+                (
+                    file,
+                    st.scanner.index.start_for(since),
+                    st.scanner.index.covered,
+                )
+            }
+            Mode::Memory(_) => return Ok(Some(ReadOut::default())),
+        };
+        let mut reader = EventReader::new(since, until, filter.clone(), lines_before, depth, p);
+        let mut first = true;
+        let mut mismatch = false;
+        for_lines(
+            file,
+            &self.path,
+            start,
+            end,
+            self.opts.max_line_bytes,
+            |line, off| {
+                if first && expect.is_some() {
+                    first = false;
+                    let seq = std::str::from_utf8(line)
+                        .ok()
+                        .and_then(|t| forkpoint_core::events::parse_event_line(t, depth).ok())
+                        .map(|m| m.seq);
+                    if seq != expect {
+                        mismatch = true;
+                        return Ok(false);
+                    }
+                }
+                reader.line(line, off)?;
+                Ok(!reader.done)
+            },
+        )?;
+        if mismatch {
+            return Ok(None);
+        }
+        Ok(Some(ReadOut {
+            events: reader.events,
+            last_examined: reader.last_examined,
+        }))
+    }
+
+    /// Rebuilds the index by scanning the log from its start.
+    fn rebuild_index(&self) -> Result<()> {
+        let depth = self.opts.max_depth as usize;
+        let p = Some(self.path.display().to_string());
+        match &self.mode {
+            Mode::Write(app) => {
+                let mut st = app.lock()?;
+                let end = st.phys_len;
+                let mut scanner =
+                    EventScanner::new(EventIndex::default(), depth, self.opts.max_line_bytes, p);
+                scan(
+                    &app.file,
+                    &self.path,
+                    &mut scanner,
+                    end,
+                    self.opts.max_line_bytes,
+                    true,
+                )?;
+                st.q.persisted = scanner.index.entries.len();
+                st.q.index = scanner.index;
+                let _ = replace_atomic(Path::new(&st.q.idx_path), st.q.index.to_json().as_bytes());
+            }
+            Mode::Read(file, r) => {
+                let mut st = r.lock().map_err(|_| poisoned())?;
+                let end = st.scanner.index.covered;
+                let mut scanner =
+                    EventScanner::new(EventIndex::default(), depth, self.opts.max_line_bytes, p);
+                scan(
+                    file,
+                    &self.path,
+                    &mut scanner,
+                    end,
+                    self.opts.max_line_bytes,
+                    false,
+                )?;
+                st.scanner = scanner;
+            }
+            Mode::Memory(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Waits for everything appended, writes the index and releases the lock.
+    pub fn close(&self) -> Result<()> {
+        if let Mode::Write(app) = &self.mode {
+            let (last, closed) = {
+                let st = app.lock()?;
+                (st.q.core.last_assigned().map(|b| b.seq), st.closed)
+            };
+            if closed {
+                return Ok(());
+            }
+            let res = match last {
+                Some(s) => app.wait(s),
+                None => Ok(()),
+            };
+            let (idx_path, json) = {
+                let st = app.lock()?;
+                (st.q.idx_path.clone(), st.q.index.to_json())
+            };
+            if res.is_ok() {
+                let _ = replace_atomic(Path::new(&idx_path), json.as_bytes());
+            }
+            app.close(None)?;
+            return res;
+        }
+        Ok(())
+    }
+
+    /// Whether the log was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.mode, Mode::Read(..))
+    }
+}

@@ -1,0 +1,213 @@
+//! `NativeEventLog`: the event log (behind `EventLog` and `EventBus`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use forkpoint_core::eventlog::Since;
+use forkpoint_core::events::{Bookmark, EventFilter};
+use forkpoint_core::{Error, EventLogOptions};
+use forkpoint_fs::events::FileEventLog;
+use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Task};
+use napi_derive::napi;
+
+use crate::util::{guard, now_ms, opts};
+
+/// An event log file.
+#[napi]
+pub struct NativeEventLog {
+    inner: Arc<FileEventLog>,
+    info: String,
+}
+
+fn json<T: serde::Serialize>(v: &T) -> forkpoint_core::Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()))
+}
+
+fn seq(v: Option<f64>) -> Option<u64> {
+    v.filter(|s| *s >= 0.0).map(|s| s as u64)
+}
+
+pub struct OpenTask {
+    path: PathBuf,
+    opts: Option<String>,
+}
+
+impl Task for OpenTask {
+    type Output = (FileEventLog, String);
+    type JsValue = NativeEventLog;
+
+    fn compute(&mut self) -> napi::Result<(FileEventLog, String)> {
+        guard(|| {
+            let (log, info) =
+                FileEventLog::open(&self.path, &opts::<EventLogOptions>(self.opts.take())?)?;
+            Ok((log, json(&info)?))
+        })
+    }
+
+    fn resolve(
+        &mut self,
+        _env: Env,
+        (log, info): (FileEventLog, String),
+    ) -> napi::Result<NativeEventLog> {
+        Ok(NativeEventLog {
+            inner: Arc::new(log),
+            info,
+        })
+    }
+}
+
+/// Waits until an event is durable; resolves to its bookmark as JSON.
+pub struct WaitTask {
+    inner: Arc<FileEventLog>,
+    bookmark: Bookmark,
+}
+
+impl Task for WaitTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        guard(|| {
+            self.inner.wait(self.bookmark.seq)?;
+            json(&self.bookmark)
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
+        Ok(output)
+    }
+}
+
+/// A blocking call of the log that yields JSON.
+type LogCall = Box<dyn FnMut(&FileEventLog) -> forkpoint_core::Result<String> + Send>;
+
+/// Runs one of the log's blocking calls on the libuv pool.
+pub struct CallTask {
+    inner: Arc<FileEventLog>,
+    call: LogCall,
+}
+
+impl Task for CallTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        guard(|| (self.call)(&self.inner))
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
+        Ok(output)
+    }
+}
+
+#[napi]
+impl NativeEventLog {
+    /// Opens an event log; `opts` is EventLogOptions as JSON.
+    #[napi(ts_return_type = "Promise<NativeEventLog>")]
+    pub fn open(path: String, opts: Option<String>) -> AsyncTask<OpenTask> {
+        AsyncTask::new(OpenTask {
+            path: PathBuf::from(path),
+            opts,
+        })
+    }
+
+    /// What opening found (EventLogInfo as JSON).
+    #[napi]
+    pub fn info_json(&self) -> String {
+        self.info.clone()
+    }
+
+    fn task(
+        &self,
+        call: impl FnMut(&FileEventLog) -> forkpoint_core::Result<String> + Send + 'static,
+    ) -> AsyncTask<CallTask> {
+        AsyncTask::new(CallTask {
+            inner: self.inner.clone(),
+            call: Box::new(call),
+        })
+    }
+
+    /// Appends an event (JSON object); resolves to its bookmark (JSON) once durable.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn append(&self, event_json: String) -> napi::Result<AsyncTask<WaitTask>> {
+        let bookmark = guard(|| self.inner.append(&event_json, now_ms()))?;
+        Ok(AsyncTask::new(WaitTask {
+            inner: self.inner.clone(),
+            bookmark,
+        }))
+    }
+
+    /// The events with `since < seq <= until` passing the filter (EventFilter JSON),
+    /// as JSON `{events, lastExamined}`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn read_json(
+        &self,
+        since: Option<f64>,
+        until: Option<f64>,
+        filter_json: Option<String>,
+    ) -> napi::Result<AsyncTask<CallTask>> {
+        let filter = guard(|| opts::<EventFilter>(filter_json))?;
+        let (since, until) = (seq(since), seq(until));
+        Ok(self.task(move |log| Ok(log.read(since, until, &filter)?.to_json())))
+    }
+
+    /// The last durable event's bookmark as JSON (`null` for an empty log).
+    #[napi]
+    pub fn last_bookmark_json(&self) -> napi::Result<String> {
+        guard(|| json(&self.inner.last_bookmark()?))
+    }
+
+    /// Read-only logs: takes in what the writer appended since.
+    #[napi]
+    pub fn refresh(&self) -> napi::Result<()> {
+        guard(|| self.inner.refresh())
+    }
+
+    /// A new subscription: `since` is `live`, `start` or `after` (with `seq`).
+    #[napi]
+    pub fn subscribe(
+        &self,
+        filter_json: Option<String>,
+        since: String,
+        seq: Option<f64>,
+    ) -> napi::Result<u32> {
+        guard(|| {
+            self.inner.subscribe(
+                opts::<EventFilter>(filter_json)?,
+                Since::parse(&since, seq)?,
+            )
+        })
+    }
+
+    /// The next step of a subscription (JSON).
+    #[napi]
+    pub fn poll(&self, id: u32, max: u32) -> napi::Result<String> {
+        guard(|| self.inner.poll_json(id, max as usize))
+    }
+
+    /// Reads a subscription's events from storage (after a `read` step).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn fill(&self, id: u32, since: Option<f64>, limit: u32) -> AsyncTask<CallTask> {
+        let since = seq(since);
+        self.task(move |log| log.fill_json(id, since, limit as usize))
+    }
+
+    /// Ends a subscription.
+    #[napi]
+    pub fn unsubscribe(&self, id: u32) -> napi::Result<()> {
+        guard(|| self.inner.unsubscribe(id))
+    }
+
+    /// Committed events not yet handed to live handlers (JSON array).
+    #[napi]
+    pub fn drain_live_json(&self) -> napi::Result<String> {
+        guard(|| self.inner.drain_live_json())
+    }
+
+    /// Waits for pending appends, writes the index, releases the lock.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close(&self) -> AsyncTask<CallTask> {
+        self.task(|log| log.close().map(|_| String::new()))
+    }
+}

@@ -1,0 +1,249 @@
+import type { Bookmark, Channel, EventFilter, EventLogInfo } from '@forkpoint/types';
+import { call, callAsync } from './errors.js';
+
+/** What the napi and wasm builds expose for an event log. */
+export interface NativeEventLogLike {
+  infoJson(): string;
+  append(eventJson: string): Promise<string>;
+  readJson(since: number | null, until: number | null, filterJson: string | null): Promise<string>;
+  lastBookmarkJson(): string | Promise<string>;
+  refresh(): void | Promise<void>;
+  subscribe(filterJson: string | null, since: string, seq: number | null): number;
+  poll(id: number, max: number): string;
+  fill(id: number, since: number | null, limit: number): Promise<string>;
+  unsubscribe(id: number): void;
+  drainLiveJson(): string;
+  close(): Promise<unknown>;
+}
+
+/** An event as stored: the log's envelope and the event's own fields. */
+export interface LoggedEvent {
+  seq: number;
+  timestamp: number;
+  channel: Channel;
+  type: string;
+  [key: string]: unknown;
+}
+
+/** An event to append: `type` is required; `channel` only for types Kode does not define. */
+export interface NewEvent {
+  type: string;
+  channel?: Channel;
+  [key: string]: unknown;
+}
+
+/** An item of a subscription. */
+export interface BookmarkedEvent {
+  bookmark: Bookmark;
+  event: LoggedEvent;
+}
+
+/** Options of `subscribe`. */
+export interface SubscribeOptions {
+  channels?: Channel[];
+  kinds?: string[];
+  /**
+   * Replay the events after this bookmark (or seq) first, then continue live;
+   * `null` replays the whole log; absent: live events only.
+   */
+  since?: Bookmark | number | null;
+}
+
+/** Events handed to a subscription per step. */
+const BATCH = 256;
+/** How often a read-only log looks for events another process appended. */
+const FOLLOW_MS = 25;
+
+const seqOf = (b: Bookmark | number): number => (typeof b === 'number' ? b : b.seq);
+const bookmarkOf = (e: LoggedEvent): Bookmark => ({ seq: e.seq, timestamp: e.timestamp });
+
+/**
+ * An append-only log of events with bookmarks: one `seq` counter across the
+ * `progress`, `control` and `monitor` channels, never reused (it continues from
+ * the last durable event after a restart).
+ */
+export class EventLog {
+  /** @internal */
+  readonly native: NativeEventLogLike;
+  /** What opening found: repairs, index rebuild, event count. */
+  readonly info: EventLogInfo;
+  private readonly buses = new Set<EventBus>();
+  private waiters: Array<() => void> = [];
+  private follow: ReturnType<typeof setInterval> | undefined;
+
+  /** @internal */
+  protected constructor(native: NativeEventLogLike) {
+    this.native = native;
+    this.info = JSON.parse(native.infoJson()) as EventLogInfo;
+  }
+
+  /** Appends an event; resolves to its bookmark once it is durable. */
+  async append(event: NewEvent): Promise<Bookmark> {
+    try {
+      return JSON.parse(await callAsync(() => this.native.append(JSON.stringify(event)))) as Bookmark;
+    } finally {
+      this.pump();
+    }
+  }
+
+  /** The events after `bookmark` (`null`: from the start), filtered, in seq order. */
+  async readSince(bookmark: Bookmark | number | null, opts: EventFilter = {}): Promise<LoggedEvent[]> {
+    const since = bookmark === null ? null : seqOf(bookmark);
+    const out = JSON.parse(await callAsync(() => this.native.readJson(since, null, JSON.stringify(opts)))) as { events: LoggedEvent[] };
+    return out.events;
+  }
+
+  /** The events from `start` to `end`, both included. */
+  async readRange(start: Bookmark | number, end: Bookmark | number, opts: EventFilter = {}): Promise<LoggedEvent[]> {
+    const since = seqOf(start) - 1;
+    const out = JSON.parse(
+      await callAsync(() => this.native.readJson(since < 0 ? null : since, seqOf(end), JSON.stringify(opts))),
+    ) as { events: LoggedEvent[] };
+    return out.events;
+  }
+
+  /** The last durable event's bookmark (`null` for an empty log), read from the tail. */
+  async lastBookmark(): Promise<Bookmark | null> {
+    return JSON.parse(await callAsync(async () => this.native.lastBookmarkJson())) as Bookmark | null;
+  }
+
+  /** Waits for pending appends and releases the log (and its lock). */
+  async close(): Promise<void> {
+    this.stopFollowing();
+    await callAsync(() => this.native.close());
+  }
+
+  /** @internal Hands new committed events to live handlers and wakes subscribers. */
+  pump(): void {
+    const lines = JSON.parse(call(() => this.native.drainLiveJson())) as LoggedEvent[];
+    for (const bus of this.buses) bus.dispatch(lines);
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** @internal */
+  attach(bus: EventBus): void {
+    this.buses.add(bus);
+  }
+
+  /** @internal Resolves at the next commit (or, read-only, when the file grew). */
+  nextCommit(): Promise<void> {
+    const p = new Promise<void>((resolve) => this.waiters.push(resolve));
+    if (this.info.readOnly && this.follow === undefined) {
+      this.follow = setInterval(() => {
+        if (this.waiters.length === 0) {
+          this.stopFollowing();
+          return;
+        }
+        void Promise.resolve(this.native.refresh()).then(() => this.pump(), () => this.pump());
+      }, FOLLOW_MS);
+      (this.follow as { unref?: () => void }).unref?.();
+    }
+    return p;
+  }
+
+  private stopFollowing(): void {
+    if (this.follow !== undefined) clearInterval(this.follow);
+    this.follow = undefined;
+  }
+}
+
+type Handler = (event: LoggedEvent) => void;
+
+/**
+ * Emits events through an event log and streams them: `on` for live events,
+ * `subscribe` for history then live, exactly once and in seq order.
+ */
+export class EventBus {
+  readonly log: EventLog;
+  private readonly handlers = new Map<string, Set<Handler>>();
+
+  constructor(log: EventLog) {
+    this.log = log;
+    log.attach(this);
+  }
+
+  /** Appends an event; resolves to its bookmark once durable (in the log's durability mode). */
+  emit(event: NewEvent): Promise<Bookmark> {
+    return this.log.append(event);
+  }
+
+  /** Calls `handler` for every committed event of this type or channel from now on. */
+  on(typeOrChannel: string, handler: Handler): () => void {
+    let set = this.handlers.get(typeOrChannel);
+    if (!set) this.handlers.set(typeOrChannel, (set = new Set()));
+    set.add(handler);
+    return () => {
+      set.delete(handler);
+    };
+  }
+
+  /** @internal */
+  dispatch(events: LoggedEvent[]): void {
+    if (this.handlers.size === 0) return;
+    for (const e of events) {
+      for (const key of [e.type, e.channel]) {
+        for (const h of this.handlers.get(key) ?? []) {
+          try {
+            h(e);
+          } catch (err) {
+            queueMicrotask(() => {
+              throw err;
+            });
+          }
+        }
+      }
+    }
+  }
+
+  /**
+   * History after `since`, then live events, each exactly once and in seq order,
+   * also while other code emits. A slow consumer does not grow memory: it reads
+   * the log. Breaking out of the loop ends the subscription.
+   */
+  subscribe(opts: SubscribeOptions = {}): AsyncIterableIterator<BookmarkedEvent> {
+    const log = this.log;
+    const native = log.native;
+    const filter = JSON.stringify({ channels: opts.channels, kinds: opts.kinds });
+    const [kind, seq] = opts.since === undefined ? ['live', null] : opts.since === null ? ['start', null] : ['after', seqOf(opts.since)];
+    const id = call(() => native.subscribe(filter, kind, seq));
+    let closed = false;
+    let buffer: LoggedEvent[] = [];
+    const close = () => {
+      if (!closed) {
+        closed = true;
+        buffer = [];
+        try {
+          native.unsubscribe(id);
+        } catch {
+          // the log was closed
+        }
+      }
+    };
+    const it: AsyncIterableIterator<BookmarkedEvent> = {
+      async next(): Promise<IteratorResult<BookmarkedEvent>> {
+        for (;;) {
+          if (closed) return { done: true, value: undefined };
+          const e = buffer.shift();
+          if (e) return { done: false, value: { bookmark: bookmarkOf(e), event: e } };
+          const step = JSON.parse(call(() => native.poll(id, BATCH))) as
+            | { kind: 'events'; events: LoggedEvent[] }
+            | { kind: 'read'; since: number | null; limit: number }
+            | { kind: 'pending' };
+          if (step.kind === 'events') buffer = step.events;
+          else if (step.kind === 'read') buffer = JSON.parse(await callAsync(() => native.fill(id, step.since, step.limit))) as LoggedEvent[];
+          else await log.nextCommit();
+        }
+      },
+      async return(): Promise<IteratorResult<BookmarkedEvent>> {
+        close();
+        return { done: true, value: undefined };
+      },
+      [Symbol.asyncIterator]() {
+        return it;
+      },
+    };
+    return it;
+  }
+}

@@ -1,0 +1,122 @@
+// The event-log contract both builds meet (FORKPOINT_BACKEND=napi: files;
+// wasm: IndexedDB through fake-indexeddb).
+import 'fake-indexeddb/auto';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BACKEND, napi, web } from './helpers.mjs';
+
+const pkg = BACKEND === 'wasm' ? web : napi;
+const { EventBus } = pkg;
+let n = 0;
+/** A fresh log location; `open(where, opts)` opens it with the backend under test. */
+const fresh = () => (BACKEND === 'wasm' ? { db: `db-${process.pid}-${++n}`, log: 'agent' } : join(mkdtempSync(join(tmpdir(), 'fp-events-')), 'events.jsonl'));
+const open = (where, opts) => (BACKEND === 'wasm' ? web.EventLog.openIndexedDb(where.db, where.log, opts) : napi.EventLog.open(where, opts));
+
+async function rejects(p, code) {
+  await assert.rejects(p, (e) => e instanceof pkg.ForkpointError && e.code === code);
+}
+
+test(`[${BACKEND}] append, bookmarks, channels, readSince, readRange, lastBookmark`, async () => {
+  const where = fresh();
+  const log = await open(where);
+  assert.equal(await log.lastBookmark(), null);
+  const b1 = await log.append({ type: 'tool:start', call: { id: 'c1' } });
+  const b2 = await log.append({ type: 'permission_required', call: { id: 'c1' } });
+  const b3 = await log.append({ type: 'agent_resumed', strategy: 'crash', sealed: [] });
+  const b4 = await log.append({ type: 'my:thing', channel: 'monitor', n: 1.5 });
+  assert.deepEqual([b1.seq, b2.seq, b3.seq, b4.seq], [1, 2, 3, 4]);
+  assert.equal(typeof b1.timestamp, 'number');
+  const all = await log.readSince(null);
+  assert.deepEqual(all.map((e) => [e.seq, e.channel, e.type]), [[1, 'progress', 'tool:start'], [2, 'control', 'permission_required'], [3, 'monitor', 'agent_resumed'], [4, 'monitor', 'my:thing']]);
+  assert.deepEqual(all[0].call, { id: 'c1' });
+  assert.equal(all[3].n, 1.5);
+  assert.deepEqual((await log.readSince(b2)).map((e) => e.seq), [3, 4]);
+  assert.deepEqual((await log.readSince(b1, { channels: ['monitor'] })).map((e) => e.seq), [3, 4]);
+  assert.deepEqual((await log.readSince(null, { kinds: ['permission_required'] })).map((e) => e.seq), [2]);
+  assert.deepEqual((await log.readSince(0, { limit: 2 })).map((e) => e.seq), [1, 2]);
+  assert.deepEqual((await log.readRange(b2, b3)).map((e) => e.seq), [2, 3]);
+  assert.deepEqual(await log.lastBookmark(), b4);
+  await rejects(log.append({ type: 'custom_unknown' }), 'INVALID_INPUT');
+  await rejects(log.append({ type: 'tool:end', channel: 'monitor' }), 'INVALID_INPUT');
+  await rejects(log.append({ type: 'done', seq: 9 }), 'INVALID_INPUT');
+  await log.close();
+  // Reopen: seq continues after the last durable event, never reused.
+  const again = await open(where);
+  assert.equal(again.info.events, 4);
+  assert.deepEqual(again.info.lastBookmark, b4);
+  assert.equal((await again.append({ type: 'done', step: 1, reason: 'completed' })).seq, 5);
+  await again.close();
+});
+
+test(`[${BACKEND}] replay then live: exactly once, in order, while a writer emits during the hand-over`, async () => {
+  for (const durability of ['fsync', 'group']) {
+    const log = await open(fresh(), { durability });
+    const bus = new EventBus(log);
+    for (let i = 0; i < 50; i++) await bus.emit({ type: 'text_chunk', step: 1, delta: `h${i}` });
+    const since = { seq: 17, timestamp: 0 };
+    const total = 250;
+    const got = [];
+    const reader = (async () => {
+      for await (const { bookmark, event } of bus.subscribe({ since })) {
+        assert.equal(bookmark.seq, event.seq);
+        got.push(event.seq);
+        if (event.seq === total) break;
+      }
+    })();
+    // Concurrent emits while the subscriber replays history and switches to live.
+    const writers = [];
+    for (let i = 50; i < total; i++) writers.push(bus.emit({ type: 'text_chunk', step: 2, delta: `l${i}` }));
+    await Promise.all(writers);
+    await reader;
+    assert.deepEqual(got, Array.from({ length: total - 17 }, (_, i) => i + 18), durability);
+    await log.close();
+  }
+});
+
+test(`[${BACKEND}] filters, live-only subscriptions, on() handlers, breaking out releases`, async () => {
+  const log = await open(fresh(), { durability: 'group' });
+  const bus = new EventBus(log);
+  await bus.emit({ type: 'done' });
+  const seen = [];
+  const off = bus.on('control', (e) => seen.push(`c${e.seq}`));
+  bus.on('tool:end', (e) => seen.push(`t${e.seq}`));
+  const live = bus.subscribe({ channels: ['control'] });
+  const first = live.next();
+  await bus.emit({ type: 'tool:end', call: {} });
+  await bus.emit({ type: 'permission_decided', callId: 'x', decision: 'allow', decidedBy: 'user' });
+  const r = await first;
+  assert.equal(r.value.event.type, 'permission_decided');
+  assert.equal(r.value.bookmark.seq, 3);
+  assert.deepEqual((await live.return()).done, true);
+  assert.deepEqual((await live.next()).done, true, 'a returned iterator stays done');
+  off();
+  await bus.emit({ type: 'permission_required', call: {} });
+  assert.deepEqual(seen, ['t2', 'c3']);
+  await log.close();
+});
+
+test(`[${BACKEND}] a slow subscriber falls back to reading the log (bounded memory)`, async () => {
+  const log = await open(fresh(), { durability: 'group' });
+  const bus = new EventBus(log);
+  const count = 12_000; // more than the in-memory ring holds
+  const emits = [];
+  for (let i = 0; i < count; i++) emits.push(bus.emit({ type: 'think_chunk', step: 1, delta: 'x' }));
+  await Promise.all(emits);
+  let expect = 1;
+  for await (const { event } of bus.subscribe({ since: null })) {
+    assert.equal(event.seq, expect++);
+    if (expect > count) break;
+  }
+  assert.equal(expect, count + 1);
+  await log.close();
+});
+
+test(`[${BACKEND}] memory durability`, async () => {
+  const log = await open(fresh(), { durability: 'memory' });
+  assert.equal((await log.append({ type: 'done' })).seq, 1);
+  assert.deepEqual((await log.readSince(null)).map((e) => e.type), ['done']);
+  await log.close();
+});
