@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds what the benchmark runs (Node addon, wasm, native
-# example), then runs bench/bench.mjs.
+# example), then runs bench/bench.mjs (sessions) and bench/events.mjs (event logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 cargo build --quiet --release -p forkpoint-fs --example bench_native
 node bench/bench.mjs "$@"
+node bench/events.mjs

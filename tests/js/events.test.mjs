@@ -114,6 +114,47 @@ test(`[${BACKEND}] a slow subscriber falls back to reading the log (bounded memo
   await log.close();
 });
 
+test(`[${BACKEND}] a reopened log replays from storage with read-ahead, then live; breaking out mid-read is clean`, async () => {
+  const where = fresh();
+  let log = await open(where, { durability: 'group' });
+  let bus = new EventBus(log);
+  const kinds = ['text_chunk', 'token_usage', 'tool:end'];
+  const history = 3000;
+  await Promise.all(Array.from({ length: history }, (_, i) => bus.emit({ type: kinds[i % 3], i })));
+  await log.close();
+  // A fresh open: nothing is in memory, the replay reads the log in growing steps.
+  log = await open(where, { durability: 'group' });
+  bus = new EventBus(log);
+  const rejected = [];
+  const onRejection = (e) => rejected.push(e);
+  process.on('unhandledRejection', onRejection);
+  try {
+    const abandoned = bus.subscribe({ since: 10 });
+    assert.equal((await abandoned.next()).value.event.seq, 11);
+    await abandoned.return(); // a read ahead may still be running
+    const total = history + 600;
+    const want = [];
+    for (let seq = 101; seq <= total; seq++) if (kinds[(seq - 1) % 3] === 'token_usage') want.push(seq);
+    const got = [];
+    const reader = (async () => {
+      for await (const { event } of bus.subscribe({ since: 100, channels: ['monitor'] })) {
+        got.push(event.seq);
+        if (event.seq === want.at(-1)) break;
+      }
+    })();
+    const emits = [];
+    for (let i = history; i < total; i++) emits.push(bus.emit({ type: kinds[i % 3], i }));
+    await Promise.all(emits);
+    await reader;
+    assert.deepEqual(got, want);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(rejected, []);
+  } finally {
+    process.off('unhandledRejection', onRejection);
+  }
+  await log.close();
+});
+
 test(`[${BACKEND}] memory durability`, async () => {
   const log = await open(fresh(), { durability: 'memory' });
   assert.equal((await log.append({ type: 'done' })).seq, 1);

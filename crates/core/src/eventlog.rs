@@ -84,14 +84,14 @@ impl EventIndex {
     }
 
     /// Records an event line at `offset` ending (newline included) at `end`.
-    pub fn note_event(&mut self, meta: &EventMeta, offset: u64, end: u64) {
+    pub fn note_event(&mut self, at: Bookmark, offset: u64, end: u64) {
         self.lines += 1;
         if self.events.is_multiple_of(self.step) {
-            self.entries.push([meta.seq, offset, self.lines]);
+            self.entries.push([at.seq, offset, self.lines]);
         }
         self.events += 1;
         self.covered = end;
-        self.last = Some(meta.bookmark());
+        self.last = Some(at);
     }
 
     /// Records a blank line ending at `end`.
@@ -169,7 +169,7 @@ impl EventScanner {
         }
         let parsed = std::str::from_utf8(bytes)
             .map_err(|e| format!("invalid UTF-8 at byte {} of the line", e.valid_up_to()))
-            .and_then(|t| events::parse_event_line(t, self.max_depth));
+            .and_then(|t| events::parse_envelope(t, self.max_depth));
         match parsed {
             Ok(meta) => {
                 if let Some(last) = self.index.last
@@ -184,7 +184,11 @@ impl EventScanner {
                         offset,
                     ));
                 }
-                self.index.note_event(&meta, offset, end);
+                let at = Bookmark {
+                    seq: meta.seq,
+                    timestamp: meta.timestamp,
+                };
+                self.index.note_event(at, offset, end);
                 Ok(())
             }
             Err(why) => {
@@ -213,21 +217,34 @@ impl EventScanner {
     }
 }
 
-/// Reads events after a bookmark from lines fed in file order.
+/// Where a read stopped: after the line of event `seq`, which ends at byte
+/// `offset` and is line number `lines`. A later read after `seq` can start there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadPos {
+    pub seq: u64,
+    pub offset: u64,
+    pub lines: u64,
+}
+
+/// Reads events after a bookmark from lines fed in file order, straight into
+/// a [`ReadOut`].
 #[derive(Debug)]
 pub struct EventReader {
     since: Option<u64>,
     until: Option<u64>,
     filter: EventFilter,
+    max_bytes: usize,
     max_depth: usize,
     line: u64,
     path: Option<String>,
-    /// Matching event lines.
-    pub events: Vec<(EventMeta, Arc<str>)>,
-    /// The last seq looked at (matching or not).
-    pub last_examined: Option<u64>,
-    /// The read has all it wants (limit reached, or past `until`).
+    /// What was read.
+    pub out: ReadOut,
+    /// Where the read can continue (after the last event looked at).
+    pub pos: Option<ReadPos>,
+    /// The read has all it wants (limit reached, past `until`, or `max_bytes` read).
     pub done: bool,
+    /// It stopped at `max_bytes`: more may follow.
+    pub full: bool,
 }
 
 impl EventReader {
@@ -245,13 +262,28 @@ impl EventReader {
             since,
             until,
             filter,
+            max_bytes: usize::MAX,
             max_depth,
             line: lines_before,
             path,
-            events: Vec::new(),
-            last_examined: since,
+            out: ReadOut::new(since),
+            pos: None,
             done: false,
+            full: false,
         }
+    }
+
+    /// Stops once the events read reach `max_bytes` (at least one is read).
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Reserves room for about `bytes` of events (the size of the range to read).
+    pub fn expect_bytes(mut self, bytes: u64) -> Self {
+        let n = bytes.min(self.max_bytes as u64).min(64 << 20) as usize;
+        self.out.text.reserve(n);
+        self
     }
 
     /// One complete line (without its newline) at `offset`.
@@ -263,7 +295,7 @@ impl EventReader {
         let text = std::str::from_utf8(bytes).map_err(|e| {
             self.corrupt(format!("invalid UTF-8 at byte {}", e.valid_up_to()), offset)
         })?;
-        let meta = events::parse_event_line(text, self.max_depth)
+        let meta = events::parse_envelope(text, self.max_depth)
             .map_err(|why| self.corrupt(why, offset))?;
         if self.since.is_some_and(|s| meta.seq <= s) {
             return Ok(());
@@ -272,15 +304,23 @@ impl EventReader {
             self.done = true;
             return Ok(());
         }
-        self.last_examined = Some(meta.seq);
-        if self.filter.matches(&meta) {
-            self.events.push((meta, text.into()));
+        self.out.last_examined = Some(meta.seq);
+        self.pos = Some(ReadPos {
+            seq: meta.seq,
+            offset: offset + bytes.len() as u64 + 1,
+            lines: self.line,
+        });
+        if self.filter.accepts(meta.channel, &meta.kind) {
+            self.out.push(meta.seq, text);
             if self
                 .filter
                 .limit
-                .is_some_and(|l| self.events.len() as u64 >= l)
+                .is_some_and(|l| self.out.len() as u64 >= l)
             {
                 self.done = true;
+            } else if self.out.text.len() >= self.max_bytes {
+                self.done = true;
+                self.full = true;
             }
         }
         Ok(())
@@ -292,17 +332,6 @@ impl EventReader {
             Some(p) => e.with_path(p.clone()),
             None => e,
         }
-    }
-
-    /// The matching lines as a JSON array.
-    pub fn events_json(&self) -> String {
-        crate::context::join_array(
-            &self
-                .events
-                .iter()
-                .map(|(_, l)| l.as_ref())
-                .collect::<Vec<_>>(),
-        )
     }
 }
 
@@ -527,34 +556,23 @@ impl Hub {
         })
     }
 
-    /// Hands over what a [`Poll::Read`] read from storage: `events` (filtered,
-    /// in seq order) and the last seq the read looked at. Returns the lines to
-    /// deliver (anything at or before the cursor is dropped).
-    pub fn provide(
-        &mut self,
-        id: u32,
-        events: Vec<(EventMeta, Arc<str>)>,
-        last_examined: Option<u64>,
-    ) -> Result<Vec<Arc<str>>> {
+    /// Hands over what a [`Poll::Read`] read from storage with the
+    /// subscription's filter: returns the events to deliver, as a JSON array
+    /// (anything at or before the cursor is dropped).
+    pub fn provide(&mut self, id: u32, mut out: ReadOut) -> Result<String> {
         let Some(sub) = self.subs.get_mut(&id) else {
             return Err(Error::new(ErrorCode::Closed, "the subscription was closed"));
         };
-        let mut out = Vec::with_capacity(events.len());
-        for (meta, line) in events {
-            if sub.cursor.is_some_and(|c| meta.seq <= c) {
-                continue;
-            }
-            sub.cursor = Some(meta.seq);
-            if sub.filter.matches(&meta) {
-                out.push(line);
-            }
+        if let Some(c) = sub.cursor {
+            out.drop_through(c);
         }
-        if let Some(l) = last_examined
+        let last = out.seqs().last().max(out.last_examined);
+        if let Some(l) = last
             && sub.cursor.is_none_or(|c| l > c)
         {
             sub.cursor = Some(l);
         }
-        Ok(out)
+        Ok(out.into_events_json())
     }
 
     /// The committed events live (`on`) handlers have not seen yet.
@@ -571,35 +589,113 @@ impl Hub {
     }
 }
 
-/// Events read from a log.
-#[derive(Debug, Default)]
+/// Events read from a log, kept as the text of a JSON array being built (so
+/// that handing them to JavaScript is one string) with the seq and end of each.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadOut {
-    pub events: Vec<(EventMeta, Arc<str>)>,
+    /// `[` then the lines, comma-separated (no closing `]`).
+    text: String,
+    /// Each event's seq and the end of its line in `text`.
+    items: Vec<(u64, usize)>,
     /// The last seq the read looked at (matching or not).
     pub last_examined: Option<u64>,
 }
 
+impl Default for ReadOut {
+    fn default() -> Self {
+        ReadOut::new(None)
+    }
+}
+
 impl ReadOut {
-    /// The events as a JSON array.
-    pub fn events_json(&self) -> String {
-        crate::context::join_array(
-            &self
-                .events
-                .iter()
-                .map(|(_, l)| l.as_ref())
-                .collect::<Vec<_>>(),
-        )
+    /// Nothing read yet; `since` is where the read starts.
+    pub fn new(since: Option<u64>) -> Self {
+        ReadOut {
+            text: String::from("["),
+            items: Vec::new(),
+            last_examined: since,
+        }
     }
 
-    /// `{"events":[…],"lastExamined":…}` for the bindings.
+    /// Adds an event line (in seq order).
+    pub fn push(&mut self, seq: u64, line: &str) {
+        if !self.items.is_empty() {
+            self.text.push(',');
+        }
+        self.text.push_str(line);
+        self.items.push((seq, self.text.len()));
+    }
+
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether no event was read.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The events' seqs.
+    pub fn seqs(&self) -> impl Iterator<Item = u64> + '_ {
+        self.items.iter().map(|(s, _)| *s)
+    }
+
+    /// The event lines.
+    pub fn lines(&self) -> impl Iterator<Item = &str> + '_ {
+        let mut start = 1;
+        self.items.iter().map(move |&(_, end)| {
+            let line = &self.text[start..end];
+            start = end + 1;
+            line
+        })
+    }
+
+    /// Drops the events with seq `<= cursor` (a prefix, as seqs grow).
+    pub fn drop_through(&mut self, cursor: u64) {
+        let k = self.items.partition_point(|(s, _)| *s <= cursor);
+        if k == 0 {
+            return;
+        }
+        if k == self.items.len() {
+            self.text.truncate(1);
+            self.items.clear();
+            return;
+        }
+        let cut = self.items[k - 1].1 + 1; // through the comma after event k-1
+        self.text.replace_range(1..cut, "");
+        self.items.drain(..k);
+        for item in &mut self.items {
+            item.1 -= cut - 1;
+        }
+    }
+
+    /// The events as a JSON array.
+    pub fn events_json(&self) -> String {
+        let mut s = String::with_capacity(self.text.len() + 1);
+        s.push_str(&self.text);
+        s.push(']');
+        s
+    }
+
+    /// The events as a JSON array, without copying.
+    pub fn into_events_json(mut self) -> String {
+        self.text.push(']');
+        self.text
+    }
+
+    /// `{"events":[…],"lastExamined":…}`.
     pub fn to_json(&self) -> String {
         let last = self
             .last_examined
             .map_or_else(|| "null".to_string(), |s| s.to_string());
-        format!(
-            "{{\"events\":{},\"lastExamined\":{last}}}",
-            self.events_json()
-        )
+        let mut s = String::with_capacity(self.text.len() + 40);
+        s.push_str("{\"events\":");
+        s.push_str(&self.text);
+        s.push_str("],\"lastExamined\":");
+        s.push_str(&last);
+        s.push('}');
+        s
     }
 }
 
@@ -611,18 +707,15 @@ pub fn read_slice(
     filter: &EventFilter,
 ) -> ReadOut {
     let from = since.map_or(0, |s| lines.partition_point(|(m, _)| m.seq <= s));
-    let mut out = ReadOut {
-        events: Vec::new(),
-        last_examined: since,
-    };
+    let mut out = ReadOut::new(since);
     for (meta, line) in &lines[from..] {
         if until.is_some_and(|u| meta.seq > u) {
             break;
         }
         out.last_examined = Some(meta.seq);
         if filter.matches(meta) {
-            out.events.push((meta.clone(), line.clone()));
-            if filter.limit.is_some_and(|l| out.events.len() as u64 >= l) {
+            out.push(meta.seq, line);
+            if filter.limit.is_some_and(|l| out.len() as u64 >= l) {
                 break;
             }
         }
@@ -803,7 +896,7 @@ mod tests {
         };
         for s in 1..=7u64 {
             i.note_event(
-                &meta(s * 10, "done", Channel::Progress),
+                meta(s * 10, "done", Channel::Progress).bookmark(),
                 s * 100,
                 s * 100 + 50,
             );
@@ -821,6 +914,59 @@ mod tests {
     }
 
     #[test]
+    fn read_out_drops_a_prefix() {
+        let mut out = ReadOut::new(None);
+        for s in [3, 5, 8] {
+            out.push(s, &format!("{{\"seq\":{s}}}"));
+        }
+        out.drop_through(4);
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            ["{\"seq\":5}", "{\"seq\":8}"]
+        );
+        assert_eq!(out.events_json(), "[{\"seq\":5},{\"seq\":8}]");
+        out.drop_through(8);
+        assert!(out.is_empty());
+        assert_eq!(out.into_events_json(), "[]");
+    }
+
+    #[test]
+    fn canonical_and_general_envelopes_agree() {
+        for line in [
+            r#"{"seq":7,"timestamp":-3,"channel":"control","type":"permission_required","a":[1,{"b":null}]}"#,
+            r#"{"seq":7,"timestamp":12,"channel":"monitor","type":"x"}"#,
+            r#"{"seq":7,"timestamp":12,"channel":"monitor","type":"x","seq":9}"#,
+            r#"{"seq":7,"timestamp":12,"channel":"monitor","type":"x","s\u0065q":9}"#,
+            r#"{"seq":7.0,"timestamp":1e3,"channel":"monitor","type":"t\u00e9"}"#,
+            r#"{"timestamp":1,"seq":2,"type":"x","channel":"progress"}"#,
+        ] {
+            let got = events::parse_event_line(line, 64).unwrap();
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(got.seq, v["seq"].as_f64().unwrap() as u64, "{line}");
+            assert_eq!(
+                got.timestamp,
+                v["timestamp"].as_f64().unwrap() as i64,
+                "{line}"
+            );
+            assert_eq!(&*got.kind, v["type"].as_str().unwrap(), "{line}");
+            assert_eq!(
+                got.channel.as_str(),
+                v["channel"].as_str().unwrap(),
+                "{line}"
+            );
+        }
+        for bad in [
+            r#"{"seq":7,"timestamp":1,"channel":"monitor","type":"x","a":}"#,
+            r#"{"seq":7,"timestamp":1,"channel":"monitor","type":"x"} x"#,
+            r#"{"seq":07,"timestamp":1,"channel":"monitor","type":"x"}"#,
+            r#"{"seq":7,"timestamp":1,"channel":"monitor","type":"x","a":"\q"}"#,
+            r#"{"seq":7,"timestamp":1,"channel":"monitors","type":"x"}"#,
+        ] {
+            assert!(events::parse_event_line(bad, 64).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn hub_hands_over_from_storage_to_ring_exactly_once() {
         let mut hub = Hub::new(None, None, 4, 1 << 20);
         let line = |s: u64| -> Arc<str> { format!("e{s}").into() };
@@ -834,16 +980,15 @@ mod tests {
                 limit: 100
             }
         );
-        let got = hub
-            .provide(
-                id,
-                (3..=5)
-                    .map(|s| (meta(s, "done", Channel::Progress), line(s)))
-                    .collect(),
-                Some(5),
-            )
-            .unwrap();
-        assert_eq!(got, vec![line(3), line(4), line(5)]);
+        let read = |from: u64, to: u64| {
+            let mut out = ReadOut::new(Some(from - 1));
+            for s in from..=to {
+                out.push(s, &line(s));
+            }
+            out.last_examined = Some(to);
+            out
+        };
+        assert_eq!(hub.provide(id, read(3, 5)).unwrap(), "[e3,e4,e5]");
         // Still behind the ring's start (7): read again.
         assert_eq!(
             hub.poll(id, 100).unwrap(),
@@ -852,12 +997,8 @@ mod tests {
                 limit: 100
             }
         );
-        hub.provide(
-            id,
-            vec![(meta(6, "done", Channel::Progress), line(6))],
-            Some(6),
-        )
-        .unwrap();
+        // A read overlapping what was delivered: only the new part.
+        assert_eq!(hub.provide(id, read(4, 6)).unwrap(), "[e6]");
         assert_eq!(
             hub.poll(id, 100).unwrap(),
             Poll::Events((7..=10).map(line).collect())

@@ -1,6 +1,8 @@
 //! Events: one JSON line each, `{"seq","timestamp","channel","type",…payload}`
 //! (FORMAT.md, "Event log"). `seq` is one counter across the three channels.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -99,13 +101,18 @@ pub struct EventFilter {
 impl EventFilter {
     /// Whether an event passes the channel and type filters.
     pub fn matches(&self, meta: &EventMeta) -> bool {
+        self.accepts(meta.channel, &meta.kind)
+    }
+
+    /// Whether an event of this channel and type passes the filters.
+    pub fn accepts(&self, channel: Channel, kind: &str) -> bool {
         self.channels
             .as_ref()
-            .is_none_or(|cs| cs.contains(&meta.channel))
+            .is_none_or(|cs| cs.contains(&channel))
             && self
                 .kinds
                 .as_ref()
-                .is_none_or(|ks| ks.iter().any(|k| **k == *meta.kind))
+                .is_none_or(|ks| ks.iter().any(|k| k == kind))
     }
 }
 
@@ -133,8 +140,38 @@ fn whole_number(v: json::Value, src: &str) -> Option<f64> {
     (v.kind == Kind::Number && n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0).then_some(n)
 }
 
+/// The envelope of an event line, borrowing its type from the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope<'a> {
+    pub seq: u64,
+    pub timestamp: i64,
+    pub channel: Channel,
+    pub kind: Cow<'a, str>,
+}
+
+impl Envelope<'_> {
+    /// The owned form.
+    pub fn into_meta(self) -> EventMeta {
+        EventMeta {
+            seq: self.seq,
+            timestamp: self.timestamp,
+            channel: self.channel,
+            kind: self.kind.as_ref().into(),
+        }
+    }
+}
+
 /// Reads the envelope of an event line. The error is a description.
 pub fn parse_event_line(text: &str, max_depth: usize) -> std::result::Result<EventMeta, String> {
+    parse_envelope(text, max_depth).map(Envelope::into_meta)
+}
+
+/// Reads the envelope of an event line and validates the whole line as one
+/// JSON object. The error is a description.
+pub fn parse_envelope(text: &str, max_depth: usize) -> std::result::Result<Envelope<'_>, String> {
+    if let Some(e) = canonical_envelope(text, max_depth) {
+        return Ok(e);
+    }
     let b = text.as_bytes();
     let mut r = ObjectReader::open(b, 0, 1, max_depth).map_err(|e| e.describe())?;
     let (mut seq, mut ts, mut channel, mut kind) = (None, None, None, None);
@@ -166,11 +203,75 @@ pub fn parse_event_line(text: &str, max_depth: usize) -> std::result::Result<Eve
         .filter(|v| v.kind == Kind::String)
         .and_then(|v| v.str(text))
         .ok_or("no string \"type\"")?;
-    Ok(EventMeta {
+    Ok(Envelope {
         seq: seq as u64,
         timestamp: timestamp as i64,
         channel,
-        kind: kind.as_ref().into(),
+        kind,
+    })
+}
+
+/// Reads a whole number of at most 16 digits without leading zeros.
+fn digits(b: &[u8], i: &mut usize) -> Option<u64> {
+    let start = *i;
+    let mut n = 0u64;
+    while let Some(c) = b.get(*i).filter(|c| c.is_ascii_digit()) {
+        n = n * 10 + u64::from(c - b'0');
+        *i += 1;
+        if *i - start > 16 {
+            return None;
+        }
+    }
+    let len = *i - start;
+    (len == 1 || (len > 1 && b[start] != b'0')).then_some(n)
+}
+
+fn expect(b: &[u8], i: &mut usize, lit: &[u8]) -> Option<()> {
+    b.get(*i..)?.starts_with(lit).then(|| *i += lit.len())
+}
+
+/// The fast path of [`parse_envelope`] for lines as the log writes them:
+/// `{"seq":N,"timestamp":T,"channel":"C","type":"K"` then other members.
+/// The rest of the line is still validated; `None` (use the general path)
+/// when the line has another shape or names an envelope member twice.
+fn canonical_envelope(text: &str, max_depth: usize) -> Option<Envelope<'_>> {
+    const MAX: u64 = 9_007_199_254_740_991;
+    let b = text.as_bytes();
+    let mut i = 0;
+    expect(b, &mut i, b"{\"seq\":")?;
+    let seq = digits(b, &mut i).filter(|n| *n <= MAX)?;
+    expect(b, &mut i, b",\"timestamp\":")?;
+    let negative = expect(b, &mut i, b"-").is_some();
+    let ts = digits(b, &mut i).filter(|n| *n <= MAX)? as i64;
+    expect(b, &mut i, b",\"channel\":\"")?;
+    let channel = [Channel::Progress, Channel::Control, Channel::Monitor]
+        .into_iter()
+        .find(|c| b[i..].starts_with(c.as_str().as_bytes()))?;
+    i += channel.as_str().len();
+    expect(b, &mut i, b"\",\"type\":\"")?;
+    let k0 = i;
+    while *b.get(i)? != b'"' {
+        if b[i] == b'\\' || b[i] < 0x20 {
+            return None;
+        }
+        i += 1;
+    }
+    let kind = text.get(k0..i)?;
+    let mut r = ObjectReader::continue_at(b, i + 1, 1, max_depth);
+    while let Some(k) = r.next_key().ok()? {
+        r.skip_value().ok()?;
+        if k.escaped || matches!(k.inner(text), "seq" | "timestamp" | "channel" | "type") {
+            return None;
+        }
+    }
+    if json::skip_ws(b, r.end()) != b.len() {
+        return None;
+    }
+    Some(Envelope {
+        seq,
+        timestamp: if negative { -ts } else { ts },
+        channel,
+        kind: Cow::Borrowed(kind),
     })
 }
 

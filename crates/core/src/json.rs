@@ -455,6 +455,19 @@ impl<'a> ObjectReader<'a> {
         Ok(Some(key))
     }
 
+    /// A reader of an object whose first members were already read: the next
+    /// byte at or after `pos` (whitespace skipped) is `,` or `}`.
+    pub fn continue_at(b: &'a [u8], pos: usize, depth: usize, max_depth: usize) -> Self {
+        ObjectReader {
+            b,
+            pos,
+            depth,
+            max_depth,
+            first: false,
+            done: false,
+        }
+    }
+
     /// Consumes the current member's value and returns its span.
     pub fn skip_value(&mut self) -> Res<Value> {
         let v = scan_value(self.b, self.pos, self.depth, self.max_depth)?;

@@ -1,23 +1,31 @@
 //! Event logs on files: read-write (holding the file's lock, with group commit),
 //! read-only (following a log another process writes), or in memory (tests).
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use forkpoint_core::eventlog::{
     EventBatch, EventIndex, EventLogCore, EventReader, EventScanner, Hub, MemoryLog, RING_BYTES,
-    RING_EVENTS, ReadOut, index_path,
+    RING_EVENTS, ReadOut, ReadPos, index_path,
 };
 use forkpoint_core::events::{Bookmark, EventFilter};
 use forkpoint_core::{Durability, Error, ErrorCode, EventLogInfo, EventLogOptions, Result};
 
 use crate::commit::{Appender, Queue};
-use crate::io::{io_error, read_at, replace_atomic, sync_dir};
+use crate::io::{io_error, read_at, read_into, replace_atomic, sync_dir};
 use crate::writer::lock;
 
-/// Bytes read per step when scanning or reading a log.
+/// Bytes read per step when scanning a log.
 const CHUNK: u64 = 1 << 20;
+/// Bytes read by the first step of a read of events; each next step reads
+/// twice as much, up to `READ_CHUNK` (small reads stay small, long ones take
+/// few system calls).
+const FIRST_READ: u64 = 64 << 10;
+const READ_CHUNK: u64 = 4 << 20;
+/// A subscription's read from the log stops after about this many bytes.
+const FILL_BYTES: usize = 4 << 20;
 /// Rewrite the index sidecar after this many new entries.
 const INDEX_PERSIST_EVERY: usize = 64;
 
@@ -44,7 +52,7 @@ impl Queue for EventQueue {
         let mut off = at;
         for (meta, line) in &batch.items {
             let end = off + line.len() as u64 + 1;
-            self.index.note_event(meta, off, end);
+            self.index.note_event(meta.bookmark(), off, end);
             off = end;
         }
         self.core.committed(batch);
@@ -81,15 +89,43 @@ enum Mode {
     Memory(Mutex<MemoryLog>),
 }
 
+/// What one read from the file found.
+struct Part {
+    out: ReadOut,
+    /// Where it stopped.
+    pos: Option<ReadPos>,
+    /// It stopped at its byte budget: more may follow.
+    more: bool,
+}
+
+/// A read taken in parts ([`FileEventLog::cursor`]).
+#[derive(Debug, Clone)]
+pub struct ReadCursor {
+    since: Option<u64>,
+    until: Option<u64>,
+    filter: EventFilter,
+    left: Option<u64>,
+    pos: Option<ReadPos>,
+    done: bool,
+}
+
 /// An event log (FORMAT.md, "Event log").
 pub struct FileEventLog {
     path: PathBuf,
     mode: Mode,
     opts: EventLogOptions,
+    /// Where each subscription's last read from the file stopped.
+    resume: Mutex<HashMap<u32, ReadPos>>,
 }
 
 fn poisoned() -> Error {
     Error::internal("event log state poisoned by a panic")
+}
+
+thread_local! {
+    /// Each thread's read buffer, kept between reads (up to `READ_CHUNK`), so
+    /// a read does not zero and fault in fresh memory every time.
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Calls `f(line, offset)` for every complete line in `[start, end)`, reading in
@@ -100,18 +136,36 @@ fn for_lines(
     start: u64,
     end: u64,
     max_line: u64,
+    f: impl FnMut(&[u8], u64) -> Result<bool>,
+) -> Result<()> {
+    let mut buf = READ_BUF.with(|b| b.take());
+    let r = for_lines_with(&mut buf, file, path, start, end, max_line, f);
+    if buf.len() as u64 <= READ_CHUNK {
+        READ_BUF.with(|b| b.replace(buf));
+    }
+    r
+}
+
+fn for_lines_with(
+    buf: &mut Vec<u8>,
+    file: &File,
+    path: &Path,
+    start: u64,
+    end: u64,
+    max_line: u64,
     mut f: impl FnMut(&[u8], u64) -> Result<bool>,
 ) -> Result<()> {
     let mut pos = start;
-    let mut chunk = CHUNK;
+    let mut chunk = FIRST_READ;
     while pos < end {
-        let buf = read_at(file, path, pos, (end - pos).min(chunk))?;
-        if buf.is_empty() {
+        let n = read_into(file, path, pos, (end - pos).min(chunk), buf)?;
+        let data = &buf[..n];
+        if data.is_empty() {
             break;
         }
         let mut ls = 0usize;
-        for nl in memchr::memchr_iter(b'\n', &buf) {
-            if !f(&buf[ls..nl], pos + ls as u64)? {
+        for nl in memchr::memchr_iter(b'\n', data) {
+            if !f(&data[ls..nl], pos + ls as u64)? {
                 return Ok(());
             }
             ls = nl + 1;
@@ -126,13 +180,14 @@ fn for_lines(
                 .at(None, pos)
                 .with_path(path.display().to_string()));
             }
-            if pos + buf.len() as u64 >= end {
+            if pos + n as u64 >= end {
                 break; // an incomplete last line: not ours to read
             }
             chunk *= 2;
             continue;
         }
         pos += ls as u64;
+        chunk = (chunk * 2).min(READ_CHUNK.max(chunk));
     }
     Ok(())
 }
@@ -241,6 +296,7 @@ impl FileEventLog {
                     path: path.to_path_buf(),
                     mode,
                     opts: opts.clone(),
+                    resume: Mutex::default(),
                 },
                 info,
             ));
@@ -341,6 +397,7 @@ impl FileEventLog {
                 path: path.to_path_buf(),
                 mode,
                 opts: opts.clone(),
+                resume: Mutex::default(),
             },
             info,
         ))
@@ -395,16 +452,28 @@ impl FileEventLog {
 
     /// Answers a subscription's `read` step: reads up to `limit` of its events
     /// after `since` from the log and returns those to deliver, as a JSON array.
+    /// The read continues where the subscription's previous one stopped, and
+    /// stops after about 4 MiB.
     pub fn fill_json(&self, id: u32, since: Option<u64>, limit: usize) -> Result<String> {
         let mut filter = self.with_hub(|h| h.filter_of(id))?;
         filter.limit = Some(limit.max(1) as u64);
-        let out = self.read(since, None, &filter)?;
-        let lines = self.with_hub(|h| h.provide(id, out.events, out.last_examined))?;
-        Ok(forkpoint_core::context::join_array(&lines))
+        let from = self
+            .resume
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(&id)
+            .copied()
+            .filter(|p| Some(p.seq) == since);
+        let part = self.read_from(since, None, &filter, from, FILL_BYTES)?;
+        if let Some(p) = part.pos {
+            self.resume.lock().map_err(|_| poisoned())?.insert(id, p);
+        }
+        self.with_hub(|h| h.provide(id, part.out))
     }
 
     /// Ends a subscription.
     pub fn unsubscribe(&self, id: u32) -> Result<()> {
+        self.resume.lock().map_err(|_| poisoned())?.remove(&id);
         self.with_hub(|h| {
             h.unsubscribe(id);
             Ok(())
@@ -480,18 +549,79 @@ impl FileEventLog {
         until: Option<u64>,
         filter: &EventFilter,
     ) -> Result<ReadOut> {
+        Ok(self.read_from(since, until, filter, None, usize::MAX)?.out)
+    }
+
+    /// A read of the events after `since` (up to `until`, or the last durable
+    /// event now) to be taken in parts with [`read_part`](Self::read_part).
+    pub fn cursor(
+        &self,
+        since: Option<u64>,
+        until: Option<u64>,
+        filter: EventFilter,
+    ) -> Result<ReadCursor> {
+        let last = self.last_bookmark()?.map(|b| b.seq);
+        let until = match (until, last) {
+            (Some(u), Some(l)) => Some(u.min(l)),
+            (None, l) => Some(l.unwrap_or(0)),
+            (u, None) => u.map(|_| 0),
+        };
+        let done = since.is_some_and(|s| until.is_some_and(|u| s >= u)) || until == Some(0);
+        Ok(ReadCursor {
+            since,
+            until,
+            left: filter.limit,
+            filter,
+            pos: None,
+            done,
+        })
+    }
+
+    /// The next part of a cursor's read: about `max_bytes` of events as a JSON
+    /// array; `[]` once the read is complete.
+    pub fn read_part(&self, c: &mut ReadCursor, max_bytes: usize) -> Result<String> {
+        if c.done {
+            return Ok("[]".into());
+        }
+        let mut filter = c.filter.clone();
+        filter.limit = c.left;
+        let part = self.read_from(c.since, c.until, &filter, c.pos, max_bytes.max(1))?;
+        if let Some(l) = &mut c.left {
+            *l = l.saturating_sub(part.out.len() as u64);
+        }
+        c.since = part.out.last_examined.or(c.since);
+        c.pos = part.pos;
+        c.done = !part.more || c.left == Some(0) || c.since >= c.until;
+        Ok(part.out.into_events_json())
+    }
+
+    /// [`read`](Self::read) starting at `from` if given (a position a previous
+    /// read stopped at, after `since`), stopping after about `max_bytes`.
+    fn read_from(
+        &self,
+        since: Option<u64>,
+        until: Option<u64>,
+        filter: &EventFilter,
+        from: Option<ReadPos>,
+        max_bytes: usize,
+    ) -> Result<Part> {
         if let Mode::Memory(m) = &self.mode {
-            return Ok(m.lock().map_err(|_| poisoned())?.read(since, until, filter));
+            return Ok(Part {
+                out: m.lock().map_err(|_| poisoned())?.read(since, until, filter),
+                pos: None,
+                more: false,
+            });
         }
         self.refresh()?;
-        match self.read_file(since, until, filter)? {
+        match self.read_file(since, until, filter, from, max_bytes)? {
             Some(out) => Ok(out),
             None => {
                 // The index pointed at the wrong place: rebuild it from the log.
                 self.rebuild_index()?;
-                self.read_file(since, until, filter)?.ok_or_else(|| {
-                    Error::internal("the rebuilt index still does not match the log")
-                })
+                self.read_file(since, until, filter, None, max_bytes)?
+                    .ok_or_else(|| {
+                        Error::internal("the rebuilt index still does not match the log")
+                    })
             }
         }
     }
@@ -502,7 +632,9 @@ impl FileEventLog {
         since: Option<u64>,
         until: Option<u64>,
         filter: &EventFilter,
-    ) -> Result<Option<ReadOut>> {
+        from: Option<ReadPos>,
+        max_bytes: usize,
+    ) -> Result<Option<Part>> {
         let depth = self.opts.max_depth as usize;
         let p = Some(self.path.display().to_string());
         let (file, (start, lines_before, expect), end) = match &self.mode {
@@ -518,9 +650,15 @@ impl FileEventLog {
                     st.scanner.index.covered,
                 )
             }
-            Mode::Memory(_) => return Ok(Some(ReadOut::default())),
+            Mode::Memory(_) => return Err(Error::internal("a memory log has no file to read")),
         };
-        let mut reader = EventReader::new(since, until, filter.clone(), lines_before, depth, p);
+        let (start, lines_before, expect) = match from {
+            Some(pos) if pos.offset <= end => (pos.offset, pos.lines, None),
+            _ => (start, lines_before, expect),
+        };
+        let mut reader = EventReader::new(since, until, filter.clone(), lines_before, depth, p)
+            .max_bytes(max_bytes)
+            .expect_bytes(end.saturating_sub(start));
         let mut first = true;
         let mut mismatch = false;
         for_lines(
@@ -548,9 +686,10 @@ impl FileEventLog {
         if mismatch {
             return Ok(None);
         }
-        Ok(Some(ReadOut {
-            events: reader.events,
-            last_examined: reader.last_examined,
+        Ok(Some(Part {
+            out: reader.out,
+            pos: reader.pos,
+            more: reader.full,
         }))
     }
 

@@ -74,6 +74,31 @@ pub fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8
     Ok(buf)
 }
 
+/// Reads up to `len` bytes at `offset` into the start of `buf` (grown if
+/// needed, never shrunk); returns how many were read (fewer at the end).
+pub fn read_into(
+    file: &File,
+    path: &Path,
+    offset: u64,
+    len: u64,
+    buf: &mut Vec<u8>,
+) -> Result<usize> {
+    let len = len as usize;
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+    let mut done = 0usize;
+    while done < len {
+        match file.read_at(&mut buf[done..len], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(e, path, "cannot read file")),
+        }
+    }
+    Ok(done)
+}
+
 /// Replaces `path` with `data` atomically: write a temporary file beside it,
 /// fsync it, rename it over `path`, fsync the directory.
 pub fn replace_atomic(path: &Path, data: &[u8]) -> Result<()> {

@@ -22,12 +22,7 @@ fn emit(log: &FileEventLog, json: &str) -> u64 {
 }
 
 fn seqs(log: &FileEventLog, since: Option<u64>, f: &EventFilter) -> Vec<u64> {
-    log.read(since, None, f)
-        .unwrap()
-        .events
-        .iter()
-        .map(|(m, _)| m.seq)
-        .collect()
+    log.read(since, None, f).unwrap().seqs().collect()
 }
 
 #[test]
@@ -64,7 +59,7 @@ fn seq_grows_across_reopen_and_reads_filter() {
     };
     assert_eq!(seqs(&log, Some(1), &limited), [2]);
     let range = log.read(Some(0), Some(2), &all).unwrap();
-    assert_eq!(range.events.len(), 2);
+    assert_eq!(range.len(), 2);
     log.close().unwrap();
 }
 
@@ -270,4 +265,92 @@ fn memory_mode_writes_nothing() {
     assert_eq!(emit(&log, r#"{"type":"done"}"#), 1);
     assert_eq!(seqs(&log, None, &EventFilter::default()), [1]);
     assert!(!p.exists());
+}
+
+/// Runs a subscription to its end: polls, answering reads with `fill_json`
+/// (`limit` events each), and returns the delivered seqs.
+fn drain(log: &FileEventLog, id: u32, limit: usize, between: &mut dyn FnMut(usize)) -> Vec<u64> {
+    let mut got = vec![];
+    for round in 0.. {
+        let step: serde_json::Value =
+            serde_json::from_str(&log.poll_json(id, 64).unwrap()).unwrap();
+        let events = match step["kind"].as_str().unwrap() {
+            "events" => step["events"].clone(),
+            "read" => {
+                let since = step["since"].as_u64();
+                serde_json::from_str(&log.fill_json(id, since, limit).unwrap()).unwrap()
+            }
+            _ => break,
+        };
+        got.extend(
+            events
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["seq"].as_u64().unwrap()),
+        );
+        between(round);
+    }
+    got
+}
+
+#[test]
+fn subscriptions_read_the_file_in_resumed_steps_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("sub.jsonl");
+    let w = open(&p, &rw());
+    let mut last = 0;
+    for i in 0..5000 {
+        let ev = if i % 3 == 0 {
+            r#"{"type":"token_usage","n":1}"#
+        } else {
+            r#"{"type":"text_chunk","delta":"x"}"#
+        };
+        last = w.append(ev, 1).unwrap().seq;
+    }
+    w.wait(last).unwrap();
+    w.close().unwrap();
+    drop(w);
+    // The ring of a fresh open holds nothing: everything comes from the file,
+    // in steps of 100 that continue where the previous one stopped, while a
+    // writer keeps appending (the reader is read-only and follows it).
+    let w = open(&p, &rw());
+    let r = open(
+        &p,
+        &EventLogOptions {
+            read_only: true,
+            ..rw()
+        },
+    );
+    let monitor = EventFilter {
+        channels: Some(vec![Channel::Monitor]),
+        ..Default::default()
+    };
+    let id = r
+        .subscribe(
+            monitor.clone(),
+            forkpoint_core::eventlog::Since::After(1234),
+        )
+        .unwrap();
+    let mut appended = 0;
+    let got = drain(&r, id, 100, &mut |round| {
+        if round < 30 {
+            let b = w.append(r#"{"type":"token_usage","n":2}"#, 1).unwrap();
+            w.wait(b.seq).unwrap();
+            appended += 1;
+        }
+    });
+    let expected: Vec<u64> = seqs(&r, Some(1234), &monitor);
+    assert_eq!(got, expected);
+    assert!(expected.len() > 1200 && got.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(
+        *got.last().unwrap(),
+        r.last_bookmark().unwrap().unwrap().seq
+    );
+    assert_eq!(appended, 30);
+    r.unsubscribe(id).unwrap();
+    assert_eq!(
+        r.fill_json(id, Some(1), 10).unwrap_err().code,
+        ErrorCode::Closed
+    );
 }

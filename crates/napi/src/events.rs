@@ -1,17 +1,17 @@
 //! `NativeEventLog`: the event log (behind `EventLog` and `EventBus`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use forkpoint_core::eventlog::Since;
 use forkpoint_core::events::{Bookmark, EventFilter};
 use forkpoint_core::{Error, EventLogOptions};
-use forkpoint_fs::events::FileEventLog;
+use forkpoint_fs::events::{FileEventLog, ReadCursor};
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
 
-use crate::util::{guard, now_ms, opts};
+use crate::util::{JsonText, guard, json_text, now_ms, opts};
 
 /// An event log file.
 #[napi]
@@ -90,14 +90,39 @@ pub struct CallTask {
 
 impl Task for CallTask {
     type Output = String;
-    type JsValue = String;
+    type JsValue = JsonText;
 
     fn compute(&mut self) -> napi::Result<String> {
         guard(|| (self.call)(&self.inner))
     }
 
-    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
-        Ok(output)
+    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<JsonText> {
+        Ok(json_text(output))
+    }
+}
+
+/// A read of an event log taken in parts (`NativeEventLog.reader`).
+#[napi]
+pub struct NativeEventReader {
+    log: Arc<FileEventLog>,
+    cursor: Arc<Mutex<ReadCursor>>,
+}
+
+#[napi]
+impl NativeEventReader {
+    /// The next part, about `maxBytes` of events, as a JSON array; `[]` at the end.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn next(&self, max_bytes: u32) -> AsyncTask<CallTask> {
+        let cursor = self.cursor.clone();
+        AsyncTask::new(CallTask {
+            inner: self.log.clone(),
+            call: Box::new(move |log| {
+                let mut c = cursor
+                    .lock()
+                    .map_err(|_| Error::internal("event reader poisoned by a panic"))?;
+                log.read_part(&mut c, max_bytes as usize)
+            }),
+        })
     }
 }
 
@@ -139,7 +164,7 @@ impl NativeEventLog {
     }
 
     /// The events with `since < seq <= until` passing the filter (EventFilter JSON),
-    /// as JSON `{events, lastExamined}`.
+    /// as a JSON array.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn read_json(
         &self,
@@ -149,7 +174,30 @@ impl NativeEventLog {
     ) -> napi::Result<AsyncTask<CallTask>> {
         let filter = guard(|| opts::<EventFilter>(filter_json))?;
         let (since, until) = (seq(since), seq(until));
-        Ok(self.task(move |log| Ok(log.read(since, until, &filter)?.to_json())))
+        Ok(self.task(move |log| Ok(log.read(since, until, &filter)?.into_events_json())))
+    }
+
+    /// A read of the events with `since < seq <= until` (default: the last
+    /// durable event now) passing the filter, taken in parts: each part can be
+    /// parsed while the next one is read.
+    #[napi]
+    pub fn reader(
+        &self,
+        since: Option<f64>,
+        until: Option<f64>,
+        filter_json: Option<String>,
+    ) -> napi::Result<NativeEventReader> {
+        guard(|| {
+            let filter = opts::<EventFilter>(filter_json)?;
+            Ok(NativeEventReader {
+                log: self.inner.clone(),
+                cursor: Arc::new(Mutex::new(self.inner.cursor(
+                    seq(since),
+                    seq(until),
+                    filter,
+                )?)),
+            })
+        })
     }
 
     /// The last durable event's bookmark as JSON (`null` for an empty log).

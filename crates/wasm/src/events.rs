@@ -65,21 +65,27 @@ fn range(log: &str, lo: f64, hi: f64) -> Result<JsValue, Error> {
         .map_err(|e| idb::idb_error(&e, "bad key range"))
 }
 
+fn record_text(v: &JsValue, log: &str) -> Result<String, Error> {
+    v.as_string().ok_or_else(|| {
+        Error::corrupted(format!(
+            "a record of event log {log:?} is not an event line"
+        ))
+    })
+}
+
+fn not_an_event(log: &str, why: String) -> Error {
+    Error::corrupted(format!(
+        "a record of event log {log:?} is not an event: {why}"
+    ))
+}
+
 fn record_line(
     v: &JsValue,
     log: &str,
     max_depth: usize,
 ) -> Result<(events::EventMeta, Arc<str>), Error> {
-    let text = v.as_string().ok_or_else(|| {
-        Error::corrupted(format!(
-            "a record of event log {log:?} is not an event line"
-        ))
-    })?;
-    let meta = events::parse_event_line(&text, max_depth).map_err(|why| {
-        Error::corrupted(format!(
-            "a record of event log {log:?} is not an event: {why}"
-        ))
-    })?;
+    let text = record_text(v, log)?;
+    let meta = events::parse_event_line(&text, max_depth).map_err(|why| not_an_event(log, why))?;
     Ok((meta, text.into()))
 }
 
@@ -130,10 +136,7 @@ impl Inner {
             Store::Memory(m) => return Ok(m.borrow().read(since, until, filter)),
             Store::Idb { db, log, .. } => (db, log),
         };
-        let mut out = ReadOut {
-            events: Vec::new(),
-            last_examined: since,
-        };
+        let mut out = ReadOut::new(since);
         let mut lo = since.map_or(0.0, |s| s as f64 + 1.0);
         let hi = until.map_or(MAX_SEQ, |u| u as f64);
         // Only events the hub knows to be durable (a read never races ahead of it).
@@ -152,12 +155,14 @@ impl Inner {
             let values: Array = idb::request(&req).await?.unchecked_into();
             let n = values.length();
             for v in values.iter() {
-                let (meta, line) = record_line(&v, log, self.max_depth())?;
+                let text = record_text(&v, log)?;
+                let meta = events::parse_envelope(&text, self.max_depth())
+                    .map_err(|why| not_an_event(log, why))?;
                 out.last_examined = Some(meta.seq);
                 lo = meta.seq as f64 + 1.0;
-                if filter.matches(&meta) {
-                    out.events.push((meta, line));
-                    if filter.limit.is_some_and(|l| out.events.len() as u64 >= l) {
+                if filter.accepts(meta.channel, &meta.kind) {
+                    out.push(meta.seq, &text);
+                    if filter.limit.is_some_and(|l| out.len() as u64 >= l) {
                         return Ok(out);
                     }
                 }
@@ -366,7 +371,7 @@ impl NativeEventLog {
         }))
     }
 
-    /// The events with `since < seq <= until` passing the filter, as JSON `{events, lastExamined}`.
+    /// The events with `since < seq <= until` passing the filter, as a JSON array.
     #[wasm_bindgen(js_name = readJson)]
     pub fn read_json(
         &self,
@@ -379,7 +384,7 @@ impl NativeEventLog {
         let (since, until) = (since.map(|s| s as u64), until.map(|u| u as u64));
         Ok(future_to_promise(async move {
             let out = inner.read(since, until, &filter).await.map_err(jerr)?;
-            Ok(JsValue::from_str(&out.to_json()))
+            Ok(JsValue::from_str(&out.into_events_json()))
         }))
     }
 
@@ -447,12 +452,8 @@ impl NativeEventLog {
                 .read(since.map(|s| s as u64), None, &filter)
                 .await
                 .map_err(jerr)?;
-            let lines = inner
-                .with_hub(|h| h.provide(id, out.events, out.last_examined))
-                .map_err(jerr)?;
-            Ok(JsValue::from_str(&forkpoint_core::context::join_array(
-                &lines,
-            )))
+            let json = inner.with_hub(|h| h.provide(id, out)).map_err(jerr)?;
+            Ok(JsValue::from_str(&json))
         })
     }
 

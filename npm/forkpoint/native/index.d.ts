@@ -19,9 +19,15 @@ export declare class NativeEventLog {
   append(eventJson: string): Promise<string>
   /**
    * The events with `since < seq <= until` passing the filter (EventFilter JSON),
-   * as JSON `{events, lastExamined}`.
+   * as a JSON array.
    */
   readJson(since?: number | undefined | null, until?: number | undefined | null, filterJson?: string | undefined | null): Promise<string>
+  /**
+   * A read of the events with `since < seq <= until` (default: the last
+   * durable event now) passing the filter, taken in parts: each part can be
+   * parsed while the next one is read.
+   */
+  reader(since?: number | undefined | null, until?: number | undefined | null, filterJson?: string | undefined | null): NativeEventReader
   /** The last durable event's bookmark as JSON (`null` for an empty log). */
   lastBookmarkJson(): string
   /** Read-only logs: takes in what the writer appended since. */
@@ -38,6 +44,12 @@ export declare class NativeEventLog {
   drainLiveJson(): string
   /** Waits for pending appends, writes the index, releases the lock. */
   close(): Promise<void>
+}
+
+/** A read of an event log taken in parts (`NativeEventLog.reader`). */
+export declare class NativeEventReader {
+  /** The next part, about `maxBytes` of events, as a JSON array; `[]` at the end. */
+  next(maxBytes: number): Promise<string>
 }
 
 /** Reads a session file batch by batch. */

@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.NativeEventLog = nativeBinding.NativeEventLog
+module.exports.NativeEventReader = nativeBinding.NativeEventReader
 module.exports.NativeIncremental = nativeBinding.NativeIncremental
 module.exports.NativeLazySession = nativeBinding.NativeLazySession
 module.exports.NativeSession = nativeBinding.NativeSession

@@ -6,6 +6,8 @@ export interface NativeEventLogLike {
   infoJson(): string;
   append(eventJson: string): Promise<string>;
   readJson(since: number | null, until: number | null, filterJson: string | null): Promise<string>;
+  /** Reads in parts (the Node build): each part is parsed while the next is read. */
+  reader?(since: number | null, until: number | null, filterJson: string | null): { next(maxBytes: number): Promise<string> };
   lastBookmarkJson(): string | Promise<string>;
   refresh(): void | Promise<void>;
   subscribe(filterJson: string | null, since: string, seq: number | null): number;
@@ -51,6 +53,11 @@ export interface SubscribeOptions {
 
 /** Events handed to a subscription per step. */
 const BATCH = 256;
+/** A subscription's reads from storage start small (a fast first event) and grow to this. */
+const MAX_FILL = 16384;
+/** Parts of a read: the first is small (parsing starts early), then they grow. */
+const FIRST_PART = 256 << 10;
+const MAX_PART = 4 << 20;
 /** How often a read-only log looks for events another process appended. */
 const FOLLOW_MS = 25;
 
@@ -88,18 +95,34 @@ export class EventLog {
 
   /** The events after `bookmark` (`null`: from the start), filtered, in seq order. */
   async readSince(bookmark: Bookmark | number | null, opts: EventFilter = {}): Promise<LoggedEvent[]> {
-    const since = bookmark === null ? null : seqOf(bookmark);
-    const out = JSON.parse(await callAsync(() => this.native.readJson(since, null, JSON.stringify(opts)))) as { events: LoggedEvent[] };
-    return out.events;
+    return this.read(bookmark === null ? null : seqOf(bookmark), null, opts);
   }
 
   /** The events from `start` to `end`, both included. */
   async readRange(start: Bookmark | number, end: Bookmark | number, opts: EventFilter = {}): Promise<LoggedEvent[]> {
     const since = seqOf(start) - 1;
-    const out = JSON.parse(
-      await callAsync(() => this.native.readJson(since < 0 ? null : since, seqOf(end), JSON.stringify(opts))),
-    ) as { events: LoggedEvent[] };
-    return out.events;
+    return this.read(since < 0 ? null : since, seqOf(end), opts);
+  }
+
+  private async read(since: number | null, until: number | null, opts: EventFilter): Promise<LoggedEvent[]> {
+    const native = this.native;
+    const filter = JSON.stringify(opts);
+    if (!native.reader) return JSON.parse(await callAsync(() => native.readJson(since, until, filter))) as LoggedEvent[];
+    // In parts: the addon reads part k+1 on its thread while this one parses part k.
+    const reader = call(() => native.reader!(since, until, filter));
+    let size = FIRST_PART;
+    let next = callAsync(() => reader.next(size));
+    let out: LoggedEvent[] = [];
+    for (;;) {
+      const text = await next;
+      if (text === '[]') return out;
+      size = Math.min(size * 4, MAX_PART);
+      next = callAsync(() => reader.next(size));
+      next.catch(() => undefined); // awaited (and rethrown) in the next round
+      const part = JSON.parse(text) as LoggedEvent[];
+      if (out.length === 0) out = part;
+      else for (const e of part) out.push(e);
+    }
   }
 
   /** The last durable event's bookmark (`null` for an empty log), read from the tail. */
@@ -210,6 +233,8 @@ export class EventBus {
     const id = call(() => native.subscribe(filter, kind, seq));
     let closed = false;
     let buffer: LoggedEvent[] = [];
+    let at = 0;
+    let fill = BATCH;
     const close = () => {
       if (!closed) {
         closed = true;
@@ -221,20 +246,53 @@ export class EventBus {
         }
       }
     };
-    const it: AsyncIterableIterator<BookmarkedEvent> = {
-      async next(): Promise<IteratorResult<BookmarkedEvent>> {
-        for (;;) {
-          if (closed) return { done: true, value: undefined };
-          const e = buffer.shift();
-          if (e) return { done: false, value: { bookmark: bookmarkOf(e), event: e } };
-          const step = JSON.parse(call(() => native.poll(id, BATCH))) as
-            | { kind: 'events'; events: LoggedEvent[] }
-            | { kind: 'read'; since: number | null; limit: number }
-            | { kind: 'pending' };
-          if (step.kind === 'events') buffer = step.events;
-          else if (step.kind === 'read') buffer = JSON.parse(await callAsync(() => native.fill(id, step.since, step.limit))) as LoggedEvent[];
-          else await log.nextCommit();
+    // The next batch: events from the ring, a read from storage, or null (caught up).
+    const fetch = async (): Promise<{ events: LoggedEvent[]; stored: boolean } | null> => {
+      const step = JSON.parse(call(() => native.poll(id, BATCH))) as
+        | { kind: 'events'; events: LoggedEvent[] }
+        | { kind: 'read'; since: number | null; limit: number }
+        | { kind: 'pending' };
+      if (step.kind === 'events') return { events: step.events, stored: false };
+      if (step.kind === 'pending') return null;
+      const events = JSON.parse(await callAsync(() => native.fill(id, step.since, fill))) as LoggedEvent[];
+      fill = Math.min(fill * 4, MAX_FILL);
+      return { events, stored: true };
+    };
+    // While catching up from storage, the next read runs while this batch is consumed
+    // (at most two batches are held: memory stays bounded).
+    let ahead: Promise<{ events: LoggedEvent[]; stored: boolean } | null> | null = null;
+    const refill = async (): Promise<IteratorResult<BookmarkedEvent>> => {
+      for (;;) {
+        if (closed) return { done: true, value: undefined };
+        if (at < buffer.length) {
+          const e = buffer[at++]!;
+          return { done: false, value: { bookmark: bookmarkOf(e), event: e } };
         }
+        at = 0;
+        buffer = [];
+        const next = ahead ?? fetch();
+        ahead = null;
+        const got = await next;
+        if (closed) return { done: true, value: undefined };
+        if (got === null) {
+          await log.nextCommit();
+          continue;
+        }
+        buffer = got.events;
+        if (got.stored && buffer.length > 0) {
+          ahead = fetch();
+          ahead.catch(() => undefined); // awaited (and rethrown) by the next refill
+        }
+      }
+    };
+    const it: AsyncIterableIterator<BookmarkedEvent> = {
+      next(): Promise<IteratorResult<BookmarkedEvent>> {
+        // Buffered events skip the async machinery (one resolved promise each).
+        if (!closed && at < buffer.length) {
+          const e = buffer[at++]!;
+          return Promise.resolve({ done: false, value: { bookmark: bookmarkOf(e), event: e } });
+        }
+        return refill();
       },
       async return(): Promise<IteratorResult<BookmarkedEvent>> {
         close();

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use forkpoint_core::eventlog::{EventLogCore, Hub, Poll, Since};
+use forkpoint_core::eventlog::{EventLogCore, Hub, Poll, ReadOut, Since};
 use forkpoint_core::events::{Channel, EventFilter, EventMeta, parse_event_line};
 use proptest::prelude::*;
 
@@ -40,22 +40,21 @@ fn read(
     since: Option<u64>,
     filter: &EventFilter,
     limit: usize,
-) -> (Vec<(EventMeta, Arc<str>)>, Option<u64>) {
-    let mut out = vec![];
-    let mut last = since;
+) -> ReadOut {
+    let mut out = ReadOut::new(since);
     for (m, l) in storage
         .iter()
         .filter(|(m, _)| since.is_none_or(|s| m.seq > s))
     {
-        last = Some(m.seq);
+        out.last_examined = Some(m.seq);
         if filter.matches(m) {
-            out.push((m.clone(), l.clone()));
+            out.push(m.seq, l);
             if out.len() >= limit {
                 break;
             }
         }
     }
-    (out, last)
+    out
 }
 
 fn run(pre: usize, since_pick: u8, filter_pick: u8, cap: usize, ops: Vec<Op>) {
@@ -129,9 +128,12 @@ fn run(pre: usize, since_pick: u8, filter_pick: u8, cap: usize, ops: Vec<Op>) {
         Op::AnswerRead => {
             if let Some((s, limit)) = pending.take() {
                 // The read sees storage as it is now (later commits included).
-                let (evs, last) = read(storage, s, &filter, limit);
-                let ls = core.hub.provide(id, evs, last).unwrap();
-                take(ls, delivered);
+                let json = core
+                    .hub
+                    .provide(id, read(storage, s, &filter, limit))
+                    .unwrap();
+                let events: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+                delivered.extend(events.iter().map(|e| e["seq"].as_u64().unwrap()));
             }
         }
     };
@@ -182,5 +184,88 @@ proptest! {
         ops in proptest::collection::vec(op(), 0..120),
     ) {
         run(pre, since_pick, filter_pick, cap, ops);
+    }
+}
+
+/// A line as the log writes it (or a variant of one): the envelope, extra
+/// members (some naming an envelope member again, some escaped), and maybe a cut.
+fn line() -> impl Strategy<Value = String> {
+    let value = prop_oneof![
+        any::<i32>().prop_map(|n| n.to_string()),
+        "[a-z\"\\\\é\u{1}]{0,6}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+        Just("[1,{\"b\":null}]".to_string()),
+        Just("1.5e3".to_string()),
+        Just("7".to_string()),
+    ];
+    let key = prop_oneof![
+        Just("\"delta\"".to_string()),
+        Just("\"seq\"".to_string()),
+        Just("\"type\"".to_string()),
+        Just("\"s\\u0065q\"".to_string()),
+        Just("\"channel\"".to_string()),
+        Just("\"x\"".to_string()),
+    ];
+    (
+        0u64..100_000,
+        prop_oneof![
+            Just("-0".to_string()),
+            (-5i64..1_000_000).prop_map(|n| n.to_string()),
+            Just("12.0".to_string())
+        ],
+        prop_oneof![
+            Just("progress"),
+            Just("control"),
+            Just("monitor"),
+            Just("other")
+        ],
+        prop_oneof![
+            Just("\"tool:end\"".to_string()),
+            Just("\"t\\u00e9\"".to_string()),
+            Just("\"\"".to_string()),
+            Just("3".to_string())
+        ],
+        proptest::collection::vec((key, value), 0..4),
+        proptest::option::of(0usize..200),
+    )
+        .prop_map(|(seq, ts, ch, kind, rest, cut)| {
+            let mut s = format!(r#"{{"seq":{seq},"timestamp":{ts},"channel":"{ch}","type":{kind}"#);
+            for (k, v) in rest {
+                s.push_str(&format!(",{k}:{v}"));
+            }
+            s.push('}');
+            if let Some(c) = cut {
+                let c = c.min(s.len());
+                let c = (0..=c).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+                s.truncate(c);
+            }
+            s
+        })
+}
+
+/// What `JSON.parse` would make of a line's envelope (serde_json keeps the
+/// last of repeated members, as `JSON.parse` does).
+fn oracle(line: &str) -> Option<(u64, i64, String, String)> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let whole = |x: &serde_json::Value| {
+        x.as_f64()
+            .filter(|n| n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0)
+    };
+    let seq = whole(&v["seq"]).filter(|n| *n >= 0.0)? as u64;
+    let ts = whole(&v["timestamp"])? as i64;
+    let ch = v["channel"]
+        .as_str()
+        .filter(|c| ["progress", "control", "monitor"].contains(c))?;
+    let kind = v["type"].as_str()?;
+    Some((seq, ts, ch.to_string(), kind.to_string()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512)))]
+    #[test]
+    fn event_lines_read_as_json_parse_would(l in line()) {
+        let got = parse_event_line(&l, 64)
+            .ok()
+            .map(|m| (m.seq, m.timestamp, m.channel.as_str().to_string(), m.kind.to_string()));
+        prop_assert_eq!(got, oracle(&l), "{}", l);
     }
 }
