@@ -39,6 +39,7 @@ test('a second process reads and follows a log another process appends to', asyn
   const path = tmp();
   const total = 300;
   const writer = spawn(process.execPath, [child, path, String(total)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => writer.on('exit', resolve));
   const ready = new Promise((resolve) => writer.stdout.once('data', resolve));
   await ready; // the writer has opened (and locked) the log
   const reader = await EventLog.open(path, { readOnly: true });
@@ -54,7 +55,7 @@ test('a second process reads and follows a log another process appends to', asyn
   const a = await reader.readSince(null, { limit: 100 });
   const b = await reader.readSince(a.at(-1));
   assert.deepEqual([...a, ...b].map((e) => e.seq), seen);
-  const code = await new Promise((resolve) => writer.on('exit', resolve));
+  const code = await exited;
   assert.equal(code, 0);
   await reader.close();
 });

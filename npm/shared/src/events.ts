@@ -150,7 +150,12 @@ export class EventLog {
     this.buses.add(bus);
   }
 
-  /** @internal Resolves at the next commit (or, read-only, when the file grew). */
+  /**
+   * @internal Resolves at the next commit (or, read-only, when the file grew).
+   * A read-only log polls the file while someone waits, and that keeps the
+   * process alive, as a `tail -f` does: a follower waiting for events does not
+   * silently end when nothing else is scheduled.
+   */
   nextCommit(): Promise<void> {
     const p = new Promise<void>((resolve) => this.waiters.push(resolve));
     if (this.info.readOnly && this.follow === undefined) {
@@ -161,7 +166,6 @@ export class EventLog {
         }
         void Promise.resolve(this.native.refresh()).then(() => this.pump(), () => this.pump());
       }, FOLLOW_MS);
-      (this.follow as { unref?: () => void }).unref?.();
     }
     return p;
   }
