@@ -23,7 +23,7 @@ const CHUNK: u64 = 1 << 20;
 /// twice as much, up to `READ_CHUNK` (small reads stay small, long ones take
 /// few system calls).
 const FIRST_READ: u64 = 64 << 10;
-const READ_CHUNK: u64 = 4 << 20;
+const READ_CHUNK: u64 = 256 << 10;
 /// A subscription's read from the log stops after about this many bytes.
 const FILL_BYTES: usize = 4 << 20;
 /// Rewrite the index sidecar after this many new entries.
