@@ -357,12 +357,7 @@ pub fn build_event_line(
     line.push_str(channel.as_str());
     line.push_str("\",\"type\":");
     json::push_str_literal(&mut line, &kind);
-    for (k, v) in &rest {
-        line.push(',');
-        line.push_str(k.raw(src));
-        line.push(':');
-        line.push_str(v.raw(src));
-    }
+    json::push_members(&mut line, &rest, src);
     line.push('}');
     if line.contains('\n') {
         return Err(Error::new(

@@ -582,6 +582,16 @@ pub fn decode_escaped(inner: &str) -> String {
     out
 }
 
+/// Appends `,"key":value` for each member, as their source text.
+pub fn push_members(out: &mut String, members: &[(Value, Value)], src: &str) {
+    for (k, v) in members {
+        out.push(',');
+        out.push_str(k.raw(src));
+        out.push(':');
+        out.push_str(v.raw(src));
+    }
+}
+
 /// Appends `s` as a JSON string literal, escaped as `JSON.stringify` does.
 pub fn push_str_literal(out: &mut String, s: &str) {
     out.push('"');

@@ -435,6 +435,21 @@ pub struct EventLogInfo {
     pub durability: Durability,
 }
 
+impl EventLogInfo {
+    /// Nothing found yet, for a log opened with `opts`.
+    pub fn new(opts: &EventLogOptions) -> Self {
+        EventLogInfo {
+            created: false,
+            repaired: None,
+            index_rebuilt: false,
+            events: 0,
+            last_bookmark: None,
+            read_only: opts.read_only,
+            durability: opts.durability,
+        }
+    }
+}
+
 /// Options for opening a session writer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

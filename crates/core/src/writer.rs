@@ -289,12 +289,7 @@ impl WriterCore {
             Some(v) if v.kind != Kind::Null => line.push_str(v.raw(src)),
             _ => json::push_str_literal(&mut line, &time::ms_to_iso(now_ms)),
         }
-        for (k, v) in &rest {
-            line.push(',');
-            line.push_str(k.raw(src));
-            line.push(':');
-            line.push_str(v.raw(src));
-        }
+        json::push_members(&mut line, &rest, src);
         line.push('}');
         // Kind-specific checks before anything changes.
         match EntryKind::from_type(&ty) {

@@ -122,6 +122,15 @@ fn poisoned() -> Error {
     Error::internal("event log state poisoned by a panic")
 }
 
+fn line_too_long(max_line: u64, pos: u64, path: &Path) -> Error {
+    Error::new(
+        ErrorCode::LimitExceeded,
+        format!("an event line is over {max_line} bytes"),
+    )
+    .at(None, pos)
+    .with_path(path.display().to_string())
+}
+
 thread_local! {
     /// Each thread's read buffer, kept between reads (up to `READ_CHUNK`), so
     /// a read does not zero and fault in fresh memory every time.
@@ -173,12 +182,7 @@ fn for_lines_with(
         if ls == 0 {
             // A line longer than the chunk: read more at once.
             if chunk > max_line {
-                return Err(Error::new(
-                    ErrorCode::LimitExceeded,
-                    format!("an event line is over {max_line} bytes"),
-                )
-                .at(None, pos)
-                .with_path(path.display().to_string()));
+                return Err(line_too_long(max_line, pos, path));
             }
             if pos + n as u64 >= end {
                 break; // an incomplete last line: not ours to read
@@ -216,12 +220,7 @@ fn scan(
         let reached_end = pos + buf.len() as u64 >= len;
         if ls == 0 && !reached_end {
             if chunk > max_line {
-                return Err(Error::new(
-                    ErrorCode::LimitExceeded,
-                    format!("an event line is over {max_line} bytes"),
-                )
-                .at(None, pos)
-                .with_path(path.display().to_string()));
+                return Err(line_too_long(max_line, pos, path));
             }
             chunk *= 2;
             continue;
@@ -280,15 +279,7 @@ impl FileEventLog {
     /// `CORRUPTED_DATA` with line and offset.
     pub fn open(path: &Path, opts: &EventLogOptions) -> Result<(FileEventLog, EventLogInfo)> {
         let max_depth = opts.max_depth as usize;
-        let mut info = EventLogInfo {
-            created: false,
-            repaired: None,
-            index_rebuilt: false,
-            events: 0,
-            last_bookmark: None,
-            read_only: opts.read_only,
-            durability: opts.durability,
-        };
+        let mut info = EventLogInfo::new(opts);
         if opts.durability == Durability::Memory {
             let mode = Mode::Memory(Mutex::new(MemoryLog::new(max_depth, opts.max_line_bytes)));
             return Ok((

@@ -279,15 +279,7 @@ impl NativeEventLog {
         opts: Option<String>,
     ) -> Result<NativeEventLog, JsValue> {
         let o = options_from_json::<EventLogOptions>(opts.as_deref()).map_err(jerr)?;
-        let mut info = EventLogInfo {
-            created: false,
-            repaired: None,
-            index_rebuilt: false,
-            events: 0,
-            last_bookmark: None,
-            read_only: o.read_only,
-            durability: o.durability,
-        };
+        let mut info = EventLogInfo::new(&o);
         let max_depth = o.max_depth as usize;
         let store = if o.durability == Durability::Memory {
             Store::Memory(RefCell::new(MemoryLog::new(max_depth, o.max_line_bytes)))
