@@ -42,6 +42,8 @@ test(`[${BACKEND}] append, bookmarks, channels, readSince, readRange, lastBookma
   await rejects(log.append({ type: 'custom_unknown' }), 'INVALID_INPUT');
   await rejects(log.append({ type: 'tool:end', channel: 'monitor' }), 'INVALID_INPUT');
   await rejects(log.append({ type: 'done', seq: 9 }), 'INVALID_INPUT');
+  await rejects(log.readSince(1.5), 'INVALID_INPUT');
+  await rejects(log.readRange(1, -2), 'INVALID_INPUT');
   await log.close();
   // Reopen: seq continues after the last durable event, never reused.
   const again = await open(where);
@@ -153,6 +155,47 @@ test(`[${BACKEND}] a reopened log replays from storage with read-ahead, then liv
     process.off('unhandledRejection', onRejection);
   }
   await log.close();
+});
+
+test(`[${BACKEND}] an event committed while a batch is consumed is not left waiting; next() calls at once; close ends a wait`, async () => {
+  const where = fresh();
+  let log = await open(where, { durability: 'group' });
+  let bus = new EventBus(log);
+  for (let i = 1; i <= 5; i++) await bus.emit({ type: 'text_chunk', i });
+  await log.close();
+  log = await open(where, { durability: 'group' });
+  bus = new EventBus(log);
+  // The history comes from storage; the read ahead then finds nothing new...
+  const it = bus.subscribe({ since: null });
+  assert.equal((await it.next()).value.event.seq, 1);
+  // ...and this commit happens before anyone waits for one.
+  await bus.emit({ type: 'text_chunk', i: 6 });
+  const within = (p, what) => Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what}: timed out`)), 2000))]);
+  const rest = [];
+  for (let k = 0; k < 5; k++) rest.push((await within(it.next(), `event ${k + 2}`)).value.event.seq);
+  assert.deepEqual(rest, [2, 3, 4, 5, 6]);
+  // Two next() calls at once get consecutive events.
+  const both = Promise.all([it.next(), it.next()]);
+  await bus.emit({ type: 'text_chunk', i: 7 });
+  await bus.emit({ type: 'text_chunk', i: 8 });
+  assert.deepEqual((await within(both, 'two at once')).map((r) => r.value.event.seq), [7, 8]);
+  // Closing the log ends a subscription waiting for the next commit.
+  const waiting = it.next();
+  await log.close();
+  assert.deepEqual(await within(waiting, 'close'), { done: true, value: undefined });
+});
+
+test(`[${BACKEND}] a read-only log reads what the writer stored since it opened`, async () => {
+  const where = fresh();
+  const w = await open(where, { durability: 'group' });
+  for (let i = 0; i < 3; i++) await w.append({ type: 'text_chunk', i });
+  const r = await open(where, { readOnly: true });
+  assert.equal((await r.readSince(null)).length, 3);
+  for (let i = 3; i < 5; i++) await w.append({ type: 'text_chunk', i });
+  assert.deepEqual((await r.readSince(null)).map((e) => e.seq), [1, 2, 3, 4, 5]);
+  assert.equal((await r.lastBookmark()).seq, 5);
+  await r.close();
+  await w.close();
 });
 
 test(`[${BACKEND}] memory durability`, async () => {

@@ -124,8 +124,10 @@ pub struct EventScanner {
     max_depth: usize,
     max_line: u64,
     path: Option<String>,
-    pending_bad: Option<Error>,
-    pub torn: Option<TornTail>,
+    /// A line that did not parse: a torn tail if nothing but blank lines
+    /// follows it (they are not counted into the index: they go with it),
+    /// corruption otherwise.
+    bad: Option<(Error, TornTail)>,
 }
 
 impl EventScanner {
@@ -136,8 +138,7 @@ impl EventScanner {
             max_depth,
             max_line,
             path,
-            pending_bad: None,
-            torn: None,
+            bad: None,
         }
     }
 
@@ -153,11 +154,13 @@ impl EventScanner {
     pub fn line(&mut self, bytes: &[u8], offset: u64, has_nl: bool) -> Result<()> {
         let end = offset + bytes.len() as u64 + u64::from(has_nl);
         let line_no = self.index.lines + 1;
-        if bytes.iter().all(|&c| matches!(c, b' ' | b'\t' | b'\r')) {
-            self.index.note_blank(end);
+        if crate::load::is_blank(bytes) {
+            if self.bad.is_none() {
+                self.index.note_blank(end);
+            }
             return Ok(());
         }
-        if let Some(bad) = self.pending_bad.take() {
+        if let Some((bad, _)) = self.bad.take() {
             return Err(bad);
         }
         if bytes.len() as u64 > self.max_line {
@@ -192,28 +195,24 @@ impl EventScanner {
                 Ok(())
             }
             Err(why) => {
-                // Torn if nothing but blank lines follows; corrupt otherwise.
-                self.pending_bad = Some(self.err(why, line_no, offset));
-                self.torn = Some(TornTail {
+                let torn = TornTail {
                     line: Some(line_no),
                     offset,
                     bytes: 0,
-                });
+                };
+                self.bad = Some((self.err(why, line_no, offset), torn));
                 Ok(())
             }
         }
     }
 
-    /// Call at the end of the file (length `file_len`). Returns the torn tail, if any.
+    /// Call at the end of the file (length `file_len`): the torn tail, if the
+    /// last line that is not blank did not parse. The index ends before it.
     pub fn finish(&mut self, file_len: u64) -> Option<TornTail> {
-        if self.pending_bad.take().is_some() {
-            let mut t = self.torn.take()?;
+        self.bad.take().map(|(_, mut t)| {
             t.bytes = file_len - t.offset;
-            self.torn = Some(t.clone());
-            return Some(t);
-        }
-        self.torn = None;
-        None
+            t
+        })
     }
 }
 
@@ -289,7 +288,7 @@ impl EventReader {
     /// One complete line (without its newline) at `offset`.
     pub fn line(&mut self, bytes: &[u8], offset: u64) -> Result<()> {
         self.line += 1;
-        if self.done || bytes.iter().all(|&c| matches!(c, b' ' | b'\t' | b'\r')) {
+        if self.done || crate::load::is_blank(bytes) {
             return Ok(());
         }
         let text = std::str::from_utf8(bytes).map_err(|e| {
@@ -376,13 +375,27 @@ impl Poll {
     }
 }
 
+/// A seq given by JavaScript (`null`/`undefined`: none): a whole,
+/// non-negative number, else `INVALID_INPUT`. Both bindings use this.
+pub fn seq_arg(v: Option<f64>) -> Result<Option<u64>> {
+    match v {
+        None => Ok(None),
+        Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= 9_007_199_254_740_991.0 => {
+            Ok(Some(s as u64))
+        }
+        Some(s) => Err(Error::invalid_input(format!(
+            "{s} is not a seq (a whole, non-negative number)"
+        ))),
+    }
+}
+
 impl Since {
     /// From the bindings' form: `"live"`, `"start"`, or `"after"` with a seq.
     pub fn parse(kind: &str, seq: Option<f64>) -> Result<Since> {
         match (kind, seq) {
             ("live", _) => Ok(Since::Live),
             ("start", _) => Ok(Since::Start),
-            ("after", Some(s)) if s >= 0.0 && s.fract() == 0.0 => Ok(Since::After(s as u64)),
+            ("after", Some(_)) => Ok(Since::After(seq_arg(seq)?.unwrap_or(0))),
             _ => Err(Error::invalid_input(
                 "since must be a bookmark, a seq, or null",
             )),
@@ -955,6 +968,14 @@ mod tests {
                 "{line}"
             );
         }
+        assert!(
+            events::parse_event_line(
+                r#"{"seq":7,"timestamp":1,"channel":"monitor","type":"x"}"#,
+                0
+            )
+            .is_err(),
+            "depth limit on both paths"
+        );
         for bad in [
             r#"{"seq":7,"timestamp":1,"channel":"monitor","type":"x","a":}"#,
             r#"{"seq":7,"timestamp":1,"channel":"monitor","type":"x"} x"#,

@@ -518,7 +518,7 @@ impl LazyLoader {
     }
 
     fn take_line(&mut self, bytes: &[u8], offset: u64, has_nl: bool) -> Result<()> {
-        if bytes.iter().all(|&c| matches!(c, b' ' | b'\t' | b'\r')) {
+        if crate::load::is_blank(bytes) {
             return Ok(());
         }
         if !self.saw_last_line {

@@ -9,6 +9,12 @@ use crate::types::{LoadOptions, SkippedLine, TornTail};
 /// The newest session format version this library reads and writes.
 pub const CURRENT_VERSION: u32 = 3;
 
+/// Whether a line holds nothing but spaces, tabs and carriage returns (a
+/// blank line, which JSONL readers skip).
+pub fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&c| matches!(c, b' ' | b'\t' | b'\r'))
+}
+
 /// Most skipped lines listed individually in the metadata.
 const MAX_LISTED_SKIPS: usize = 100;
 
@@ -322,7 +328,7 @@ impl LineProcessor {
             Some(self.line_count)
         };
         if let Ok(t) = text
-            && t.bytes().all(|c| matches!(c, b' ' | b'\t' | b'\r'))
+            && is_blank(t.as_bytes())
         {
             self.blank_lines += 1;
             return Ok(LineOut::Nothing);

@@ -102,7 +102,7 @@ struct Part {
 #[derive(Debug, Clone)]
 pub struct ReadCursor {
     since: Option<u64>,
-    until: Option<u64>,
+    until: u64,
     filter: EventFilter,
     left: Option<u64>,
     pos: Option<ReadPos>,
@@ -503,10 +503,8 @@ impl FileEventLog {
                     self.opts.max_line_bytes,
                     false,
                 )?;
-                if scanner.torn.is_some() {
-                    // An incomplete last line: leave it for the next refresh.
-                    let _ = scanner.finish(len);
-                }
+                // An incomplete (or not yet parsable) last line: left for the next refresh.
+                let _ = scanner.finish(len);
                 if scanner.index.covered != before {
                     hub.set_durable(
                         scanner.index.last,
@@ -551,13 +549,10 @@ impl FileEventLog {
         until: Option<u64>,
         filter: EventFilter,
     ) -> Result<ReadCursor> {
+        // Up to the last durable event now (an empty log: nothing to read).
         let last = self.last_bookmark()?.map(|b| b.seq);
-        let until = match (until, last) {
-            (Some(u), Some(l)) => Some(u.min(l)),
-            (None, l) => Some(l.unwrap_or(0)),
-            (u, None) => u.map(|_| 0),
-        };
-        let done = since.is_some_and(|s| until.is_some_and(|u| s >= u)) || until == Some(0);
+        let until = last.map_or(0, |l| until.map_or(l, |u| u.min(l)));
+        let done = last.is_none() || since.is_some_and(|s| s >= until);
         Ok(ReadCursor {
             since,
             until,
@@ -576,13 +571,13 @@ impl FileEventLog {
         }
         let mut filter = c.filter.clone();
         filter.limit = c.left;
-        let part = self.read_from(c.since, c.until, &filter, c.pos, max_bytes.max(1))?;
+        let part = self.read_from(c.since, Some(c.until), &filter, c.pos, max_bytes.max(1))?;
         if let Some(l) = &mut c.left {
             *l = l.saturating_sub(part.out.len() as u64);
         }
         c.since = part.out.last_examined.or(c.since);
         c.pos = part.pos;
-        c.done = !part.more || c.left == Some(0) || c.since >= c.until;
+        c.done = !part.more || c.left == Some(0) || c.since >= Some(c.until);
         Ok(part.out.into_events_json())
     }
 

@@ -102,6 +102,59 @@ fn a_torn_tail_never_swallows_the_next_append() {
 }
 
 #[test]
+fn a_torn_line_followed_by_blank_lines_is_cut_with_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("events.jsonl");
+    let log = open(&p, &rw());
+    emit(&log, r#"{"type":"done","step":1,"reason":"completed"}"#);
+    log.close().unwrap();
+    let good = std::fs::read(&p).unwrap();
+    let mut bytes = good.clone();
+    bytes.extend_from_slice(b"{\"seq\":2,\"timest\n\n  \n");
+    std::fs::write(&p, &bytes).unwrap();
+    // A follower ignores the tail and keeps looking at it.
+    let ro = EventLogOptions {
+        read_only: true,
+        ..rw()
+    };
+    let (r, info) = FileEventLog::open(&p, &ro).unwrap();
+    assert_eq!(info.repaired.unwrap().offset, good.len() as u64);
+    assert_eq!(r.last_bookmark().unwrap().unwrap().seq, 1);
+    drop(r);
+    let (log, info) = FileEventLog::open(&p, &rw()).unwrap();
+    let t = info.repaired.unwrap();
+    assert_eq!(
+        (t.offset, t.bytes),
+        (good.len() as u64, (bytes.len() - good.len()) as u64)
+    );
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), good.len() as u64);
+    emit(&log, r#"{"type":"done","step":2,"reason":"completed"}"#);
+    log.close().unwrap();
+    // The next append follows the last good line: no gap, nothing lost on reopen.
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.starts_with(std::str::from_utf8(&good).unwrap()) && !text.contains('\0'));
+    let log = open(&p, &rw());
+    assert_eq!(seqs(&log, None, &EventFilter::default()), [1, 2]);
+}
+
+#[test]
+fn reads_in_parts_include_an_event_with_seq_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("zero.jsonl");
+    std::fs::write(
+        &p,
+        "{\"seq\":0,\"timestamp\":1,\"channel\":\"monitor\",\"type\":\"x\"}\n",
+    )
+    .unwrap();
+    let log = open(&p, &rw());
+    let mut c = log.cursor(None, None, EventFilter::default()).unwrap();
+    let part: serde_json::Value =
+        serde_json::from_str(&log.read_part(&mut c, 1 << 20).unwrap()).unwrap();
+    assert_eq!(part[0]["seq"], 0);
+    assert_eq!(log.read_part(&mut c, 1 << 20).unwrap(), "[]");
+}
+
+#[test]
 fn corruption_is_reported_with_line_and_offset() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("events.jsonl");

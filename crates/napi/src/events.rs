@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use forkpoint_core::eventlog::Since;
+use forkpoint_core::eventlog::{Since, seq_arg};
 use forkpoint_core::events::{Bookmark, EventFilter};
 use forkpoint_core::{Error, EventLogOptions};
 use forkpoint_fs::events::{FileEventLog, ReadCursor};
@@ -22,10 +22,6 @@ pub struct NativeEventLog {
 
 fn json<T: serde::Serialize>(v: &T) -> forkpoint_core::Result<String> {
     serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()))
-}
-
-fn seq(v: Option<f64>) -> Option<u64> {
-    v.filter(|s| *s >= 0.0).map(|s| s as u64)
 }
 
 pub struct OpenTask {
@@ -172,8 +168,13 @@ impl NativeEventLog {
         until: Option<f64>,
         filter_json: Option<String>,
     ) -> napi::Result<AsyncTask<CallTask>> {
-        let filter = guard(|| opts::<EventFilter>(filter_json))?;
-        let (since, until) = (seq(since), seq(until));
+        let (filter, since, until) = guard(|| {
+            Ok((
+                opts::<EventFilter>(filter_json)?,
+                seq_arg(since)?,
+                seq_arg(until)?,
+            ))
+        })?;
         Ok(self.task(move |log| Ok(log.read(since, until, &filter)?.into_events_json())))
     }
 
@@ -192,8 +193,8 @@ impl NativeEventLog {
             Ok(NativeEventReader {
                 log: self.inner.clone(),
                 cursor: Arc::new(Mutex::new(self.inner.cursor(
-                    seq(since),
-                    seq(until),
+                    seq_arg(since)?,
+                    seq_arg(until)?,
                     filter,
                 )?)),
             })
@@ -237,8 +238,7 @@ impl NativeEventLog {
     /// Reads a subscription's events from storage (after a `read` step).
     #[napi(ts_return_type = "Promise<string>")]
     pub fn fill(&self, id: u32, since: Option<f64>, limit: u32) -> AsyncTask<CallTask> {
-        let since = seq(since);
-        self.task(move |log| log.fill_json(id, since, limit as usize))
+        self.task(move |log| log.fill_json(id, seq_arg(since)?, limit as usize))
     }
 
     /// Ends a subscription.

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use forkpoint_core::eventlog::{EventLogCore, MemoryLog, ReadOut, Since};
+use forkpoint_core::eventlog::{EventLogCore, MemoryLog, ReadOut, Since, seq_arg};
 use forkpoint_core::events::{self, Bookmark, EventFilter};
 use forkpoint_core::types::options_from_json;
 use forkpoint_core::{Durability, Error, ErrorCode, EventLogInfo, EventLogOptions};
@@ -126,12 +126,30 @@ impl Inner {
         ))
     }
 
+    /// Takes in events another tab stored (the hub learns the new end).
+    async fn refresh(&self) -> Result<(), Error> {
+        if let Store::Idb { db, log, state, .. } = &self.store {
+            let last = self.edge(db, log, true).await?;
+            let first = self.edge(db, log, false).await?;
+            state
+                .borrow_mut()
+                .core
+                .hub
+                .set_durable(last, first.map(|b| b.seq));
+        }
+        Ok(())
+    }
+
     async fn read(
         &self,
         since: Option<u64>,
         until: Option<u64>,
         filter: &EventFilter,
     ) -> Result<ReadOut, Error> {
+        if self.opts.read_only {
+            // Another tab writes this log: take in what it stored since.
+            self.refresh().await?;
+        }
         let (db, log) = match &self.store {
             Store::Memory(m) => return Ok(m.borrow().read(since, until, filter)),
             Store::Idb { db, log, .. } => (db, log),
@@ -373,7 +391,7 @@ impl NativeEventLog {
     ) -> Result<Promise, JsError> {
         let filter = options_from_json::<EventFilter>(filter_json.as_deref()).map_err(err)?;
         let inner = self.inner.clone();
-        let (since, until) = (since.map(|s| s as u64), until.map(|u| u as u64));
+        let (since, until) = (seq_arg(since).map_err(err)?, seq_arg(until).map_err(err)?);
         Ok(future_to_promise(async move {
             let out = inner.read(since, until, &filter).await.map_err(jerr)?;
             Ok(JsValue::from_str(&out.into_events_json()))
@@ -399,15 +417,7 @@ impl NativeEventLog {
     pub fn refresh(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            if let Store::Idb { db, log, state, .. } = &inner.store {
-                let last = inner.edge(db, log, true).await.map_err(jerr)?;
-                let first = inner.edge(db, log, false).await.map_err(jerr)?;
-                state
-                    .borrow_mut()
-                    .core
-                    .hub
-                    .set_durable(last, first.map(|b| b.seq));
-            }
+            inner.refresh().await.map_err(jerr)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -441,7 +451,7 @@ impl NativeEventLog {
             let mut filter = inner.with_hub(|h| h.filter_of(id)).map_err(jerr)?;
             filter.limit = Some(u64::from(limit.max(1)));
             let out = inner
-                .read(since.map(|s| s as u64), None, &filter)
+                .read(seq_arg(since).map_err(jerr)?, None, &filter)
                 .await
                 .map_err(jerr)?;
             let json = inner.with_hub(|h| h.provide(id, out)).map_err(jerr)?;

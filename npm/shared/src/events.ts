@@ -77,6 +77,10 @@ export class EventLog {
   private readonly buses = new Set<EventBus>();
   private waiters: Array<() => void> = [];
   private follow: ReturnType<typeof setInterval> | undefined;
+  /** @internal Counts `pump()`s, so a subscriber knows whether a commit came since it polled. */
+  commits = 0;
+  /** @internal */
+  closed = false;
 
   /** @internal */
   protected constructor(native: NativeEventLogLike) {
@@ -132,14 +136,26 @@ export class EventLog {
 
   /** Waits for pending appends and releases the log (and its lock). */
   async close(): Promise<void> {
+    this.closed = true;
     this.stopFollowing();
+    this.wake(); // waiting subscriptions end
     await callAsync(() => this.native.close());
   }
 
   /** @internal Hands new committed events to live handlers and wakes subscribers. */
   pump(): void {
-    const lines = JSON.parse(call(() => this.native.drainLiveJson())) as LoggedEvent[];
-    for (const bus of this.buses) bus.dispatch(lines);
+    const text = call(() => this.native.drainLiveJson());
+    this.commits++;
+    const listening = [...this.buses].filter((b) => b.hasHandlers());
+    if (listening.length > 0) {
+      const lines = JSON.parse(text) as LoggedEvent[];
+      for (const bus of listening) bus.dispatch(lines);
+    }
+    this.wake();
+  }
+
+  /** @internal Resolves everyone waiting in `nextCommit` (they look again). */
+  wake(): void {
     const waiters = this.waiters;
     this.waiters = [];
     for (const w of waiters) w();
@@ -151,12 +167,14 @@ export class EventLog {
   }
 
   /**
-   * @internal Resolves at the next commit (or, read-only, when the file grew).
+   * @internal Resolves at the next commit after the `seen`-th (at once if it
+   * already came, or the log is closed), or, read-only, when the file grew.
    * A read-only log polls the file while someone waits, and that keeps the
    * process alive, as a `tail -f` does: a follower waiting for events does not
    * silently end when nothing else is scheduled.
    */
-  nextCommit(): Promise<void> {
+  nextCommit(seen: number): Promise<void> {
+    if (this.closed || this.commits !== seen) return Promise.resolve();
     const p = new Promise<void>((resolve) => this.waiters.push(resolve));
     if (this.info.readOnly && this.follow === undefined) {
       this.follow = setInterval(() => {
@@ -207,8 +225,13 @@ export class EventBus {
   }
 
   /** @internal */
+  hasHandlers(): boolean {
+    for (const set of this.handlers.values()) if (set.size > 0) return true;
+    return false;
+  }
+
+  /** @internal */
   dispatch(events: LoggedEvent[]): void {
-    if (this.handlers.size === 0) return;
     for (const e of events) {
       for (const key of [e.type, e.channel]) {
         for (const h of this.handlers.get(key) ?? []) {
@@ -248,26 +271,30 @@ export class EventBus {
         } catch {
           // the log was closed
         }
+        log.wake(); // a pending next() ends
       }
     };
-    // The next batch: events from the ring, a read from storage, or null (caught up).
-    const fetch = async (): Promise<{ events: LoggedEvent[]; stored: boolean } | null> => {
+    type Batch = { events: LoggedEvent[] | null; stored: boolean; seen: number };
+    // The next batch: events from the ring, a read from storage, or null events
+    // (caught up as of the `seen`-th commit).
+    const fetch = async (): Promise<Batch> => {
+      const seen = log.commits;
       const step = JSON.parse(call(() => native.poll(id, BATCH))) as
         | { kind: 'events'; events: LoggedEvent[] }
         | { kind: 'read'; since: number | null; limit: number }
         | { kind: 'pending' };
-      if (step.kind === 'events') return { events: step.events, stored: false };
-      if (step.kind === 'pending') return null;
+      if (step.kind === 'events') return { events: step.events, stored: false, seen };
+      if (step.kind === 'pending') return { events: null, stored: false, seen };
       const events = JSON.parse(await callAsync(() => native.fill(id, step.since, fill))) as LoggedEvent[];
       fill = Math.min(fill * 4, MAX_FILL);
-      return { events, stored: true };
+      return { events, stored: true, seen };
     };
     // While catching up from storage, the next read runs while this batch is consumed
     // (at most two batches are held: memory stays bounded).
-    let ahead: Promise<{ events: LoggedEvent[]; stored: boolean } | null> | null = null;
+    let ahead: Promise<Batch> | null = null;
     const refill = async (): Promise<IteratorResult<BookmarkedEvent>> => {
       for (;;) {
-        if (closed) return { done: true, value: undefined };
+        if (closed || log.closed) return { done: true, value: undefined };
         if (at < buffer.length) {
           const e = buffer[at++]!;
           return { done: false, value: { bookmark: bookmarkOf(e), event: e } };
@@ -278,8 +305,9 @@ export class EventBus {
         ahead = null;
         const got = await next;
         if (closed) return { done: true, value: undefined };
-        if (got === null) {
-          await log.nextCommit();
+        if (got.events === null) {
+          // Caught up: wait for a commit after the poll (one that came since returns at once).
+          await log.nextCommit(got.seen);
           continue;
         }
         buffer = got.events;
@@ -289,14 +317,23 @@ export class EventBus {
         }
       }
     };
+    // One refill at a time: a next() called while another is pending waits for it.
+    let pending: Promise<IteratorResult<BookmarkedEvent>> | null = null;
     const it: AsyncIterableIterator<BookmarkedEvent> = {
       next(): Promise<IteratorResult<BookmarkedEvent>> {
+        if (pending) return pending.then(() => it.next(), () => it.next());
         // Buffered events skip the async machinery (one resolved promise each).
         if (!closed && at < buffer.length) {
           const e = buffer[at++]!;
           return Promise.resolve({ done: false, value: { bookmark: bookmarkOf(e), event: e } });
         }
-        return refill();
+        const p = refill();
+        pending = p;
+        const clear = () => {
+          if (pending === p) pending = null;
+        };
+        p.then(clear, clear);
+        return p;
       },
       async return(): Promise<IteratorResult<BookmarkedEvent>> {
         close();
