@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::events::{self, Bookmark, EventFilter, EventMeta};
+use crate::events::{self, Bookmark, Channel, EventFilter, EventMeta};
 use crate::types::TornTail;
 
 /// One index entry every this many events.
@@ -303,24 +303,20 @@ impl EventReader {
             self.done = true;
             return Ok(());
         }
-        self.out.last_examined = Some(meta.seq);
         self.pos = Some(ReadPos {
             seq: meta.seq,
             offset: offset + bytes.len() as u64 + 1,
             lines: self.line,
         });
-        if self.filter.accepts(meta.channel, &meta.kind) {
-            self.out.push(meta.seq, text);
-            if self
-                .filter
-                .limit
-                .is_some_and(|l| self.out.len() as u64 >= l)
-            {
-                self.done = true;
-            } else if self.out.text.len() >= self.max_bytes {
-                self.done = true;
-                self.full = true;
-            }
+        let held = self.out.len();
+        if self
+            .out
+            .offer(meta.seq, meta.channel, &meta.kind, text, &self.filter)
+        {
+            self.done = true;
+        } else if self.out.len() > held && self.out.text.len() >= self.max_bytes {
+            self.done = true;
+            self.full = true;
         }
         Ok(())
     }
@@ -380,7 +376,7 @@ impl Poll {
 pub fn seq_arg(v: Option<f64>) -> Result<Option<u64>> {
     match v {
         None => Ok(None),
-        Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= 9_007_199_254_740_991.0 => {
+        Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= events::MAX_SAFE as f64 => {
             Ok(Some(s as u64))
         }
         Some(s) => Err(Error::invalid_input(format!(
@@ -503,22 +499,21 @@ impl Hub {
         id
     }
 
-    /// The filter of subscription `id` (for its storage reads).
-    pub fn filter_of(&self, id: u32) -> Result<EventFilter> {
-        self.subs
+    /// The filter of a storage read for subscription `id`: its own, with at
+    /// most `limit` (at least 1) events.
+    pub fn read_filter(&self, id: u32, limit: usize) -> Result<EventFilter> {
+        let mut filter = self
+            .subs
             .get(&id)
             .map(|s| s.filter.clone())
-            .ok_or_else(|| Error::new(ErrorCode::Closed, "the subscription was closed"))
+            .ok_or_else(|| Error::new(ErrorCode::Closed, "the subscription was closed"))?;
+        filter.limit = Some(limit.max(1) as u64);
+        Ok(filter)
     }
 
     /// Ends a subscription.
     pub fn unsubscribe(&mut self, id: u32) {
         self.subs.remove(&id);
-    }
-
-    /// Number of live subscriptions.
-    pub fn subscriptions(&self) -> usize {
-        self.subs.len()
     }
 
     /// The next step of subscription `id`: at most `max` events.
@@ -589,16 +584,17 @@ impl Hub {
     }
 
     /// The committed events live (`on`) handlers have not seen yet.
-    pub fn drain_live(&mut self) -> Vec<(EventMeta, Arc<str>)> {
+    /// As a JSON array.
+    pub fn drain_live_json(&mut self) -> String {
         let start = match self.live_cursor {
             Some(c) => self.ring.partition_point(|(m, _)| m.seq <= c),
             None => 0,
         };
-        let out: Vec<_> = self.ring.iter().skip(start).cloned().collect();
-        if let Some((m, _)) = out.last() {
+        let lines: Vec<&str> = self.ring.iter().skip(start).map(|(_, l)| &**l).collect();
+        if let Some((m, _)) = self.ring.back().filter(|_| !lines.is_empty()) {
             self.live_cursor = Some(m.seq);
         }
-        out
+        crate::context::join_array(&lines)
     }
 }
 
@@ -637,6 +633,24 @@ impl ReadOut {
         }
         self.text.push_str(line);
         self.items.push((seq, self.text.len()));
+    }
+
+    /// Takes the next event examined (in seq order): keeps it if `filter`
+    /// passes it. True once `filter.limit` events are held.
+    pub fn offer(
+        &mut self,
+        seq: u64,
+        channel: Channel,
+        kind: &str,
+        line: &str,
+        filter: &EventFilter,
+    ) -> bool {
+        self.last_examined = Some(seq);
+        if !filter.accepts(channel, kind) {
+            return false;
+        }
+        self.push(seq, line);
+        filter.limit.is_some_and(|l| self.len() as u64 >= l)
     }
 
     /// Number of events.
@@ -696,20 +710,6 @@ impl ReadOut {
         self.text.push(']');
         self.text
     }
-
-    /// `{"events":[…],"lastExamined":…}`.
-    pub fn to_json(&self) -> String {
-        let last = self
-            .last_examined
-            .map_or_else(|| "null".to_string(), |s| s.to_string());
-        let mut s = String::with_capacity(self.text.len() + 40);
-        s.push_str("{\"events\":");
-        s.push_str(&self.text);
-        s.push_str("],\"lastExamined\":");
-        s.push_str(&last);
-        s.push('}');
-        s
-    }
 }
 
 /// Reads `since < seq <= until` events passing `filter` from events in seq order.
@@ -725,12 +725,8 @@ pub fn read_slice(
         if until.is_some_and(|u| meta.seq > u) {
             break;
         }
-        out.last_examined = Some(meta.seq);
-        if filter.matches(meta) {
-            out.push(meta.seq, line);
-            if filter.limit.is_some_and(|l| out.len() as u64 >= l) {
-                break;
-            }
+        if out.offer(meta.seq, meta.channel, &meta.kind, line, filter) {
+            break;
         }
     }
     out
@@ -864,11 +860,6 @@ impl EventLogCore {
     /// The storage layer wrote and synced `batch`.
     pub fn committed(&mut self, batch: EventBatch) {
         self.hub.committed(batch.items);
-    }
-
-    /// Whether lines are waiting to be written.
-    pub fn has_queued(&self) -> bool {
-        !self.queue.is_empty()
     }
 
     /// Marks the log failed (every later append errors until reopened).

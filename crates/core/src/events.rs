@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::{self, Kind, ObjectReader};
 
+/// The largest seq (and timestamp magnitude) a log accepts: JavaScript's
+/// `Number.MAX_SAFE_INTEGER`, so every value round-trips through JSON.parse.
+pub const MAX_SAFE: u64 = 9_007_199_254_740_991;
+
 /// The three event channels (Kode's data, approval and governance planes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -137,7 +141,7 @@ impl EventMeta {
 
 fn whole_number(v: json::Value, src: &str) -> Option<f64> {
     let n: f64 = v.raw(src).parse().ok()?;
-    (v.kind == Kind::Number && n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0).then_some(n)
+    (v.kind == Kind::Number && n.fract() == 0.0 && n.abs() <= MAX_SAFE as f64).then_some(n)
 }
 
 /// The envelope of an event line, borrowing its type from the line.
@@ -235,17 +239,16 @@ fn expect(b: &[u8], i: &mut usize, lit: &[u8]) -> Option<()> {
 /// The rest of the line is still validated; `None` (use the general path)
 /// when the line has another shape or names an envelope member twice.
 fn canonical_envelope(text: &str, max_depth: usize) -> Option<Envelope<'_>> {
-    const MAX: u64 = 9_007_199_254_740_991;
     if max_depth == 0 {
         return None; // the general path reports the depth error
     }
     let b = text.as_bytes();
     let mut i = 0;
     expect(b, &mut i, b"{\"seq\":")?;
-    let seq = digits(b, &mut i).filter(|n| *n <= MAX)?;
+    let seq = digits(b, &mut i).filter(|n| *n <= MAX_SAFE)?;
     expect(b, &mut i, b",\"timestamp\":")?;
     let negative = expect(b, &mut i, b"-").is_some();
-    let ts = digits(b, &mut i).filter(|n| *n <= MAX)? as i64;
+    let ts = digits(b, &mut i).filter(|n| *n <= MAX_SAFE)? as i64;
     expect(b, &mut i, b",\"channel\":\"")?;
     let channel = [Channel::Progress, Channel::Control, Channel::Monitor]
         .into_iter()

@@ -904,21 +904,3 @@ fn migrate_v2_message(text: &str, env: &Envelope, max_depth: usize) -> Option<St
     out.push_str(&text[role.end..]);
     Some(out)
 }
-
-/// Calls `f(line_bytes, offset, has_newline)` for every line of `buf` (which
-/// starts at file offset `base`). The last line may lack a newline.
-pub fn for_each_line(
-    buf: &[u8],
-    base: u64,
-    mut f: impl FnMut(&[u8], u64, bool) -> Result<()>,
-) -> Result<()> {
-    let mut start = 0usize;
-    for nl in memchr::memchr_iter(b'\n', buf) {
-        f(&buf[start..nl], base + start as u64, true)?;
-        start = nl + 1;
-    }
-    if start < buf.len() {
-        f(&buf[start..], base + start as u64, false)?;
-    }
-    Ok(())
-}

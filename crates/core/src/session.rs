@@ -486,6 +486,31 @@ impl Session {
             .ok_or_else(|| Error::not_found(format!("leaf entry {id:?} points at no entry")))
     }
 
+    /// The metadata as JSON (for the bindings).
+    pub fn metadata_json(&self) -> Result<String> {
+        crate::types::to_json_text(&self.metadata())
+    }
+
+    /// Tree nodes as JSON: `which` is `leaves`, `branchPoints`, `roots`, or
+    /// `children` (of `id`).
+    pub fn nodes_json(&self, which: &str, id: Option<&str>) -> Result<String> {
+        let nodes = match (which, id) {
+            ("leaves", _) => self.leaves(),
+            ("branchPoints", _) => self.branch_points(),
+            ("roots", _) => self.roots(),
+            ("children", Some(id)) => self.children(id)?,
+            _ => {
+                return Err(Error::invalid_input(format!("unknown node list {which:?}")));
+            }
+        };
+        crate::types::to_json_text(&nodes)
+    }
+
+    /// The tree with linear runs collapsed, as JSON (`TreeRun[]`).
+    pub fn tree_json(&self) -> Result<String> {
+        crate::types::to_json_text(&self.tree_runs())
+    }
+
     /// Entries `start..end` (file order, header excluded) as a JSON array.
     pub fn entries_json(&self, start: usize, end: usize) -> String {
         let end = end.min(self.entries.len());

@@ -20,6 +20,11 @@ pub fn options_from_json<T: OptionsJson>(json: Option<&str>) -> crate::Result<T>
     }
 }
 
+/// A value as JSON text for a binding (the counterpart of [`options_from_json`]).
+pub fn to_json_text<T: Serialize + ?Sized>(v: &T) -> crate::Result<String> {
+    serde_json::to_string(v).map_err(|e| crate::Error::internal(e.to_string()))
+}
+
 /// Options for loading a session file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -164,15 +164,11 @@ impl<Q: Queue> Appender<Q> {
         Ok(data.len() as u64)
     }
 
-    /// Waits for `last_ticket`, marks the appender closed and releases the file lock.
-    pub fn close(&self, last_ticket: Option<u64>) -> Result<()> {
-        let res = match last_ticket {
-            Some(t) => self.wait(t),
-            None => Ok(()),
-        };
+    /// Marks the appender closed and releases the file lock.
+    pub fn close(&self) -> Result<()> {
         let mut st = self.lock()?;
         st.closed = true;
         let _ = self.file.unlock();
-        res
+        Ok(())
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use forkpoint_core::eventlog::{
     EventBatch, EventIndex, EventLogCore, EventReader, EventScanner, Hub, MemoryLog, RING_BYTES,
@@ -14,7 +14,9 @@ use forkpoint_core::events::{Bookmark, EventFilter};
 use forkpoint_core::{Durability, Error, ErrorCode, EventLogInfo, EventLogOptions, Result};
 
 use crate::commit::{Appender, Queue};
-use crate::io::{io_error, read_at, read_into, replace_atomic, sync_dir};
+use crate::io::{
+    complete_last_line, cut_tail, io_error, read_at, read_into, replace_atomic, sync_dir,
+};
 use crate::writer::lock;
 
 /// Bytes read per step when scanning a log.
@@ -138,7 +140,9 @@ thread_local! {
 }
 
 /// Calls `f(line, offset)` for every complete line in `[start, end)`, reading in
-/// chunks; stops early when `f` returns false.
+/// chunks; stops early when `f` returns false. Returns where the lines given to
+/// `f` end: `end`, or the start of an incomplete last line (not ours to read:
+/// it may still be being written).
 fn for_lines(
     file: &File,
     path: &Path,
@@ -146,7 +150,7 @@ fn for_lines(
     end: u64,
     max_line: u64,
     f: impl FnMut(&[u8], u64) -> Result<bool>,
-) -> Result<()> {
+) -> Result<u64> {
     let mut buf = READ_BUF.with(|b| b.take());
     let r = for_lines_with(&mut buf, file, path, start, end, max_line, f);
     if buf.len() as u64 <= READ_CHUNK {
@@ -163,29 +167,27 @@ fn for_lines_with(
     end: u64,
     max_line: u64,
     mut f: impl FnMut(&[u8], u64) -> Result<bool>,
-) -> Result<()> {
+) -> Result<u64> {
     let mut pos = start;
     let mut chunk = FIRST_READ;
     while pos < end {
-        let n = read_into(file, path, pos, (end - pos).min(chunk), buf)?;
+        let want = (end - pos).min(chunk);
+        let n = read_into(file, path, pos, want, buf)?;
         let data = &buf[..n];
-        if data.is_empty() {
-            break;
-        }
         let mut ls = 0usize;
         for nl in memchr::memchr_iter(b'\n', data) {
             if !f(&data[ls..nl], pos + ls as u64)? {
-                return Ok(());
+                return Ok(pos + ls as u64);
             }
             ls = nl + 1;
         }
         if ls == 0 {
+            if pos + n as u64 >= end || (n as u64) < want {
+                break; // an incomplete last line (or the file ended sooner)
+            }
             // A line longer than the chunk: read more at once.
             if chunk > max_line {
                 return Err(line_too_long(max_line, pos, path));
-            }
-            if pos + n as u64 >= end {
-                break; // an incomplete last line: not ours to read
             }
             chunk *= 2;
             continue;
@@ -193,7 +195,7 @@ fn for_lines_with(
         pos += ls as u64;
         chunk = (chunk * 2).min(READ_CHUNK.max(chunk));
     }
-    Ok(())
+    Ok(pos.min(end))
 }
 
 /// Scans `[from, len)` of a log, continuing `scanner`. A last line without a
@@ -208,31 +210,14 @@ fn scan(
     take_unterminated: bool,
 ) -> Result<()> {
     let from = scanner.index.covered;
-    let mut pos = from;
-    let mut chunk = CHUNK;
-    while pos < len {
-        let buf = read_at(file, path, pos, (len - pos).min(chunk))?;
-        let mut ls = 0usize;
-        for nl in memchr::memchr_iter(b'\n', &buf) {
-            scanner.line(&buf[ls..nl], pos + ls as u64, true)?;
-            ls = nl + 1;
+    let end = for_lines(file, path, from, len, max_line, |line, off| {
+        scanner.line(line, off, true).map(|()| true)
+    })?;
+    if take_unterminated && end < len {
+        if len - end > max_line {
+            return Err(line_too_long(max_line, end, path));
         }
-        let reached_end = pos + buf.len() as u64 >= len;
-        if ls == 0 && !reached_end {
-            if chunk > max_line {
-                return Err(line_too_long(max_line, pos, path));
-            }
-            chunk *= 2;
-            continue;
-        }
-        if reached_end && ls < buf.len() {
-            // The last line has no newline.
-            if take_unterminated {
-                scanner.line(&buf[ls..], pos + ls as u64, false)?;
-            }
-            return Ok(());
-        }
-        pos += ls as u64;
+        scanner.line(&read_at(file, path, end, len - end)?, end, false)?;
     }
     Ok(())
 }
@@ -337,20 +322,13 @@ impl FileEventLog {
         info.repaired = scanner.finish(len);
         if !opts.read_only {
             if let Some(t) = &info.repaired {
-                file.set_len(t.offset)
-                    .map_err(|e| io_error(e, path, "cannot cut torn tail"))?;
-                file.sync_all()
-                    .map_err(|e| io_error(e, path, "cannot fsync"))?;
+                cut_tail(&file, path, t.offset)?;
             } else if scanner.index.covered == len
                 && len > 0
                 && read_at(&file, path, len - 1, 1)? != b"\n"
             {
                 // A complete last event without its newline: complete the line.
-                use std::os::unix::fs::FileExt;
-                file.write_all_at(b"\n", len)
-                    .map_err(|e| io_error(e, path, "cannot complete last line"))?;
-                file.sync_all()
-                    .map_err(|e| io_error(e, path, "cannot fsync"))?;
+                complete_last_line(&file, path, len)?;
                 scanner.index.covered = len + 1;
             }
         }
@@ -446,8 +424,7 @@ impl FileEventLog {
     /// The read continues where the subscription's previous one stopped, and
     /// stops after about 4 MiB.
     pub fn fill_json(&self, id: u32, since: Option<u64>, limit: usize) -> Result<String> {
-        let mut filter = self.with_hub(|h| h.filter_of(id))?;
-        filter.limit = Some(limit.max(1) as u64);
+        let filter = self.with_hub(|h| h.read_filter(id, limit))?;
         let from = self
             .resume
             .lock()
@@ -474,12 +451,7 @@ impl FileEventLog {
     /// Committed events not yet handed to live handlers, as a JSON array.
     pub fn drain_live_json(&self) -> Result<String> {
         self.refresh()?;
-        let lines: Vec<Arc<str>> = self
-            .with_hub(|h| Ok(h.drain_live()))?
-            .into_iter()
-            .map(|(_, l)| l)
-            .collect();
-        Ok(forkpoint_core::context::join_array(&lines))
+        self.with_hub(|h| Ok(h.drain_live_json()))
     }
 
     /// Read-only logs: takes in what the writer appended since (complete lines).
@@ -742,14 +714,9 @@ impl FileEventLog {
             if res.is_ok() {
                 let _ = replace_atomic(Path::new(&idx_path), json.as_bytes());
             }
-            app.close(None)?;
+            app.close()?;
             return res;
         }
         Ok(())
-    }
-
-    /// Whether the log was opened read-only.
-    pub fn is_read_only(&self) -> bool {
-        matches!(self.mode, Mode::Read(..))
     }
 }

@@ -74,6 +74,23 @@ pub fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8
     Ok(buf)
 }
 
+/// Cuts the file back to `len` bytes (a torn tail) and fsyncs it.
+pub fn cut_tail(file: &File, path: &Path, len: u64) -> Result<()> {
+    file.set_len(len)
+        .map_err(|e| io_error(e, path, "cannot cut torn tail"))?;
+    file.sync_all()
+        .map_err(|e| io_error(e, path, "cannot fsync"))
+}
+
+/// Writes the missing newline of a complete last line ending at `len`, and fsyncs.
+pub fn complete_last_line(file: &File, path: &Path, len: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(b"\n", len)
+        .map_err(|e| io_error(e, path, "cannot complete last line"))?;
+    file.sync_all()
+        .map_err(|e| io_error(e, path, "cannot fsync"))
+}
+
 /// Reads up to `len` bytes at `offset` into the start of `buf` (grown if
 /// needed, never shrunk); returns how many were read (fewer at the end).
 pub fn read_into(

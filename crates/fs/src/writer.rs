@@ -13,7 +13,7 @@ use forkpoint_core::{
     Error, ErrorCode, LoadOptions, Result, Session, WriterOpenReport, WriterOptions, gz,
 };
 
-use crate::io::{io_error, read_all, replace_atomic, sync_dir};
+use crate::io::{complete_last_line, cut_tail, io_error, read_all, replace_atomic, sync_dir};
 
 /// The session writer's queue: the core's state machine plus the hint path.
 pub struct SessionQueue {
@@ -150,10 +150,7 @@ impl FileWriter {
                 };
                 if let Some(t) = gz_torn {
                     // Drop a torn last gzip member.
-                    file.set_len(gz_valid_len)
-                        .map_err(|e| io_error(e, path, "cannot cut torn tail"))?;
-                    file.sync_all()
-                        .map_err(|e| io_error(e, path, "cannot fsync"))?;
+                    cut_tail(&file, path, gz_valid_len)?;
                     report.repaired = Some(t);
                 }
                 s
@@ -223,19 +220,13 @@ impl FileWriter {
         let mut content_len = meta.file_size;
         if !gzip {
             if let Some(t) = meta.torn_tail.clone() {
-                file.set_len(t.offset)
-                    .map_err(|e| io_error(e, path, "cannot cut torn tail"))?;
-                file.sync_all()
-                    .map_err(|e| io_error(e, path, "cannot fsync"))?;
+                cut_tail(&file, path, t.offset)?;
                 content_len = t.offset;
                 phys_len = t.offset;
                 report.repaired = Some(t);
             }
             if meta.missing_final_newline {
-                file.write_all_at(b"\n", phys_len)
-                    .map_err(|e| io_error(e, path, "cannot complete last line"))?;
-                file.sync_all()
-                    .map_err(|e| io_error(e, path, "cannot fsync"))?;
+                complete_last_line(&file, path, phys_len)?;
                 phys_len += 1;
                 content_len += 1;
                 report.newline_added = true;
@@ -296,7 +287,7 @@ impl FileWriter {
         if res.is_ok() {
             self.write_hint(true)?;
         }
-        self.app.close(None)?;
+        self.app.close()?;
         res
     }
 

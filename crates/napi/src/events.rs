@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use forkpoint_core::eventlog::{Since, seq_arg};
-use forkpoint_core::events::{Bookmark, EventFilter};
+use forkpoint_core::events::EventFilter;
 use forkpoint_core::{Error, EventLogOptions};
 use forkpoint_fs::events::{FileEventLog, ReadCursor};
 use napi::bindgen_prelude::AsyncTask;
@@ -21,7 +21,7 @@ pub struct NativeEventLog {
 }
 
 fn json<T: serde::Serialize>(v: &T) -> forkpoint_core::Result<String> {
-    serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()))
+    forkpoint_core::types::to_json_text(v)
 }
 
 pub struct OpenTask {
@@ -50,28 +50,6 @@ impl Task for OpenTask {
             inner: Arc::new(log),
             info,
         })
-    }
-}
-
-/// Waits until an event is durable; resolves to its bookmark as JSON.
-pub struct WaitTask {
-    inner: Arc<FileEventLog>,
-    bookmark: Bookmark,
-}
-
-impl Task for WaitTask {
-    type Output = String;
-    type JsValue = String;
-
-    fn compute(&mut self) -> napi::Result<String> {
-        guard(|| {
-            self.inner.wait(self.bookmark.seq)?;
-            json(&self.bookmark)
-        })
-    }
-
-    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
-        Ok(output)
     }
 }
 
@@ -151,11 +129,11 @@ impl NativeEventLog {
 
     /// Appends an event (JSON object); resolves to its bookmark (JSON) once durable.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn append(&self, event_json: String) -> napi::Result<AsyncTask<WaitTask>> {
+    pub fn append(&self, event_json: String) -> napi::Result<AsyncTask<CallTask>> {
         let bookmark = guard(|| self.inner.append(&event_json, now_ms()))?;
-        Ok(AsyncTask::new(WaitTask {
-            inner: self.inner.clone(),
-            bookmark,
+        Ok(self.task(move |log| {
+            log.wait(bookmark.seq)?;
+            json(&bookmark)
         }))
     }
 

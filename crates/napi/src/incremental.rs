@@ -35,8 +35,7 @@ impl Task for NextTask {
     fn compute(&mut self) -> napi::Result<String> {
         guard(|| {
             let b = locked(&self.inner)?.load_next()?;
-            let info =
-                serde_json::to_string(&b.info).map_err(|e| Error::internal(e.to_string()))?;
+            let info = forkpoint_core::types::to_json_text(&b.info)?;
             Ok(format!(
                 "{{\"entries\":{},\"info\":{info}}}",
                 b.entries_json()

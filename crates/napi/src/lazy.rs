@@ -87,7 +87,7 @@ impl NativeLazySession {
         guard(|| {
             let lf = locked(&self.inner)?;
             let m = lf.loader.metadata(lf.hint_written)?;
-            serde_json::to_string(&m).map_err(|e| Error::internal(e.to_string()))
+            forkpoint_core::types::to_json_text(&m)
         })
     }
 

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use forkpoint_core::Error;
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
@@ -20,7 +19,7 @@ impl Task for ListTask {
     fn compute(&mut self) -> napi::Result<String> {
         guard(|| {
             let list = forkpoint_fs::list_sessions(&self.dir)?;
-            serde_json::to_string(&list).map_err(|e| Error::internal(e.to_string()))
+            forkpoint_core::types::to_json_text(&list)
         })
     }
 

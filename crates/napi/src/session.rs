@@ -63,10 +63,7 @@ impl NativeSession {
     /// SessionMetadata as JSON.
     #[napi]
     pub fn metadata_json(&self) -> napi::Result<String> {
-        guard(|| {
-            serde_json::to_string(&self.inner.metadata())
-                .map_err(|e| forkpoint_core::Error::internal(e.to_string()))
-        })
+        guard(|| self.inner.metadata_json())
     }
 
     /// The header line as written.
@@ -102,30 +99,13 @@ impl NativeSession {
     /// Tree nodes as JSON: `leaves`, `branchPoints`, `roots`, or the children of an id.
     #[napi]
     pub fn nodes_json(&self, which: String, id: Option<String>) -> napi::Result<String> {
-        guard(|| {
-            let nodes = match (which.as_str(), id) {
-                ("leaves", _) => self.inner.leaves(),
-                ("branchPoints", _) => self.inner.branch_points(),
-                ("roots", _) => self.inner.roots(),
-                ("children", Some(id)) => self.inner.children(&id)?,
-                _ => {
-                    return Err(forkpoint_core::Error::invalid_input(format!(
-                        "unknown node list {which:?}"
-                    )));
-                }
-            };
-            serde_json::to_string(&nodes)
-                .map_err(|e| forkpoint_core::Error::internal(e.to_string()))
-        })
+        guard(|| self.inner.nodes_json(&which, id.as_deref()))
     }
 
     /// The tree with linear runs collapsed (TreeRun[] as JSON).
     #[napi]
     pub fn tree_json(&self) -> napi::Result<String> {
-        guard(|| {
-            serde_json::to_string(&self.inner.tree_runs())
-                .map_err(|e| forkpoint_core::Error::internal(e.to_string()))
-        })
+        guard(|| self.inner.tree_json())
     }
 
     /// The label of an entry.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use forkpoint_core::{Error, WriterOptions};
+use forkpoint_core::WriterOptions;
 use forkpoint_fs::FileWriter;
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
@@ -31,7 +31,7 @@ impl Task for OpenTask {
         guard(|| {
             let o = opts::<WriterOptions>(self.opts.take())?;
             let (w, report) = FileWriter::open(&self.path, &o, now_ms(), seed())?;
-            let r = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
+            let r = forkpoint_core::types::to_json_text(&report)?;
             Ok((w, r))
         })
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use forkpoint_core::eventlog::{EventLogCore, MemoryLog, ReadOut, Since, seq_arg};
 use forkpoint_core::events::{self, Bookmark, EventFilter};
-use forkpoint_core::types::options_from_json;
+use forkpoint_core::types::{options_from_json, to_json_text};
 use forkpoint_core::{Durability, Error, ErrorCode, EventLogInfo, EventLogOptions};
 use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
@@ -16,19 +16,12 @@ use wasm_bindgen_futures::{JsFuture, future_to_promise};
 use web_sys::{IdbCursorDirection, IdbDatabase, IdbKeyRange};
 
 use crate::idb;
-
-fn err(e: Error) -> JsError {
-    JsError::new(&e.to_json())
-}
-
-fn jerr(e: Error) -> JsValue {
-    JsError::new(&e.to_json()).into()
-}
+use crate::util::{err, jerr};
 
 /// Events fetched per IndexedDB request when reading.
 const PAGE: u32 = 512;
 /// Largest seq an IndexedDB key range reaches (2^53 - 1).
-const MAX_SEQ: f64 = 9_007_199_254_740_991.0;
+const MAX_SEQ: f64 = events::MAX_SAFE as f64;
 
 struct IdbState {
     core: EventLogCore,
@@ -89,48 +82,46 @@ fn record_line(
     Ok((meta, text.into()))
 }
 
+/// The first or last record of the log.
+async fn edge(
+    db: &IdbDatabase,
+    log: &str,
+    last: bool,
+    max_depth: usize,
+) -> Result<Option<Bookmark>, Error> {
+    let tx = idb::begin(db, "readonly", false)?;
+    let store = tx
+        .object_store(idb::EVENTS)
+        .map_err(|e| idb::idb_error(&e, "no events store"))?;
+    let dir = if last {
+        IdbCursorDirection::Prev
+    } else {
+        IdbCursorDirection::Next
+    };
+    let req = store
+        .open_cursor_with_range_and_direction(&range(log, 0.0, MAX_SEQ)?, dir)
+        .map_err(|e| idb::idb_error(&e, "cannot open a cursor"))?;
+    let cursor = idb::request(&req).await?;
+    if cursor.is_null() || cursor.is_undefined() {
+        return Ok(None);
+    }
+    let cursor: web_sys::IdbCursorWithValue = cursor.unchecked_into();
+    let value = cursor
+        .value()
+        .map_err(|e| idb::idb_error(&e, "cannot read a record"))?;
+    Ok(Some(record_line(&value, log, max_depth)?.0.bookmark()))
+}
+
 impl Inner {
     fn max_depth(&self) -> usize {
         self.opts.max_depth as usize
     }
 
-    /// The first or last record of the log.
-    async fn edge(
-        &self,
-        db: &IdbDatabase,
-        log: &str,
-        last: bool,
-    ) -> Result<Option<Bookmark>, Error> {
-        let tx = idb::begin(db, "readonly", false)?;
-        let store = tx
-            .object_store(idb::EVENTS)
-            .map_err(|e| idb::idb_error(&e, "no events store"))?;
-        let dir = if last {
-            IdbCursorDirection::Prev
-        } else {
-            IdbCursorDirection::Next
-        };
-        let req = store
-            .open_cursor_with_range_and_direction(&range(log, 0.0, MAX_SEQ)?, dir)
-            .map_err(|e| idb::idb_error(&e, "cannot open a cursor"))?;
-        let cursor = idb::request(&req).await?;
-        if cursor.is_null() || cursor.is_undefined() {
-            return Ok(None);
-        }
-        let cursor: web_sys::IdbCursorWithValue = cursor.unchecked_into();
-        let value = cursor
-            .value()
-            .map_err(|e| idb::idb_error(&e, "cannot read a record"))?;
-        Ok(Some(
-            record_line(&value, log, self.max_depth())?.0.bookmark(),
-        ))
-    }
-
     /// Takes in events another tab stored (the hub learns the new end).
     async fn refresh(&self) -> Result<(), Error> {
         if let Store::Idb { db, log, state, .. } = &self.store {
-            let last = self.edge(db, log, true).await?;
-            let first = self.edge(db, log, false).await?;
+            let last = edge(db, log, true, self.max_depth()).await?;
+            let first = edge(db, log, false, self.max_depth()).await?;
             state
                 .borrow_mut()
                 .core
@@ -176,13 +167,9 @@ impl Inner {
                 let text = record_text(&v, log)?;
                 let meta = events::parse_envelope(&text, self.max_depth())
                     .map_err(|why| not_an_event(log, why))?;
-                out.last_examined = Some(meta.seq);
                 lo = meta.seq as f64 + 1.0;
-                if filter.accepts(meta.channel, &meta.kind) {
-                    out.push(meta.seq, &text);
-                    if filter.limit.is_some_and(|l| out.len() as u64 >= l) {
-                        return Ok(out);
-                    }
+                if out.offer(meta.seq, meta.channel, &meta.kind, &text, filter) {
+                    return Ok(out);
                 }
             }
             if n < PAGE {
@@ -305,12 +292,8 @@ impl NativeEventLog {
             let db = idb::open(&db_name)
                 .await
                 .map_err(|e| jerr(e.with_path(format!("indexeddb:{db_name}/{log_name}"))))?;
-            let probe = Inner {
-                store: Store::Memory(RefCell::new(MemoryLog::new(max_depth, 1))),
-                opts: o.clone(),
-            };
-            let last = probe.edge(&db, &log_name, true).await.map_err(jerr)?;
-            let first = probe.edge(&db, &log_name, false).await.map_err(jerr)?;
+            let last = edge(&db, &log_name, true, max_depth).await.map_err(jerr)?;
+            let first = edge(&db, &log_name, false, max_depth).await.map_err(jerr)?;
             let count_tx = idb::begin(&db, "readonly", false).map_err(jerr)?;
             let all = range(&log_name, 0.0, MAX_SEQ).map_err(jerr)?;
             let count_req = count_tx
@@ -337,8 +320,7 @@ impl NativeEventLog {
                 }),
             }
         };
-        let info =
-            serde_json::to_string(&info).map_err(|e| jerr(Error::internal(e.to_string())))?;
+        let info = to_json_text(&info).map_err(jerr)?;
         Ok(NativeEventLog {
             inner: Rc::new(Inner { store, opts: o }),
             info,
@@ -375,9 +357,7 @@ impl NativeEventLog {
         let inner = self.inner.clone();
         Ok(future_to_promise(async move {
             inner.wait(b.seq).await.map_err(jerr)?;
-            Ok(JsValue::from_str(
-                &serde_json::to_string(&b).unwrap_or_default(),
-            ))
+            Ok(JsValue::from_str(&to_json_text(&b).map_err(jerr)?))
         }))
     }
 
@@ -405,11 +385,11 @@ impl NativeEventLog {
         future_to_promise(async move {
             let b = match &inner.store {
                 Store::Memory(m) => m.borrow().last_bookmark(),
-                Store::Idb { db, log, .. } => inner.edge(db, log, true).await.map_err(jerr)?,
+                Store::Idb { db, log, .. } => {
+                    edge(db, log, true, inner.max_depth()).await.map_err(jerr)?
+                }
             };
-            Ok(JsValue::from_str(
-                &serde_json::to_string(&b).unwrap_or_default(),
-            ))
+            Ok(JsValue::from_str(&to_json_text(&b).map_err(jerr)?))
         })
     }
 
@@ -448,8 +428,9 @@ impl NativeEventLog {
     pub fn fill(&self, id: u32, since: Option<f64>, limit: u32) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let mut filter = inner.with_hub(|h| h.filter_of(id)).map_err(jerr)?;
-            filter.limit = Some(u64::from(limit.max(1)));
+            let filter = inner
+                .with_hub(|h| h.read_filter(id, limit as usize))
+                .map_err(jerr)?;
             let out = inner
                 .read(seq_arg(since).map_err(jerr)?, None, &filter)
                 .await
@@ -472,14 +453,9 @@ impl NativeEventLog {
     /// Committed events not yet handed to live handlers (JSON array).
     #[wasm_bindgen(js_name = drainLiveJson)]
     pub fn drain_live_json(&self) -> Result<String, JsError> {
-        let lines: Vec<Arc<str>> = self
-            .inner
-            .with_hub(|h| Ok(h.drain_live()))
-            .map_err(err)?
-            .into_iter()
-            .map(|(_, l)| l)
-            .collect();
-        Ok(forkpoint_core::context::join_array(&lines))
+        self.inner
+            .with_hub(|h| Ok(h.drain_live_json()))
+            .map_err(err)
     }
 
     /// Waits for pending appends and closes the database connection.

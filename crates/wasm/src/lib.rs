@@ -6,6 +6,7 @@
 mod events;
 mod idb;
 mod session;
+mod util;
 
 pub use events::NativeEventLog;
 pub use session::{NativeSession, NativeSessionBuilder};

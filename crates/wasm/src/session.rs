@@ -1,16 +1,10 @@
 //! `NativeSession`: a loaded session (behind `Session` in forkpoint-web).
 
 use forkpoint_core::types::options_from_json;
-use forkpoint_core::{Error, LoadOptions, Session};
+use forkpoint_core::{LoadOptions, Session};
 use wasm_bindgen::prelude::*;
 
-fn err(e: Error) -> JsError {
-    JsError::new(&e.to_json())
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, JsError> {
-    serde_json::to_string(v).map_err(|e| err(Error::internal(e.to_string())))
-}
+use crate::util::err;
 
 /// A loaded session.
 #[wasm_bindgen]
@@ -36,7 +30,7 @@ impl NativeSession {
     /// SessionMetadata as JSON.
     #[wasm_bindgen(js_name = metadataJson)]
     pub fn metadata_json(&self) -> Result<String, JsError> {
-        to_json(&self.inner.metadata())
+        self.inner.metadata_json().map_err(err)
     }
 
     /// The header line as written.
@@ -72,24 +66,13 @@ impl NativeSession {
     /// Tree nodes as JSON: `leaves`, `branchPoints`, `roots`, or the children of an id.
     #[wasm_bindgen(js_name = nodesJson)]
     pub fn nodes_json(&self, which: &str, id: Option<String>) -> Result<String, JsError> {
-        let nodes = match (which, id) {
-            ("leaves", _) => self.inner.leaves(),
-            ("branchPoints", _) => self.inner.branch_points(),
-            ("roots", _) => self.inner.roots(),
-            ("children", Some(id)) => self.inner.children(&id).map_err(err)?,
-            _ => {
-                return Err(err(Error::invalid_input(format!(
-                    "unknown node list {which:?}"
-                ))));
-            }
-        };
-        to_json(&nodes)
+        self.inner.nodes_json(which, id.as_deref()).map_err(err)
     }
 
     /// The tree with linear runs collapsed (TreeRun[] as JSON).
     #[wasm_bindgen(js_name = treeJson)]
     pub fn tree_json(&self) -> Result<String, JsError> {
-        to_json(&self.inner.tree_runs())
+        self.inner.tree_json().map_err(err)
     }
 
     /// The label of an entry.
