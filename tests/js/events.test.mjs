@@ -157,6 +157,27 @@ test(`[${BACKEND}] a reopened log replays from storage with read-ahead, then liv
   await log.close();
 });
 
+test(`[${BACKEND}] a read of megabytes (parts read ahead) gives every event once, in order, filtered and limited`, async () => {
+  const where = fresh();
+  let log = await open(where, { durability: 'group' });
+  const bus = new EventBus(log);
+  const pad = 'p'.repeat(400);
+  const count = 8000;
+  await Promise.all(Array.from({ length: count }, (_, i) => bus.emit({ type: i % 4 ? 'text_chunk' : 'tool:end', i, pad })));
+  await log.close();
+  log = await open(where, { readOnly: BACKEND === 'napi' });
+  const all = await log.readSince(5);
+  assert.equal(all.length, count - 5);
+  assert.ok(all.every((e, k) => e.seq === k + 6 && e.i === k + 5 && e.pad === pad));
+  const some = await log.readSince({ seq: 100, timestamp: 0 }, { kinds: ['tool:end'], limit: 1500 });
+  assert.equal(some.length, 1500);
+  assert.ok(some.every((e, k) => e.type === 'tool:end' && e.seq === 101 + 4 * k));
+  const range = await log.readRange(2000, 7000);
+  assert.equal(range.length, 5001);
+  assert.equal(range.at(-1).seq, 7000);
+  await log.close();
+});
+
 test(`[${BACKEND}] an event committed while a batch is consumed is not left waiting; next() calls at once; close ends a wait`, async () => {
   const where = fresh();
   let log = await open(where, { durability: 'group' });

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, mpsc};
 
 use forkpoint_core::eventlog::{
     EventBatch, EventIndex, EventLogCore, EventReader, EventScanner, Hub, MemoryLog, RING_BYTES,
@@ -109,6 +109,58 @@ pub struct ReadCursor {
     left: Option<u64>,
     pos: Option<ReadPos>,
     done: bool,
+}
+
+/// A read whose parts are read by a thread of its own, ahead of the caller,
+/// up to a bound ([`FileEventLog::read_ahead`]): the caller parses one part
+/// while the next ones are read, and takes ready parts without waiting.
+pub struct ReadAhead {
+    rx: mpsc::Receiver<Result<String>>,
+    ended: bool,
+}
+
+impl ReadAhead {
+    /// The next part if one is ready (`[]` once the read is complete), else `None`.
+    pub fn try_next(&mut self) -> Option<Result<String>> {
+        if self.ended {
+            return Some(Ok("[]".into()));
+        }
+        match self.rx.try_recv() {
+            Ok(r) => Some(self.seen(r)),
+            Err(mpsc::TryRecvError::Empty) => None,
+            Err(mpsc::TryRecvError::Disconnected) => Some(self.gone()),
+        }
+    }
+
+    /// The next part, waiting for it (`[]` once the read is complete).
+    pub fn wait_next(&mut self) -> Result<String> {
+        if self.ended {
+            return Ok("[]".into());
+        }
+        match self.rx.recv() {
+            Ok(r) => self.seen(r),
+            Err(mpsc::RecvError) => self.gone(),
+        }
+    }
+
+    fn seen(&mut self, r: Result<String>) -> Result<String> {
+        self.ended = r.as_ref().map_or(true, |t| t == "[]");
+        r
+    }
+
+    fn gone(&mut self) -> Result<String> {
+        self.ended = true;
+        Err(Error::internal(
+            "the read-ahead thread ended before the read",
+        ))
+    }
+}
+
+impl ReadCursor {
+    /// Whether the read is complete.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
 }
 
 /// An event log (FORMAT.md, "Event log").
@@ -551,6 +603,35 @@ impl FileEventLog {
         c.pos = part.pos;
         c.done = !part.more || c.left == Some(0) || c.since >= Some(c.until);
         Ok(part.out.into_events_json())
+    }
+
+    /// Continues `cursor` on a thread of its own in parts growing from
+    /// `FIRST_READ` to about `part_bytes` (the first part comes soon), at most `ahead` parts ahead of the caller (memory stays
+    /// bounded however slow the caller is). Dropping the [`ReadAhead`] ends
+    /// the thread at its next part.
+    pub fn read_ahead(
+        self: &Arc<Self>,
+        mut cursor: ReadCursor,
+        part_bytes: usize,
+        ahead: usize,
+    ) -> Result<ReadAhead> {
+        let (tx, rx) = mpsc::sync_channel(ahead.max(1));
+        let log = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("forkpoint-read".into())
+            .spawn(move || {
+                let mut size = (FIRST_READ as usize).min(part_bytes);
+                loop {
+                    let r = log.read_part(&mut cursor, size);
+                    size = (size * 2).min(part_bytes.max(size));
+                    let last = r.as_ref().map_or(true, |t| t == "[]");
+                    if tx.send(r).is_err() || last {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| io_error(e, &self.path, "cannot start a read thread"))?;
+        Ok(ReadAhead { rx, ended: false })
     }
 
     /// [`read`](Self::read) starting at `from` if given (a position a previous

@@ -155,6 +155,62 @@ fn reads_in_parts_include_an_event_with_seq_zero() {
 }
 
 #[test]
+fn read_ahead_gives_the_read_in_order_and_stops_when_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("ahead.jsonl");
+    let log = Arc::new(open(&p, &rw()));
+    let pad = "x".repeat(200);
+    for i in 0..3000 {
+        let kind = if i % 3 == 0 { "tool:end" } else { "text_chunk" };
+        let b = log
+            .append(&format!(r#"{{"type":"{kind}","pad":"{pad}"}}"#), 1)
+            .unwrap();
+        if i == 2999 {
+            log.wait(b.seq).unwrap();
+        }
+    }
+    let filter = EventFilter {
+        kinds: Some(vec!["text_chunk".into()]),
+        limit: Some(1500),
+        ..EventFilter::default()
+    };
+    let want: Vec<u64> = seqs(&log, Some(40), &filter);
+    assert_eq!(want.len(), 1500);
+    // Parts of ~4 KB, at most two ahead: many parts, the thread often waits.
+    let mut a = log
+        .read_ahead(log.cursor(Some(40), None, filter.clone()).unwrap(), 4096, 2)
+        .unwrap();
+    let mut got = Vec::new();
+    let mut parts = 0;
+    loop {
+        let text = match a.try_next() {
+            Some(r) => r.unwrap(),
+            None => a.wait_next().unwrap(),
+        };
+        if text == "[]" {
+            break;
+        }
+        parts += 1;
+        let part: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        got.extend(part.iter().map(|e| e["seq"].as_u64().unwrap()));
+    }
+    assert!(parts > 20, "{parts} parts");
+    assert_eq!(got, want);
+    assert_eq!(a.wait_next().unwrap(), "[]");
+    // Dropped after one part: the thread ends (the log can still be closed and reopened).
+    let mut b = log
+        .read_ahead(
+            log.cursor(None, None, EventFilter::default()).unwrap(),
+            4096,
+            1,
+        )
+        .unwrap();
+    assert_ne!(b.wait_next().unwrap(), "[]");
+    drop(b);
+    log.close().unwrap();
+}
+
+#[test]
 fn corruption_is_reported_with_line_and_offset() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("events.jsonl");

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use forkpoint_core::eventlog::{Since, seq_arg};
 use forkpoint_core::events::EventFilter;
 use forkpoint_core::{Error, EventLogOptions};
-use forkpoint_fs::events::{FileEventLog, ReadCursor};
+use forkpoint_fs::events::{FileEventLog, ReadAhead, ReadCursor};
 use napi::bindgen_prelude::AsyncTask;
-use napi::{Env, Task};
+use napi::bindgen_prelude::Either;
+use napi::{Env, JsStringLatin1, Task};
 use napi_derive::napi;
 
 use crate::util::{JsonText, guard, json_text, now_ms, opts};
@@ -75,27 +76,104 @@ impl Task for CallTask {
     }
 }
 
+/// Where a [`NativeEventReader`] is.
+enum ReaderState {
+    /// Not started: the first part is read on the caller's thread.
+    Cursor(ReadCursor),
+    /// Read ahead on a thread of its own.
+    Ahead(ReadAhead),
+    /// Complete or closed.
+    Done,
+}
+
 /// A read of an event log taken in parts (`NativeEventLog.reader`).
 #[napi]
 pub struct NativeEventReader {
     log: Arc<FileEventLog>,
-    cursor: Arc<Mutex<ReadCursor>>,
+    state: Arc<Mutex<ReaderState>>,
+}
+
+/// Parts read ahead at most (of `part_bytes` each) while the caller parses.
+const AHEAD_PARTS: usize = 16;
+
+fn poisoned() -> Error {
+    Error::internal("event reader poisoned by a panic")
 }
 
 #[napi]
 impl NativeEventReader {
-    /// The next part, about `maxBytes` of events, as a JSON array; `[]` at the end.
+    /// The next part if it can be had without waiting (`[]` at the end), else
+    /// `null`. The first call reads a part of about `firstBytes` here, then
+    /// starts reading the rest ahead on a thread of its own, in parts of about
+    /// `partBytes`, so that the caller parses one part while the next are read.
+    #[napi(ts_return_type = "string | null")]
+    pub fn take<'e>(
+        &self,
+        env: &'e Env,
+        first_bytes: u32,
+        part_bytes: u32,
+    ) -> napi::Result<Option<Either<JsStringLatin1<'e>, String>>> {
+        let out = guard(|| {
+            // Locked: a `next()` is waiting for the part.
+            let Ok(mut st) = self.state.try_lock() else {
+                return Ok(None);
+            };
+            match std::mem::replace(&mut *st, ReaderState::Done) {
+                ReaderState::Cursor(mut c) => {
+                    let text = self.log.read_part(&mut c, first_bytes as usize)?;
+                    if text != "[]" && !c.is_done() {
+                        *st = ReaderState::Ahead(self.log.read_ahead(
+                            c,
+                            part_bytes as usize,
+                            AHEAD_PARTS,
+                        )?);
+                    }
+                    Ok(Some(text))
+                }
+                ReaderState::Ahead(mut a) => {
+                    let r = a.try_next();
+                    if !matches!(r, Some(Ok(ref t)) if t == "[]") {
+                        *st = ReaderState::Ahead(a);
+                    }
+                    r.transpose()
+                }
+                ReaderState::Done => Ok(Some("[]".into())),
+            }
+        })?;
+        // ASCII text (nearly always): handed to V8 without a copy.
+        out.map(|t| {
+            if t.is_ascii() {
+                JsStringLatin1::from_data(env, t.into_bytes()).map(Either::A)
+            } else {
+                Ok(Either::B(t))
+            }
+        })
+        .transpose()
+    }
+
+    /// The next part, waiting for it off the JS thread (`[]` at the end).
     #[napi(ts_return_type = "Promise<string>")]
     pub fn next(&self, max_bytes: u32) -> AsyncTask<CallTask> {
-        let cursor = self.cursor.clone();
+        let state = self.state.clone();
         AsyncTask::new(CallTask {
             inner: self.log.clone(),
             call: Box::new(move |log| {
-                let mut c = cursor
-                    .lock()
-                    .map_err(|_| Error::internal("event reader poisoned by a panic"))?;
-                log.read_part(&mut c, max_bytes as usize)
+                let mut st = state.lock().map_err(|_| poisoned())?;
+                match &mut *st {
+                    ReaderState::Cursor(c) => log.read_part(c, max_bytes as usize),
+                    ReaderState::Ahead(a) => a.wait_next(),
+                    ReaderState::Done => Ok("[]".into()),
+                }
             }),
+        })
+    }
+
+    /// Ends the read early (a read-ahead thread stops at its next part).
+    #[napi]
+    pub fn close(&self) -> napi::Result<()> {
+        guard(|| {
+            *self.state.lock().map_err(|_| poisoned())? = ReaderState::Done;
+            Ok(())
         })
     }
 }
@@ -170,11 +248,11 @@ impl NativeEventLog {
             let filter = opts::<EventFilter>(filter_json)?;
             Ok(NativeEventReader {
                 log: self.inner.clone(),
-                cursor: Arc::new(Mutex::new(self.inner.cursor(
+                state: Arc::new(Mutex::new(ReaderState::Cursor(self.inner.cursor(
                     seq_arg(since)?,
                     seq_arg(until)?,
                     filter,
-                )?)),
+                )?))),
             })
         })
     }

@@ -48,8 +48,17 @@ export declare class NativeEventLog {
 
 /** A read of an event log taken in parts (`NativeEventLog.reader`). */
 export declare class NativeEventReader {
-  /** The next part, about `maxBytes` of events, as a JSON array; `[]` at the end. */
+  /**
+   * The next part if it can be had without waiting (`[]` at the end), else
+   * `null`. The first call reads a part of about `firstBytes` here, then
+   * starts reading the rest ahead on a thread of its own, in parts of about
+   * `partBytes`, so that the caller parses one part while the next are read.
+   */
+  take(firstBytes: number, partBytes: number): string | null
+  /** The next part, waiting for it off the JS thread (`[]` at the end). */
   next(maxBytes: number): Promise<string>
+  /** Ends the read early (a read-ahead thread stops at its next part). */
+  close(): void
 }
 
 /** Reads a session file batch by batch. */

@@ -6,8 +6,8 @@ export interface NativeEventLogLike {
   infoJson(): string;
   append(eventJson: string): Promise<string>;
   readJson(since: number | null, until: number | null, filterJson: string | null): Promise<string>;
-  /** Reads in parts (the Node build): each part is parsed while the next is read. */
-  reader?(since: number | null, until: number | null, filterJson: string | null): { next(maxBytes: number): Promise<string> };
+  /** Reads in parts (the Node build): each part is parsed while the next ones are read. */
+  reader?(since: number | null, until: number | null, filterJson: string | null): NativeReaderLike;
   lastBookmarkJson(): string | Promise<string>;
   refresh(): void | Promise<void>;
   subscribe(filterJson: string | null, since: string, seq: number | null): number;
@@ -16,6 +16,13 @@ export interface NativeEventLogLike {
   unsubscribe(id: number): void;
   drainLiveJson(): string;
   close(): Promise<unknown>;
+}
+
+/** A read in parts: `take` gives a ready part (or `null`), `next` waits for one; `[]` ends. */
+export interface NativeReaderLike {
+  take(firstBytes: number, partBytes: number): string | null;
+  next(maxBytes: number): Promise<string>;
+  close(): void;
 }
 
 /** An event as stored: the log's envelope and the event's own fields. */
@@ -55,9 +62,17 @@ export interface SubscribeOptions {
 const BATCH = 256;
 /** A subscription's reads from storage start small (a fast first event) and grow to this. */
 const MAX_FILL = 16384;
-/** Parts of a read: the first is small (parsing starts early), then they grow. */
+/**
+ * Parts of a read: the first is read on the JS thread (parsing starts at once),
+ * the rest on the addon's read-ahead thread while JS parses.
+ */
 const FIRST_PART = 256 << 10;
-const MAX_PART = 4 << 20;
+const PART = 512 << 10;
+/** A long read lets the event loop run after about this many bytes parsed. */
+const YIELD_BYTES = 8 << 20;
+/** Runs `f` after pending I/O (setImmediate where there is one). */
+const yieldToLoop: (f: () => void) => void =
+  (globalThis as { setImmediate?: (f: () => void) => void }).setImmediate ?? ((f) => setTimeout(f, 0));
 /** How often a read-only log looks for events another process appended. */
 const FOLLOW_MS = 25;
 
@@ -112,20 +127,26 @@ export class EventLog {
     const native = this.native;
     const filter = JSON.stringify(opts);
     if (!native.reader) return JSON.parse(await callAsync(() => native.readJson(since, until, filter))) as LoggedEvent[];
-    // In parts: the addon reads part k+1 on its thread while this one parses part k.
+    // In parts: the addon reads ahead on its own thread while this one parses.
     const reader = call(() => native.reader!(since, until, filter));
-    let size = FIRST_PART;
-    let next = callAsync(() => reader.next(size));
-    let out: LoggedEvent[] = [];
-    for (;;) {
-      const text = await next;
-      if (text === '[]') return out;
-      size = Math.min(size * 4, MAX_PART);
-      next = callAsync(() => reader.next(size));
-      next.catch(() => undefined); // awaited (and rethrown) in the next round
-      const part = JSON.parse(text) as LoggedEvent[];
-      if (out.length === 0) out = part;
-      else for (const e of part) out.push(e);
+    try {
+      let out: LoggedEvent[] = [];
+      let parsed = 0;
+      for (;;) {
+        let text = call(() => reader.take(FIRST_PART, PART));
+        if (text === null) text = await callAsync(() => reader.next(PART));
+        if (text === '[]') return out;
+        const part = JSON.parse(text) as LoggedEvent[];
+        if (out.length === 0) out = part;
+        else for (const e of part) out.push(e);
+        parsed += text.length;
+        if (parsed >= YIELD_BYTES) {
+          parsed = 0;
+          await new Promise<void>((resolve) => yieldToLoop(resolve));
+        }
+      }
+    } finally {
+      reader.close();
     }
   }
 
