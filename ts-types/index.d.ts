@@ -4,7 +4,7 @@
 /**
  * Stable error codes. The string form is part of the public API.
  */
-export type ErrorCode = "CORRUPTED_DATA" | "UNSUPPORTED_FORMAT" | "LIMIT_EXCEEDED" | "INVALID_INPUT" | "INVALID_ID" | "NOT_FOUND" | "SESSION_LOCKED" | "LOG_LOCKED" | "MIGRATION_REQUIRED" | "STORAGE_FULL" | "IO" | "CLOSED" | "INTERNAL";
+export type ErrorCode = "CORRUPTED_DATA" | "UNSUPPORTED_FORMAT" | "LIMIT_EXCEEDED" | "INVALID_INPUT" | "INVALID_ID" | "NOT_FOUND" | "SESSION_LOCKED" | "LOG_LOCKED" | "MIGRATION_REQUIRED" | "STORAGE_FULL" | "IO" | "CLOSED" | "INTERNAL" | "AGENT_NOT_FOUND" | "AGENT_LOCKED" | "TEMPLATE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "PERMISSION_NOT_PENDING";
 
 /**
  * An error with a stable code and, where they apply, the file path, the
@@ -877,6 +877,93 @@ export type SessionContext = { messages: Array<AgentMessage>,
  * lazy load could not tell.
  */
 thinkingLevel: string | null, model: ModelRef | null, };
+
+/**
+ * Where the agent's loop is. Persisted before the step it announces.
+ */
+export type Breakpoint = "READY" | "PRE_MODEL" | "STREAMING_MODEL" | "TOOL_PENDING" | "AWAITING_APPROVAL" | "PRE_TOOL" | "TOOL_EXECUTING" | "POST_TOOL";
+
+/**
+ * The state of a tool call.
+ */
+export type ToolCallState = "PENDING" | "APPROVAL_REQUIRED" | "APPROVED" | "EXECUTING" | "COMPLETED" | "FAILED" | "DENIED" | "SEALED";
+
+/**
+ * One change of a tool call's state.
+ */
+export type AuditEntry = { state: ToolCallState, 
+/**
+ * Milliseconds since the epoch.
+ */
+at: number, note?: string, };
+
+/**
+ * A tool call as its records tell it.
+ */
+export type ToolCallRecord = { 
+/**
+ * The model's tool-call id.
+ */
+id: string, name: string, state: ToolCallState, input: unknown, 
+/**
+ * Whether the call needed a decision, and the decision.
+ */
+approval?: { decision: 'allow' | 'deny', note?: string } | undefined, 
+/**
+ * What the tool returned (or the error), once terminal.
+ */
+result?: unknown, isError?: boolean, startedAt?: number, completedAt?: number, 
+/**
+ * Every state the call went through, oldest first.
+ */
+audit: Array<AuditEntry>, };
+
+/**
+ * A named safe-fork-point.
+ */
+export type SnapshotInfo = { 
+/**
+ * The label, or `sfp:{index}`.
+ */
+id: string, 
+/**
+ * The session entry of the safe-fork-point (the last entry a fork copies).
+ */
+entryId: string, 
+/**
+ * Index of that message among the context messages.
+ */
+sfpIndex: number, createdAt: number, };
+
+/**
+ * A checkpoint of a workflow execution (the `/checkpoint` flow).
+ */
+export type CheckpointInfo = { 
+/**
+ * `ckpt-{executionId}-{stepIndex}`.
+ */
+id: string, executionId: string, stepName: string, stepIndex: number, 
+/**
+ * `'success'` unless given.
+ */
+status: string, state?: unknown, context?: unknown, variables?: Record<string, unknown>, 
+/**
+ * The session entry that was the leaf when it was made (restore moves the leaf there).
+ */
+entryId: string, createdAt: number, };
+
+/**
+ * What a crash resume or an interrupt closed.
+ */
+export type SealedCall = { id: string, name: string, 
+/**
+ * The state the call was in (`PENDING` when only the transcript knew of it).
+ */
+priorState: ToolCallState, 
+/**
+ * Whether a record of the call existed (else it was found in the transcript only).
+ */
+recorded: boolean, note: string, recommendations: Array<string>, };
 
 /** An entry of a type this library does not know, kept as written. */
 export type UnknownEntry = EntryBase & { type: string; [key: string]: unknown };

@@ -78,6 +78,13 @@ fn main() {
         LeafEntry,
         SessionEntry,
         SessionContext,
+        forkpoint_core::agent::Breakpoint,
+        forkpoint_core::agent::ToolCallState,
+        forkpoint_core::agent::AuditEntry,
+        forkpoint_core::agent::ToolCallRecord,
+        forkpoint_core::agent::SnapshotInfo,
+        forkpoint_core::agent::CheckpointInfo,
+        forkpoint_core::agent::SealedCall,
     );
     out.push_str(
         "/** An entry of a type this library does not know, kept as written. */\n\

@@ -40,6 +40,16 @@ pub enum ErrorCode {
     Closed,
     /// A bug in forkpoint (a caught panic or a broken invariant). Please report it.
     Internal,
+    /// No agent with this id in the store.
+    AgentNotFound,
+    /// Another process (or another open in this one) runs this agent.
+    AgentLocked,
+    /// The agent's template is not in the template registry.
+    TemplateNotFound,
+    /// No snapshot (safe-fork-point) with this id.
+    SnapshotNotFound,
+    /// `decide` for a call that does not wait for a decision.
+    PermissionNotPending,
 }
 
 impl ErrorCode {
@@ -59,6 +69,11 @@ impl ErrorCode {
             ErrorCode::Io => "IO",
             ErrorCode::Closed => "CLOSED",
             ErrorCode::Internal => "INTERNAL",
+            ErrorCode::AgentNotFound => "AGENT_NOT_FOUND",
+            ErrorCode::AgentLocked => "AGENT_LOCKED",
+            ErrorCode::TemplateNotFound => "TEMPLATE_NOT_FOUND",
+            ErrorCode::SnapshotNotFound => "SNAPSHOT_NOT_FOUND",
+            ErrorCode::PermissionNotPending => "PERMISSION_NOT_PENDING",
         }
     }
 }

@@ -10,6 +10,7 @@
 #![doc = include_str!("../FORMAT.md")]
 #![forbid(unsafe_code)]
 
+pub mod agent;
 pub mod context;
 pub mod entry;
 pub mod error;

@@ -6,6 +6,7 @@
 //! (temporary file, fsync, rename, fsync of the directory).
 #![forbid(unsafe_code)]
 
+pub mod agent;
 pub mod commit;
 pub mod events;
 pub mod incremental;

@@ -178,6 +178,13 @@ impl NativeEventReader {
     }
 }
 
+impl NativeEventLog {
+    /// A log opened by someone else (an agent's), shared.
+    pub(crate) fn shared(inner: Arc<FileEventLog>, info: String) -> NativeEventLog {
+        NativeEventLog { inner, info }
+    }
+}
+
 #[napi]
 impl NativeEventLog {
     /// Opens an event log; `opts` is EventLogOptions as JSON.

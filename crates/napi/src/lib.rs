@@ -5,6 +5,7 @@
 //! Errors cross as `Error`s whose message is the core error as JSON; the TS
 //! layer turns them into `ForkpointError`s.
 
+mod agent;
 mod events;
 mod incremental;
 mod lazy;

@@ -9,6 +9,79 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** An open agent: its lock, session, event log and state. */
+export declare class NativeAgent {
+  /** Creates agent `id` in the store at `root` with `meta` (JSON object). */
+  static create(root: string, id: string, metaJson: string): Promise<NativeAgent>
+  /** Opens agent `id` of the store at `root`. */
+  static open(root: string, id: string): Promise<NativeAgent>
+  /** The agents of a store (JSON array of their `meta.json`). */
+  static list(root: string): string
+  /** Whether the store holds agent `id`. */
+  static exists(root: string, id: string): boolean
+  /** Deletes agent `id` (not its forks); `AGENT_LOCKED` while it is open. */
+  static remove(root: string, id: string): void
+  /** Checks an agent id (`INVALID_ID`). */
+  static validateId(id: string): void
+  /** What opening found: `{meta, context, breakpoint, repaired}` (JSON). */
+  openedJson(): string
+  /** The agent's event log. */
+  events(): NativeEventLog
+  /**
+   * Appends session entries (JSON objects) in order; resolves to their ids
+   * (JSON array) once all are durable.
+   */
+  append(entries: Array<string>): Promise<string>
+  /**
+   * Records a tool call's new state (`extra`: JSON object of fields such as
+   * `input`, `approval`, `result`, `isError`, `note`); durable when it resolves.
+   */
+  record(id: string, name: string, state: string, extraJson?: string | undefined | null): Promise<string>
+  /**
+   * Appends the result message of a call and its terminal record together;
+   * resolves to the message's entry id once both are durable.
+   */
+  completeCall(messageJson: string, id: string, name: string, state: string, extraJson?: string | undefined | null): Promise<string>
+  /**
+   * Seals every call without a result on the current path (crash resume,
+   * interrupt); resolves to the sealed calls (JSON) once durable.
+   */
+  seal(note?: string | undefined | null): Promise<string>
+  /** Names the last safe-fork-point; resolves to the snapshot id. */
+  snapshot(label?: string | undefined | null): Promise<string>
+  /** Creates agent `newId` (a sibling in the store) from a snapshot. */
+  fork(root: string, newId: string, snapshotId: string, metaJson: string): Promise<NativeAgent>
+  /** Moves the leaf to an entry (history kept); resolves to the context there. */
+  moveLeaf(entryId: string): Promise<string>
+  /** The context at the current leaf (`SessionContext` JSON). */
+  contextJson(): Promise<string>
+  /** Creates a checkpoint at the current leaf; resolves to it (JSON). */
+  checkpoint(argsJson: string): Promise<string>
+  /** Checkpoints grouped by execution: `[{executionId, checkpoints}]` (JSON). */
+  checkpointsJson(): string
+  /** One checkpoint (JSON); `NOT_FOUND` when there is none. */
+  checkpointJson(id: string): string
+  /** The last successful checkpoint of an execution (JSON, or `null`). */
+  lastSuccessfulJson(executionId: string, beforeStep?: number | undefined | null): string
+  /** A snapshot (JSON); `SNAPSHOT_NOT_FOUND` when there is none. */
+  snapshotJson(id: string): string
+  /** The tool-call records of the current path (JSON array). */
+  recordsJson(): string
+  /**
+   * The calls of the current path without a result: `[{id, name, arguments,
+   * state}]` (state `null` when only the transcript has the call).
+   */
+  openCallsJson(): string
+  /** Messages sent while busy and not yet delivered (JSON array of `{queueId, …}`). */
+  queuedJson(): string
+  /** `{messageCount, userMessages, lastSfpIndex, lastSfpEntryId}` (JSON). */
+  countsJson(): string
+  /** Replaces `meta.json` (atomically; credentials are dropped). */
+  setMeta(metaJson: string): Promise<string>
+  /** Waits for pending writes and releases the agent's lock. */
+  close(): Promise<string>
+}
+
 /** An event log file. */
 export declare class NativeEventLog {
   /** Opens an event log; `opts` is EventLogOptions as JSON. */

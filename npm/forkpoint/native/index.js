@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.NativeAgent = nativeBinding.NativeAgent
 module.exports.NativeEventLog = nativeBinding.NativeEventLog
 module.exports.NativeEventReader = nativeBinding.NativeEventReader
 module.exports.NativeIncremental = nativeBinding.NativeIncremental

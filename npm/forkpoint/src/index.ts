@@ -11,7 +11,6 @@ import type {
   AgentMessage,
   AnySessionEntry,
   BatchInfo,
-  EventLogOptions,
   LazyMetadata,
   LazyOptions,
   LoadOptions,
@@ -20,7 +19,7 @@ import type {
   WriterOpenReport,
   WriterOptions,
 } from '@forkpoint/types';
-import { SessionView, EventLog as SharedEventLog, call, callAsync } from '@forkpoint/shared';
+import { SessionView, call, callAsync } from '@forkpoint/shared';
 import * as native from '../native/index.js';
 
 export { ForkpointError, EventBus } from '@forkpoint/shared';
@@ -204,17 +203,35 @@ export async function listSessions(dir: string): Promise<SessionInfo[]> {
   return JSON.parse(await callAsync(() => native.listSessionsJson(dir))) as SessionInfo[];
 }
 
-/**
- * An append-only event log file with bookmarks (`events.jsonl`). One writer per
- * file (an OS lock; a second gets `LOG_LOCKED`); other processes open it with
- * `{ readOnly: true }` to read and follow it.
- */
-export class EventLog extends SharedEventLog {
-  /**
-   * Opens (or creates) an event log. A torn last line is cut off; the sparse
-   * index beside it (`<file>.idx.json`) is rebuilt when missing or stale.
-   */
-  static async open(path: string, opts?: EventLogOptions): Promise<EventLog> {
-    return new EventLog(await callAsync(() => native.NativeEventLog.open(path, json(opts))));
-  }
-}
+export { EventLog } from './eventlog.js';
+export {
+  Agent,
+  JSONStore,
+  ToolRegistry,
+  TemplateRegistry,
+  ScriptedProvider,
+  CONFIG_VERSION,
+} from './agent.js';
+export type {
+  AgentConfig,
+  AgentDependencies,
+  AgentInfo,
+  AgentStatus,
+  AgentState,
+  AgentTemplate,
+  AssistantReply,
+  ChatResult,
+  CheckpointArgs,
+  ModelProvider,
+  ModelRef,
+  ModelRequest,
+  Permission,
+  ResumeOptions,
+  ResumeStrategy,
+  ScriptedTurn,
+  StoredAgentMeta,
+  Tool,
+  ToolCallView,
+  ToolContext,
+  ToolDefinition,
+} from './agent.js';

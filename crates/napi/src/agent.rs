@@ -1,0 +1,382 @@
+//! `NativeAgent`: an agent's files in a store (behind `Agent` and `JSONStore`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use forkpoint_core::Error;
+use forkpoint_core::agent::{AgentCore, ToolCallState};
+use forkpoint_fs::agent::{self, AgentFiles, Opened};
+use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Task};
+use napi_derive::napi;
+use serde_json::{Value, json};
+
+use crate::events::NativeEventLog;
+use crate::util::guard;
+
+fn to_json<T: serde::Serialize>(v: &T) -> forkpoint_core::Result<String> {
+    forkpoint_core::types::to_json_text(v)
+}
+
+fn parse(what: &str, text: &str) -> forkpoint_core::Result<Value> {
+    serde_json::from_str(text).map_err(|e| Error::invalid_input(format!("{what}: {e}")))
+}
+
+/// An open agent: its lock, session, event log and state.
+#[napi]
+pub struct NativeAgent {
+    inner: Arc<AgentFiles>,
+    opened: String,
+}
+
+fn opened_json(o: &Opened) -> forkpoint_core::Result<String> {
+    let mut out = String::from("{\"meta\":");
+    out.push_str(&to_json(&o.meta)?);
+    out.push_str(",\"context\":");
+    out.push_str(&o.context_json);
+    out.push_str(",\"breakpoint\":");
+    out.push_str(&to_json(&o.breakpoint)?);
+    out.push_str(",\"repaired\":");
+    out.push_str(if o.repaired { "true" } else { "false" });
+    out.push('}');
+    Ok(out)
+}
+
+type OpenFn = Box<dyn FnOnce() -> forkpoint_core::Result<(AgentFiles, Opened)> + Send>;
+
+pub struct OpenTask(Option<OpenFn>);
+
+impl Task for OpenTask {
+    type Output = (AgentFiles, String);
+    type JsValue = NativeAgent;
+
+    fn compute(&mut self) -> napi::Result<(AgentFiles, String)> {
+        let f = self.0.take();
+        guard(|| {
+            let (a, o) = f.ok_or_else(|| Error::internal("open task run twice"))?()?;
+            let j = opened_json(&o)?;
+            Ok((a, j))
+        })
+    }
+
+    fn resolve(
+        &mut self,
+        _env: Env,
+        (a, opened): (AgentFiles, String),
+    ) -> napi::Result<NativeAgent> {
+        Ok(NativeAgent {
+            inner: Arc::new(a),
+            opened,
+        })
+    }
+}
+
+type AgentCall = Box<dyn FnOnce(&AgentFiles) -> forkpoint_core::Result<String> + Send>;
+
+/// A blocking call of an agent, run on the libuv pool; yields JSON text.
+pub struct AgentTask {
+    inner: Arc<AgentFiles>,
+    call: Option<AgentCall>,
+}
+
+impl Task for AgentTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        let f = self.call.take();
+        guard(|| f.ok_or_else(|| Error::internal("task run twice"))?(&self.inner))
+    }
+
+    fn resolve(&mut self, _env: Env, out: String) -> napi::Result<String> {
+        Ok(out)
+    }
+}
+
+fn state_arg(s: &str) -> forkpoint_core::Result<ToolCallState> {
+    serde_json::from_value(Value::String(s.to_string()))
+        .map_err(|_| Error::invalid_input(format!("unknown tool-call state '{s}'")))
+}
+
+#[napi]
+impl NativeAgent {
+    /// Creates agent `id` in the store at `root` with `meta` (JSON object).
+    #[napi(ts_return_type = "Promise<NativeAgent>")]
+    pub fn create(root: String, id: String, meta_json: String) -> AsyncTask<OpenTask> {
+        AsyncTask::new(OpenTask(Some(Box::new(move || {
+            AgentFiles::create(&PathBuf::from(root), &id, parse("meta", &meta_json)?)
+        }))))
+    }
+
+    /// Opens agent `id` of the store at `root`.
+    #[napi(ts_return_type = "Promise<NativeAgent>")]
+    pub fn open(root: String, id: String) -> AsyncTask<OpenTask> {
+        AsyncTask::new(OpenTask(Some(Box::new(move || {
+            AgentFiles::open(&PathBuf::from(root), &id)
+        }))))
+    }
+
+    /// The agents of a store (JSON array of their `meta.json`).
+    #[napi]
+    pub fn list(root: String) -> napi::Result<String> {
+        guard(|| to_json(&agent::list(&PathBuf::from(root))?))
+    }
+
+    /// Whether the store holds agent `id`.
+    #[napi]
+    pub fn exists(root: String, id: String) -> napi::Result<bool> {
+        guard(|| agent::exists(&PathBuf::from(root), &id))
+    }
+
+    /// Deletes agent `id` (not its forks); `AGENT_LOCKED` while it is open.
+    #[napi]
+    pub fn remove(root: String, id: String) -> napi::Result<()> {
+        guard(|| agent::delete(&PathBuf::from(root), &id))
+    }
+
+    /// Checks an agent id (`INVALID_ID`).
+    #[napi]
+    pub fn validate_id(id: String) -> napi::Result<()> {
+        guard(|| agent::validate_id(&id))
+    }
+
+    fn task(
+        &self,
+        f: impl FnOnce(&AgentFiles) -> forkpoint_core::Result<String> + Send + 'static,
+    ) -> AsyncTask<AgentTask> {
+        AsyncTask::new(AgentTask {
+            inner: self.inner.clone(),
+            call: Some(Box::new(f)),
+        })
+    }
+
+    /// What opening found: `{meta, context, breakpoint, repaired}` (JSON).
+    #[napi]
+    pub fn opened_json(&self) -> String {
+        self.opened.clone()
+    }
+
+    /// The agent's event log.
+    #[napi]
+    pub fn events(&self) -> napi::Result<NativeEventLog> {
+        guard(|| {
+            Ok(NativeEventLog::shared(
+                self.inner.events().clone(),
+                to_json(self.inner.events_info())?,
+            ))
+        })
+    }
+
+    /// Appends session entries (JSON objects) in order; resolves to their ids
+    /// (JSON array) once all are durable.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn append(&self, entries: Vec<String>) -> AsyncTask<AgentTask> {
+        self.task(move |a| to_json(&a.append(&entries)?))
+    }
+
+    /// Records a tool call's new state (`extra`: JSON object of fields such as
+    /// `input`, `approval`, `result`, `isError`, `note`); durable when it resolves.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn record(
+        &self,
+        id: String,
+        name: String,
+        state: String,
+        extra_json: Option<String>,
+    ) -> napi::Result<AsyncTask<AgentTask>> {
+        let (state, extra) = guard(|| {
+            Ok((
+                state_arg(&state)?,
+                extra_json.map(|e| parse("record", &e)).transpose()?,
+            ))
+        })?;
+        Ok(self.task(move |a| {
+            let now = crate::util::now_ms() as f64;
+            let entry = AgentCore::record_entry(&id, &name, state, now, extra.as_ref());
+            a.append(&[entry])?;
+            to_json(&a.core()?.record(&id))
+        }))
+    }
+
+    /// Appends the result message of a call and its terminal record together;
+    /// resolves to the message's entry id once both are durable.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn complete_call(
+        &self,
+        message_json: String,
+        id: String,
+        name: String,
+        state: String,
+        extra_json: Option<String>,
+    ) -> napi::Result<AsyncTask<AgentTask>> {
+        let (state, extra) = guard(|| {
+            Ok((
+                state_arg(&state)?,
+                extra_json.map(|e| parse("record", &e)).transpose()?,
+            ))
+        })?;
+        Ok(self.task(move |a| {
+            let now = crate::util::now_ms() as f64;
+            let rec = AgentCore::record_entry(&id, &name, state, now, extra.as_ref());
+            let ids = a.append(&[rec, message_json])?;
+            to_json(&ids[1])
+        }))
+    }
+
+    /// Seals every call without a result on the current path (crash resume,
+    /// interrupt); resolves to the sealed calls (JSON) once durable.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn seal(&self, note: Option<String>) -> AsyncTask<AgentTask> {
+        self.task(move |a| to_json(&a.seal(note.as_deref())?))
+    }
+
+    /// Names the last safe-fork-point; resolves to the snapshot id.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn snapshot(&self, label: Option<String>) -> AsyncTask<AgentTask> {
+        self.task(move |a| a.snapshot(label.as_deref()))
+    }
+
+    /// Creates agent `newId` (a sibling in the store) from a snapshot.
+    #[napi(ts_return_type = "Promise<NativeAgent>")]
+    pub fn fork(
+        &self,
+        root: String,
+        new_id: String,
+        snapshot_id: String,
+        meta_json: String,
+    ) -> AsyncTask<OpenTask> {
+        let me = self.inner.clone();
+        AsyncTask::new(OpenTask(Some(Box::new(move || {
+            me.fork(
+                &PathBuf::from(root),
+                &new_id,
+                &snapshot_id,
+                parse("meta", &meta_json)?,
+            )
+        }))))
+    }
+
+    /// Moves the leaf to an entry (history kept); resolves to the context there.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn move_leaf(&self, entry_id: String) -> AsyncTask<AgentTask> {
+        self.task(move |a| a.move_leaf(&entry_id))
+    }
+
+    /// The context at the current leaf (`SessionContext` JSON).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn context_json(&self) -> AsyncTask<AgentTask> {
+        self.task(|a| a.context_json())
+    }
+
+    /// Creates a checkpoint at the current leaf; resolves to it (JSON).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn checkpoint(&self, args_json: String) -> AsyncTask<AgentTask> {
+        self.task(move |a| {
+            let args = parse("checkpoint", &args_json)?;
+            let (entry, c) = a
+                .core()?
+                .checkpoint_entry(&args, crate::util::now_ms() as f64)?;
+            a.append(&[entry])?;
+            to_json(&c)
+        })
+    }
+
+    /// Checkpoints grouped by execution: `[{executionId, checkpoints}]` (JSON).
+    #[napi]
+    pub fn checkpoints_json(&self) -> napi::Result<String> {
+        guard(|| {
+            let groups: Vec<Value> = self
+                .inner
+                .core()?
+                .checkpoints_by_execution()
+                .into_iter()
+                .map(|(e, c)| json!({ "executionId": e, "checkpoints": c }))
+                .collect();
+            to_json(&groups)
+        })
+    }
+
+    /// One checkpoint (JSON); `NOT_FOUND` when there is none.
+    #[napi]
+    pub fn checkpoint_json(&self, id: String) -> napi::Result<String> {
+        guard(|| to_json(self.inner.core()?.checkpoint(&id)?))
+    }
+
+    /// The last successful checkpoint of an execution (JSON, or `null`).
+    #[napi]
+    pub fn last_successful_json(
+        &self,
+        execution_id: String,
+        before_step: Option<f64>,
+    ) -> napi::Result<String> {
+        guard(|| {
+            let before = before_step.map(|b| b.max(0.0) as u64);
+            to_json(&self.inner.core()?.last_successful(&execution_id, before))
+        })
+    }
+
+    /// A snapshot (JSON); `SNAPSHOT_NOT_FOUND` when there is none.
+    #[napi]
+    pub fn snapshot_json(&self, id: String) -> napi::Result<String> {
+        guard(|| to_json(&self.inner.core()?.snapshot(&id)?))
+    }
+
+    /// The tool-call records of the current path (JSON array).
+    #[napi]
+    pub fn records_json(&self) -> napi::Result<String> {
+        guard(|| to_json(&self.inner.core()?.records()))
+    }
+
+    /// The calls of the current path without a result: `[{id, name, arguments,
+    /// state}]` (state `null` when only the transcript has the call).
+    #[napi]
+    pub fn open_calls_json(&self) -> napi::Result<String> {
+        guard(|| {
+            let core = self.inner.core()?;
+            let calls: Vec<Value> = core
+                .open_calls()
+                .into_iter()
+                .map(|(id, name, args, rec)| {
+                    json!({ "id": id, "name": name, "arguments": args, "state": rec.map(|r| r.state) })
+                })
+                .collect();
+            to_json(&calls)
+        })
+    }
+
+    /// Messages sent while busy and not yet delivered (JSON array of `{queueId, …}`).
+    #[napi]
+    pub fn queued_json(&self) -> napi::Result<String> {
+        guard(|| to_json(&self.inner.core()?.queued()))
+    }
+
+    /// `{messageCount, userMessages, lastSfpIndex, lastSfpEntryId}` (JSON).
+    #[napi]
+    pub fn counts_json(&self) -> napi::Result<String> {
+        guard(|| {
+            let core = self.inner.core()?;
+            let sfp = core.last_sfp();
+            to_json(&json!({
+                "messageCount": core.message_count(),
+                "userMessages": core.user_messages(),
+                "lastSfpIndex": sfp.map_or(-1, |(i, _)| i as i64),
+                "lastSfpEntryId": sfp.map(|(_, e)| e),
+            }))
+        })
+    }
+
+    /// Replaces `meta.json` (atomically; credentials are dropped).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn set_meta(&self, meta_json: String) -> AsyncTask<AgentTask> {
+        self.task(move |a| {
+            a.set_meta(parse("meta", &meta_json)?)?;
+            Ok(String::new())
+        })
+    }
+
+    /// Waits for pending writes and releases the agent's lock.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn close(&self) -> AsyncTask<AgentTask> {
+        self.task(|a| a.close().map(|()| String::new()))
+    }
+}

@@ -1,0 +1,36 @@
+// A child process running an agent, for the crash tests: `node agent-child.mjs
+// <storeDir> <agentId> <mode>`. It prints `READY <json>` lines at known points;
+// the parent kills it with SIGKILL there.
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const { Agent, JSONStore, ToolRegistry, ScriptedProvider } = require('forkpoint');
+const [dir, agentId, mode] = process.argv.slice(2);
+const say = (what, data = {}) => process.stdout.write(`${what} ${JSON.stringify(data)}\n`);
+
+const toolRegistry = new ToolRegistry()
+  .register({
+    name: 'slow',
+    description: 'a tool that never finishes (the parent kills the process while it runs)',
+    inputSchema: { type: 'object' },
+    run: () => {
+      say('TOOL_RUNNING');
+      return new Promise(() => {});
+    },
+  })
+  .register({ name: 'echo', description: 'echoes', inputSchema: { type: 'object' }, run: (x) => x });
+
+const model = new ScriptedProvider([{ text: 'working', toolCalls: [{ id: 'call_slow_1', name: 'slow', arguments: { n: 1 } }] }]);
+const store = new JSONStore(dir);
+const permission = mode === 'approval' ? { mode: 'approval' } : { mode: 'auto' };
+const agent = await Agent.create({ agentId, model, tools: ['slow', 'echo'], permission }, { store, toolRegistry });
+if (mode === 'hold') {
+  say('OPEN');
+} else {
+  const r = agent.chat('please run the slow tool');
+  if (mode === 'approval') {
+    const res = await r;
+    say('PAUSED', res);
+  }
+}
+setInterval(() => {}, 1000);

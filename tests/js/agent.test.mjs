@@ -1,0 +1,460 @@
+// The durable Agent (Node): the semantics of the issue, each with a test.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { napi } from './helpers.mjs';
+
+const { Agent, JSONStore, ToolRegistry, TemplateRegistry, ScriptedProvider, ForkpointError, SessionWriter, SessionLoader, EventLog } = napi;
+const child = fileURLToPath(new URL('./agent-child.mjs', import.meta.url));
+
+const freshStore = () => new JSONStore(mkdtempSync(join(tmpdir(), 'fp-agent-')));
+
+function tools() {
+  return new ToolRegistry()
+    .register({ name: 'add', description: 'adds two numbers', inputSchema: { type: 'object' }, run: ({ a, b }) => ({ sum: a + b }) })
+    .register({ name: 'echo', description: 'echoes', inputSchema: { type: 'object' }, run: (x) => x })
+    .register({
+      name: 'wait',
+      description: 'waits until aborted',
+      inputSchema: { type: 'object' },
+      run: (_x, ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')))),
+    });
+}
+
+/** A model that calls `add` once, then says the sum. */
+const adder = () =>
+  new ScriptedProvider([
+    { text: 'adding', toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 } }] },
+    (req) => ({ text: `sum=${JSON.parse(req.messages.at(-1).content[0].text).sum}` }),
+  ]);
+
+async function rejectsCode(p, code) {
+  await assert.rejects(p, (e) => {
+    assert.ok(e instanceof ForkpointError, `a ForkpointError, got ${e}`);
+    assert.equal(e.code, code, e.message);
+    return true;
+  });
+}
+
+async function events(agent, since = 0, channels) {
+  const out = [];
+  const last = (await agent.status()).lastBookmark.seq;
+  if (last <= since) return out;
+  for await (const { bookmark, event } of agent.subscribe(channels, { since })) {
+    out.push(event);
+    if (bookmark.seq >= last) break;
+  }
+  return out;
+}
+
+/** Runs the child until it prints `what`, then kills it with SIGKILL. */
+function runAndKill(dir, id, mode, what) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [child, dir, id, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    let data;
+    p.stdout.on('data', (d) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.startsWith(what + ' '));
+      if (line && data === undefined) {
+        data = JSON.parse(line.slice(what.length + 1));
+        p.kill('SIGKILL');
+      }
+    });
+    p.on('exit', (code, signal) => (signal === 'SIGKILL' ? resolve(data) : reject(new Error(`child exited ${code} ${signal}: ${out}`))));
+  });
+}
+
+test('chat runs the loop: a tool call with records and audit, events on the three channels, durable state', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const agent = await Agent.create({ agentId: 'calc', model: adder(), tools: ['add'] }, { store, toolRegistry });
+  const r = await agent.chat('what is 2+3?');
+  assert.equal(r.status, 'ok');
+  assert.equal(r.text, 'sum=5');
+  assert.deepEqual(r.permissionIds, []);
+  assert.deepEqual((await agent.messages()).map((m) => m.role), ['user', 'assistant', 'toolResult', 'assistant']);
+  const [call] = await agent.toolCalls();
+  assert.equal(call.state, 'COMPLETED');
+  assert.deepEqual(call.input, { a: 2, b: 3 });
+  assert.deepEqual(call.result, { sum: 5 });
+  assert.deepEqual(call.audit.map((a) => a.state), ['PENDING', 'EXECUTING', 'COMPLETED']);
+  const st = await agent.status();
+  assert.equal(st.state, 'READY');
+  assert.equal(st.breakpoint, 'READY');
+  assert.equal(st.lastSfpIndex, 3);
+  const evs = await events(agent);
+  const types = evs.map((e) => e.type);
+  for (const t of ['tool:start', 'tool:end', 'tool_executed', 'text_chunk', 'done', 'step_complete', 'breakpoint_changed', 'state_changed']) {
+    assert.ok(types.includes(t), `${t} in ${types}`);
+  }
+  assert.ok(types.indexOf('tool:start') < types.indexOf('tool:end'));
+  const bps = evs.filter((e) => e.type === 'breakpoint_changed').map((e) => e.current);
+  assert.deepEqual(bps.slice(0, 7), ['PRE_MODEL', 'STREAMING_MODEL', 'TOOL_PENDING', 'PRE_TOOL', 'TOOL_EXECUTING', 'POST_TOOL', 'PRE_MODEL']);
+  assert.ok(evs.every((e, i) => i === 0 || e.seq > evs[i - 1].seq));
+  assert.equal(r.last.seq, evs.find((e) => e.type === 'done').seq);
+  await agent.close();
+  // Everything is in the store, in pi format.
+  const s = await SessionLoader.open(join(store.dir, 'calc', 'session.jsonl'));
+  assert.equal(s.getContext().length, 4);
+  const again = await Agent.resume('calc', { model: adder() }, { store, toolRegistry });
+  assert.deepEqual((await again.messages()).map((m) => m.role), ['user', 'assistant', 'toolResult', 'assistant']);
+  assert.equal((await again.toolCalls())[0].state, 'COMPLETED');
+  await again.close();
+});
+
+test('crash resume seals a call killed while EXECUTING (SIGKILL), from its records: note, recommendations, events replayable', async () => {
+  const store = freshStore();
+  await runAndKill(store.dir, 'crashy', 'run', 'TOOL_RUNNING');
+  const toolRegistry = tools();
+  const before = await EventLog.open(join(store.dir, 'crashy', 'events.jsonl'), { readOnly: true });
+  const lastBefore = await before.lastBookmark();
+  await before.close();
+  const agent = await Agent.resume('crashy', { model: new ScriptedProvider([{ text: 'recovered' }]) }, { store, toolRegistry }, { strategy: 'crash' });
+  const [call] = await agent.toolCalls();
+  assert.equal(call.state, 'SEALED');
+  assert.deepEqual(call.audit.map((a) => a.state), ['PENDING', 'EXECUTING', 'SEALED']);
+  const msgs = await agent.messages();
+  const result = msgs.at(-1);
+  assert.equal(result.role, 'toolResult');
+  assert.equal(result.toolCallId, 'call_slow_1');
+  assert.equal(result.isError, true);
+  const payload = JSON.parse(result.content[0].text);
+  assert.match(payload.error, /interrupted during execution/);
+  assert.deepEqual(payload.recommendations, ['Check for possible side effects of the tool', 'Confirm external system state before retrying']);
+  assert.equal(payload.data.status, 'EXECUTING');
+  // Events after the crash point, read from storage by a subscription started after resume.
+  const evs = await events(agent, lastBefore.seq);
+  const resumed = evs.find((e) => e.type === 'agent_resumed');
+  assert.equal(resumed.strategy, 'crash');
+  assert.equal(resumed.breakpoint, 'TOOL_EXECUTING', 'the persisted breakpoint is where the agent was');
+  assert.equal(resumed.sealed.length, 1);
+  assert.equal(resumed.sealed[0].id, 'call_slow_1');
+  assert.equal(resumed.sealed[0].priorState, 'EXECUTING');
+  const ends = evs.filter((e) => e.type === 'tool:end');
+  assert.equal(ends.length, 1);
+  assert.equal(ends[0].call.state, 'SEALED');
+  assert.ok(evs[0].seq > lastBefore.seq);
+  // The conversation goes on from a valid transcript.
+  const r = await agent.chat('go on');
+  assert.equal(r.text, 'recovered');
+  await agent.close();
+});
+
+test('crash resume seals calls in PENDING, APPROVAL_REQUIRED and APPROVED, and calls only the transcript knows', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const agent = await Agent.create({ agentId: 'states', model: new ScriptedProvider([{ text: 'hi' }]), tools: ['echo'] }, { store, toolRegistry });
+  await agent.chat('hello');
+  await agent.close();
+  // The session as a crash leaves it: one answer asking for four calls, records in each open state.
+  const w = await SessionWriter.open(join(store.dir, 'states', 'session.jsonl'));
+  const calls = ['c_pending', 'c_approval', 'c_approved', 'c_transcript'];
+  await w.append({
+    type: 'message',
+    message: {
+      role: 'assistant',
+      content: calls.map((id) => ({ type: 'toolCall', id, name: 'echo', arguments: { id } })),
+      api: 'scripted', provider: 'scripted', model: 'scripted-1',
+      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+      stopReason: 'toolUse', timestamp: Date.now(),
+    },
+  });
+  const rec = (id, state) => w.append({ type: 'custom', customType: 'forkpoint.toolcall', data: { id, name: 'echo', state, at: Date.now() } });
+  for (const id of calls.slice(0, 3)) await rec(id, 'PENDING');
+  await rec('c_approval', 'APPROVAL_REQUIRED');
+  await rec('c_approved', 'APPROVAL_REQUIRED');
+  await rec('c_approved', 'APPROVED');
+  await w.close();
+
+  const manual = await Agent.resume('states', { model: new ScriptedProvider([]) }, { store, toolRegistry }, { strategy: 'manual' });
+  assert.equal((await manual.messages()).at(-1).role, 'assistant', 'manual seals nothing');
+  assert.deepEqual((await manual.status()).state, 'PAUSED');
+  await manual.close();
+
+  const agent2 = await Agent.resume('states', { model: new ScriptedProvider([{ text: 'after' }]) }, { store, toolRegistry }, { strategy: 'crash' });
+  const msgs = await agent2.messages();
+  const results = msgs.slice(-4);
+  assert.deepEqual(results.map((m) => m.toolCallId), calls, 'one error result per call, in order, right after the answer');
+  const byId = Object.fromEntries(results.map((m) => [m.toolCallId, JSON.parse(m.content[0].text)]));
+  assert.match(byId.c_pending.error, /just before execution/);
+  assert.deepEqual(byId.c_pending.recommendations, ['Confirm tool parameters are correct', 'Re-trigger the tool to continue']);
+  assert.match(byId.c_approval.error, /awaiting approval/);
+  assert.deepEqual(byId.c_approval.recommendations, ['Confirm if approval is still required', 'Re-trigger the tool and complete approval to continue']);
+  assert.match(byId.c_approved.error, /approved but not yet executed/);
+  assert.deepEqual(byId.c_approved.recommendations, ['Confirm the tool input is still valid', 'Re-trigger the tool to execute']);
+  assert.match(byId.c_transcript.error, /without a result or a record/);
+  assert.equal(byId.c_transcript.data.recorded, false);
+  const states = Object.fromEntries((await agent2.toolCalls()).map((c) => [c.id, c.state]));
+  assert.deepEqual(states, { c_pending: 'SEALED', c_approval: 'SEALED', c_approved: 'SEALED', c_transcript: 'SEALED' });
+  const evs = await events(agent2);
+  const resumed = evs.filter((e) => e.type === 'agent_resumed');
+  assert.equal(resumed.at(-1).sealed.length, 4);
+  assert.equal(evs.filter((e) => e.type === 'tool:end' && e.sealed).length, 4);
+  assert.equal((await agent2.chat('continue')).text, 'after');
+  await agent2.close();
+});
+
+test('bookmarks strictly increase across crashes and resumes; lastBookmark survives resume', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const seen = [];
+  let last = 0;
+  for (let round = 0; round < 3; round++) {
+    if (round === 0) await runAndKill(store.dir, 'multi', 'run', 'TOOL_RUNNING');
+    const a = await Agent.resume('multi', { model: new ScriptedProvider([{ text: `r${round}`, toolCalls: [{ name: 'echo', arguments: { round } }] }, { text: 'ok' }]) }, { store, toolRegistry }, { strategy: 'crash' });
+    const info = await a.info();
+    assert.ok(info.lastBookmark.seq > last, 'lastBookmark survives and grows');
+    await a.chat(`round ${round}`);
+    const evs = await events(a, last);
+    for (const e of evs) seen.push(e.seq);
+    last = (await a.info()).lastBookmark.seq;
+    await a.close();
+  }
+  assert.ok(seen.every((s, i) => i === 0 || s > seen[i - 1]), 'no seq repeats');
+  const log = await EventLog.open(join(store.dir, 'multi', 'events.jsonl'), { readOnly: true });
+  const all = (await log.readSince(null)).map((e) => e.seq);
+  assert.equal(new Set(all).size, all.length);
+  assert.ok(all.every((s, i) => i === 0 || s === all[i - 1] + 1));
+  await log.close();
+});
+
+test('approvals: pause, decide allow/deny, PERMISSION_NOT_PENDING; resumeFromStore applies overrides for real', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const script = () =>
+    new ScriptedProvider([
+      { toolCalls: [{ id: 'p1', name: 'add', arguments: { a: 1, b: 1 } }] },
+      { text: 'done one' },
+      { toolCalls: [{ id: 'p2', name: 'add', arguments: { a: 2, b: 2 } }] },
+      { text: 'done two' },
+    ]);
+  const agent = await Agent.create({ agentId: 'ask', model: script(), tools: ['add'], permission: { mode: 'approval' } }, { store, toolRegistry });
+  const required = [];
+  agent.on('permission_required', (e) => required.push(e.call.id));
+  const r = await agent.chat('add');
+  assert.equal(r.status, 'paused');
+  assert.deepEqual(r.permissionIds, ['p1']);
+  assert.equal((await agent.status()).breakpoint, 'AWAITING_APPROVAL');
+  await rejectsCode(agent.decide('nope', 'allow'), 'PERMISSION_NOT_PENDING');
+  await agent.decide('p1', 'allow', 'fine');
+  await agent.idle();
+  assert.equal((await agent.messages()).at(-1).content[0].text, 'done one');
+  assert.deepEqual(required, ['p1']);
+  const c1 = (await agent.toolCalls()).find((c) => c.id === 'p1');
+  assert.deepEqual(c1.audit.map((a) => a.state), ['PENDING', 'APPROVAL_REQUIRED', 'APPROVED', 'EXECUTING', 'COMPLETED']);
+  await rejectsCode(agent.decide('p1', 'allow'), 'PERMISSION_NOT_PENDING');
+  const r2 = await agent.chat('again');
+  assert.deepEqual(r2.permissionIds, ['p2']);
+  await agent.decide('p2', 'deny', 'not now');
+  await agent.idle();
+  const c2 = (await agent.toolCalls()).find((c) => c.id === 'p2');
+  assert.equal(c2.state, 'DENIED');
+  assert.equal((await agent.messages()).at(-1).content[0].text, 'done two');
+  await agent.close();
+
+  // Overrides: permission auto, a new model, a smaller tool list — used, and kept.
+  const newModel = new ScriptedProvider([{ toolCalls: [{ id: 'p3', name: 'add', arguments: { a: 5, b: 5 } }] }, { text: 'auto now' }], { provider: 'other', model: 'm-2' });
+  const resumed = await Agent.resumeFromStore('ask', { store, toolRegistry }, { overrides: { model: newModel, permission: { mode: 'auto' }, tools: ['add', 'echo'] } });
+  const r3 = await resumed.chat('add without asking');
+  assert.equal(r3.status, 'ok');
+  assert.equal(r3.text, 'auto now');
+  assert.equal(newModel.requests[0].tools.length, 2);
+  await resumed.close();
+  const meta = JSON.parse(readFileSync(join(store.dir, 'ask', 'meta.json'), 'utf8'));
+  assert.deepEqual(meta.permission, { mode: 'auto' });
+  assert.deepEqual(meta.model, { provider: 'other', model: 'm-2', api: 'scripted' });
+  assert.deepEqual(meta.tools, ['add', 'echo']);
+  // Without a provider the factory builds one from what the store kept.
+  const made = [];
+  const factory = (ref) => {
+    made.push(ref);
+    return new ScriptedProvider([{ text: 'from factory' }], ref);
+  };
+  const again = await Agent.resumeFromStore('ask', { store, toolRegistry, modelFactory: factory });
+  assert.equal((await again.chat('hi')).text, 'from factory');
+  assert.deepEqual(made, [{ provider: 'other', model: 'm-2', api: 'scripted' }]);
+  await again.close();
+});
+
+test('snapshot and fork: no dangling tool call, flat siblings with lineage, forks of forks, parent deletion keeps forks', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const model = new ScriptedProvider([{ text: 'first' }, { toolCalls: [{ id: 'open1', name: 'add', arguments: { a: 1, b: 2 } }] }]);
+  const agent = await Agent.create({ agentId: 'root', model, tools: ['add'], permission: { mode: 'approval' } }, { store, toolRegistry });
+  await agent.chat('one');
+  assert.equal(await agent.snapshot('after-one'), 'after-one');
+  const paused = await agent.chat('two');
+  assert.equal(paused.status, 'paused');
+  // The latest safe-fork-point is the user message before the open call.
+  const sfp = await agent.snapshot();
+  assert.equal(sfp, 'sfp:2');
+  const fork = await agent.fork(sfp);
+  const fm = await fork.messages();
+  assert.deepEqual(fm.map((m) => m.role), ['user', 'assistant', 'user']);
+  assert.equal((await fork.toolCalls()).length, 0);
+  const fi = await fork.info();
+  assert.deepEqual(fi.lineage, ['root']);
+  assert.notEqual(fi.agentId, 'root');
+  assert.ok(fi.lastBookmark.seq > (await agent.info()).lastBookmark.seq - 1000);
+  // The fork goes its own way.
+  const forkModel = new ScriptedProvider([{ text: 'fork answer' }]);
+  const fork2 = await fork.fork('sfp-2');
+  assert.deepEqual((await fork2.info()).lineage, ['root', fi.agentId]);
+  await rejectsCode(agent.fork('no-such-snapshot'), 'SNAPSHOT_NOT_FOUND');
+  const byLabel = await agent.fork('after-one');
+  assert.deepEqual((await byLabel.messages()).map((m) => m.role), ['user', 'assistant']);
+  for (const a of [fork, fork2, byLabel, agent]) await a.close();
+  const ids = store.list().map((m) => m.agentId);
+  assert.equal(ids.length, 4);
+  assert.ok(readdirSync(store.dir).every((d) => !d.includes('/')));
+  store.delete('root');
+  assert.equal(store.exists('root'), false);
+  assert.equal(store.list().length, 3, 'forks stay');
+  const reopened = await Agent.resume(fi.agentId, { model: forkModel }, { store, toolRegistry });
+  assert.equal((await reopened.chat('go')).text, 'fork answer');
+  await reopened.close();
+});
+
+test('checkpoints: create, list by execution (exact), lastSuccessful, restore moves the leaf and keeps history', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const model = new ScriptedProvider([{ text: 'a1' }, { text: 'a2' }, { text: 'a3' }, (req) => ({ text: `after restore: ${req.messages.length} messages` })]);
+  const agent = await Agent.create({ agentId: 'ck', model, tools: [] }, { store, toolRegistry });
+  await agent.chat('q1');
+  const id1 = await agent.checkpoints.create({ executionId: 'exec-1', stepName: 'first', stepIndex: 0, variables: { x: 1 }, state: { phase: 'one' } });
+  assert.equal(id1, 'ckpt-exec-1-0');
+  await agent.chat('q2');
+  await agent.checkpoints.create({ executionId: 'exec-1', stepName: 'second', stepIndex: 1, variables: { x: 2 }, status: 'failed' });
+  await agent.checkpoints.create({ executionId: 'exec-12', stepName: 'other', stepIndex: 0 });
+  await agent.chat('q3');
+  const groups = agent.checkpoints.list();
+  assert.deepEqual(groups.map((g) => [g.executionId, g.checkpoints.map((c) => c.stepIndex)]), [['exec-1', [0, 1]], ['exec-12', [0]]]);
+  assert.equal(agent.checkpoints.lastSuccessful('exec-1').id, 'ckpt-exec-1-0');
+  assert.equal(agent.checkpoints.lastSuccessful('exec-1', 0), null);
+  const cp = await agent.checkpoints.restore('ckpt-exec-1-0');
+  assert.deepEqual(cp.variables, { x: 1 });
+  assert.deepEqual(agent.restoredCheckpoint, { variables: { x: 1 }, state: { phase: 'one' } });
+  const restored = await agent.messages();
+  assert.deepEqual(restored.map((m) => m.role), ['user', 'assistant']);
+  assert.equal(restored[1].content[0].text, 'a1');
+  const r = await agent.chat('q4');
+  assert.equal(r.text, 'after restore: 3 messages');
+  await rejectsCode(agent.checkpoints.restore('ckpt-none-0'), 'NOT_FOUND');
+  await agent.close();
+  // History is kept: the abandoned branch is still in the file, and the leaf survives a restart.
+  const text = readFileSync(join(store.dir, 'ck', 'session.jsonl'), 'utf8');
+  assert.ok(text.includes('"q3"') && text.includes('"type":"leaf"'), 'abandoned branch kept, leaf moved by an entry');
+  const s = await SessionLoader.open(join(store.dir, 'ck', 'session.jsonl'));
+  assert.equal(s.getContext().length, 4);
+  const again = await Agent.resume('ck', { model: new ScriptedProvider([]) }, { store, toolRegistry });
+  assert.deepEqual((await again.messages()).map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
+  await again.close();
+});
+
+test('one process per agent: AGENT_LOCKED while held (also in this process), free after close or SIGKILL', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const a = await Agent.create({ agentId: 'solo', model: new ScriptedProvider([]), tools: [] }, { store, toolRegistry });
+  await rejectsCode(Agent.resume('solo', { model: new ScriptedProvider([]) }, { store, toolRegistry }), 'AGENT_LOCKED');
+  await a.close();
+  const b = await Agent.resume('solo', { model: new ScriptedProvider([]) }, { store, toolRegistry });
+  await b.close();
+  // Another process holds it; killed, the OS frees the lock.
+  const held = new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [child, store.dir, 'other', 'hold'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    p.stdout.on('data', async (d) => {
+      if (!String(d).includes('OPEN')) return;
+      try {
+        await rejectsCode(Agent.resume('other', { model: new ScriptedProvider([]) }, { store, toolRegistry }), 'AGENT_LOCKED');
+        p.kill('SIGKILL');
+      } catch (e) {
+        p.kill('SIGKILL');
+        reject(e);
+      }
+    });
+    p.on('exit', resolve);
+  });
+  await held;
+  const c = await Agent.resume('other', { model: new ScriptedProvider([]) }, { store, toolRegistry });
+  await c.close();
+});
+
+test('ids are validated (INVALID_ID) and nothing outside the store is touched; no credentials reach the disk', async () => {
+  const parent = mkdtempSync(join(tmpdir(), 'fp-ids-'));
+  const store = new JSONStore(join(parent, 'store'));
+  const toolRegistry = tools();
+  for (const id of ['../x', 'a/b', 'a\0b', '', 'x'.repeat(129), '..', '.hidden', 'a..b', 'CON', 'nul.txt']) {
+    await rejectsCode(Agent.create({ agentId: id, model: new ScriptedProvider([]) }, { store, toolRegistry }), 'INVALID_ID');
+    await rejectsCode(Agent.resume(id, { model: new ScriptedProvider([]) }, { store, toolRegistry }), 'INVALID_ID');
+  }
+  assert.deepEqual(readdirSync(parent).filter((n) => n !== 'store'), []);
+  await rejectsCode(Agent.resume('missing', { model: new ScriptedProvider([]) }, { store, toolRegistry }), 'AGENT_NOT_FOUND');
+  // A provider carrying a key, and metadata trying to store one.
+  const secret = 'sk-test-DO-NOT-PERSIST-1234567890';
+  const model = Object.assign(new ScriptedProvider([{ text: 'ok' }]), { apiKey: secret, headers: { authorization: `Bearer ${secret}` } });
+  const agent = await Agent.create({ agentId: 'keys', model, tools: [], metadata: { apiKey: secret, nested: { Authorization: secret }, note: 'kept' } }, { store, toolRegistry });
+  await agent.chat('hello');
+  await agent.close();
+  const walk = (d) => readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
+  for (const f of walk(store.dir)) assert.ok(!readFileSync(f, 'utf8').includes(secret), `${f} holds the key`);
+  assert.equal(JSON.parse(readFileSync(join(store.dir, 'keys', 'meta.json'), 'utf8')).metadata.note, 'kept');
+  // Templates are looked up again on resume.
+  const templateRegistry = new TemplateRegistry().register({ id: 'tpl', systemPrompt: 'be brief', tools: ['echo'] });
+  const t = await Agent.create({ agentId: 'templated', templateId: 'tpl', model: new ScriptedProvider([]) }, { store, toolRegistry, templateRegistry });
+  await t.close();
+  await rejectsCode(Agent.resume('templated', { model: new ScriptedProvider([]) }, { store, toolRegistry }), 'TEMPLATE_NOT_FOUND');
+  await rejectsCode(Agent.resume('templated', { model: new ScriptedProvider([]) }, { store, toolRegistry, templateRegistry: new TemplateRegistry() }), 'TEMPLATE_NOT_FOUND');
+  const ok = await Agent.resume('templated', { model: new ScriptedProvider([]) }, { store, toolRegistry, templateRegistry });
+  await ok.close();
+  assert.ok(existsSync(join(store.dir, 'templated', 'LOCK')));
+});
+
+test('interrupt aborts a running tool and seals it with the note; resumeOrCreate creates then resumes', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const model = new ScriptedProvider([{ toolCalls: [{ id: 'w1', name: 'wait', arguments: {} }] }, { text: 'after interrupt' }]);
+  const agent = await Agent.resumeOrCreate('intr', { model, tools: ['wait'] }, { store, toolRegistry });
+  const started = new Promise((resolve) => agent.on('tool:start', resolve));
+  const chat = agent.chat('wait for it');
+  await started;
+  await agent.interrupt({ note: 'user pressed stop' });
+  await chat;
+  const [c] = await agent.toolCalls();
+  assert.equal(c.state, 'SEALED');
+  const last = (await agent.messages()).at(-1);
+  assert.equal(last.role, 'toolResult');
+  assert.equal(JSON.parse(last.content[0].text).error, 'user pressed stop');
+  assert.equal((await agent.status()).state, 'READY');
+  assert.equal((await agent.chat('next')).text, 'after interrupt');
+  await agent.close();
+  const again = await Agent.resumeOrCreate('intr', { model: new ScriptedProvider([]), tools: ['wait'] }, { store, toolRegistry });
+  assert.equal((await again.messages()).length, 5);
+  await again.close();
+});
+
+test('per-step persistence cost does not grow with the session (bytes written per step, first 20 vs last 20 of 200)', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const turns = [];
+  for (let i = 0; i < 200; i++) turns.push({ toolCalls: [{ name: 'echo', arguments: { i, pad: 'x'.repeat(200) } }] }, { text: `step ${i} done` });
+  const agent = await Agent.create({ agentId: 'long', model: new ScriptedProvider(turns), tools: ['echo'] }, { store, toolRegistry });
+  const written = () => Number(/wchar:\s+(\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))[1]);
+  const perStep = [];
+  for (let i = 0; i < 200; i++) {
+    const before = written();
+    await agent.chat(`step ${i}`);
+    perStep.push(written() - before);
+  }
+  await agent.close();
+  const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+  const first = sum(perStep.slice(0, 20));
+  const last = sum(perStep.slice(-20));
+  assert.ok(last <= first * 1.2, `bytes per step grew: first 20 steps ${first} B, last 20 ${last} B`);
+  const files = readdirSync(join(store.dir, 'long')).map((f) => statSync(join(store.dir, 'long', f)).size);
+  assert.ok(sum(perStep) <= 2 * sum(files) + 200 * 4096, `written ${sum(perStep)} B for a store of ${sum(files)} B`);
+});
