@@ -1,4 +1,4 @@
-// The demo: generate a realistic pi session, resume it lazily, show its metadata,
+// The second demo: generate a realistic pi session, resume it lazily, show its metadata,
 // its branch tree and the context from the leaf, then move the leaf to another
 // branch with SessionWriter.moveLeaf and show that a fresh load resumes there.
 import { execFileSync } from 'node:child_process';
