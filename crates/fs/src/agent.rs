@@ -264,6 +264,51 @@ pub fn delete(root: &Path, id: &str) -> Result<()> {
     sync_dir(root)
 }
 
+/// What the store knows of an agent, read without taking its lock (for
+/// `forkpoint show`): `{meta, breakpoint, lastBookmark, messageCount,
+/// lastSfpIndex, openCalls, toolCalls, snapshots, checkpoints}`.
+pub fn inspect(root: &Path, id: &str) -> Result<Value> {
+    validate_id(id)?;
+    let dir = root.join(id);
+    let meta = read_meta(&dir, id)?;
+    let s = read_session(&dir.join(SESSION), &LoadOptions::default())?;
+    let core = AgentCore::from_session(&s)?;
+    let ro = EventLogOptions {
+        read_only: true,
+        ..EventLogOptions::default()
+    };
+    let (bp, last) = if dir.join(EVENTS).exists() {
+        let (events, _) = FileEventLog::open(&dir.join(EVENTS), &ro)?;
+        (last_breakpoint(&events)?, events.last_bookmark()?)
+    } else {
+        (Breakpoint::Ready, None)
+    };
+    let open: Vec<Value> = core
+        .open_calls()
+        .into_iter()
+        .map(|(id, name, args, rec)| {
+            json!({ "id": id, "name": name, "arguments": args, "state": rec.map(|r| r.state) })
+        })
+        .collect();
+    let checkpoints: Vec<Value> = core
+        .checkpoints_by_execution()
+        .into_iter()
+        .map(|(e, c)| json!({ "executionId": e, "checkpoints": c }))
+        .collect();
+    Ok(json!({
+        "meta": meta,
+        "breakpoint": bp,
+        "lastBookmark": last,
+        "messageCount": core.message_count(),
+        "lastSfpIndex": core.last_sfp().map_or(-1, |(i, _)| i as i64),
+        "leafId": s.leaf_id(),
+        "openCalls": open,
+        "toolCalls": core.records(),
+        "snapshots": core.snapshots(),
+        "checkpoints": checkpoints,
+    }))
+}
+
 fn writer_opts() -> WriterOptions {
     WriterOptions {
         durability: Durability::Group,

@@ -93,6 +93,25 @@ impl Task for AgentTask {
     }
 }
 
+type StaticFn = Box<dyn FnOnce() -> forkpoint_core::Result<String> + Send>;
+
+/// A blocking store call, run on the libuv pool; yields JSON text.
+pub struct StaticTask(Option<StaticFn>);
+
+impl Task for StaticTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        let f = self.0.take();
+        guard(|| f.ok_or_else(|| Error::internal("task run twice"))?())
+    }
+
+    fn resolve(&mut self, _env: Env, out: String) -> napi::Result<String> {
+        Ok(out)
+    }
+}
+
 fn state_arg(s: &str) -> forkpoint_core::Result<ToolCallState> {
     serde_json::from_value(Value::String(s.to_string()))
         .map_err(|_| Error::invalid_input(format!("unknown tool-call state '{s}'")))
@@ -132,6 +151,14 @@ impl NativeAgent {
     #[napi]
     pub fn remove(root: String, id: String) -> napi::Result<()> {
         guard(|| agent::delete(&PathBuf::from(root), &id))
+    }
+
+    /// What the store knows of agent `id`, without taking its lock (JSON).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn inspect(root: String, id: String) -> AsyncTask<StaticTask> {
+        AsyncTask::new(StaticTask(Some(Box::new(move || {
+            to_json(&agent::inspect(&PathBuf::from(root), &id)?)
+        }))))
     }
 
     /// Checks an agent id (`INVALID_ID`).

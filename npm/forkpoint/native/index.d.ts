@@ -21,6 +21,8 @@ export declare class NativeAgent {
   static exists(root: string, id: string): boolean
   /** Deletes agent `id` (not its forks); `AGENT_LOCKED` while it is open. */
   static remove(root: string, id: string): void
+  /** What the store knows of agent `id`, without taking its lock (JSON). */
+  static inspect(root: string, id: string): Promise<string>
   /** Checks an agent id (`INVALID_ID`). */
   static validateId(id: string): void
   /** What opening found: `{meta, context, breakpoint, repaired}` (JSON). */
