@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds what the benchmark runs (Node addon, wasm, native
-# example), then runs bench/bench.mjs (sessions) and bench/events.mjs (event logs).
+# example), then runs bench/bench.mjs (sessions), bench/events.mjs (event logs) and
+# bench/agent.mjs (a 1,000-step agent).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 cargo build --quiet --release -p forkpoint-fs --example bench_native
 node bench/bench.mjs "$@"
 node bench/events.mjs
+node bench/agent.mjs

@@ -963,7 +963,11 @@ priorState: ToolCallState,
 /**
  * Whether a record of the call existed (else it was found in the transcript only).
  */
-recorded: boolean, note: string, recommendations: Array<string>, };
+recorded: boolean, note: string, recommendations: Array<string>, 
+/**
+ * The error `toolResult` message appended for it.
+ */
+message: AgentMessage, };
 
 /** An entry of a type this library does not know, kept as written. */
 export type UnknownEntry = EntryBase & { type: string; [key: string]: unknown };

@@ -7,12 +7,16 @@
 //! `forkpoint.snapshot`, `forkpoint.checkpoint`), so pi-style tools keep them
 //! and leave them out of the model's context.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::entry::EntryKind;
+use crate::json;
+use crate::load::Role;
 use crate::{Error, ErrorCode, Result, Session};
 
 /// `customType` of a tool-call record.
@@ -112,7 +116,7 @@ pub struct AuditEntry {
 }
 
 /// A tool call as its records tell it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ToolCallRecord {
@@ -121,7 +125,7 @@ pub struct ToolCallRecord {
     pub name: String,
     pub state: ToolCallState,
     #[cfg_attr(feature = "ts", ts(type = "unknown"))]
-    pub input: Value,
+    pub input: Box<RawValue>,
     /// Whether the call needed a decision, and the decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
@@ -131,11 +135,11 @@ pub struct ToolCallRecord {
             type = "{ decision: 'allow' | 'deny', note?: string } | undefined"
         )
     )]
-    pub approval: Option<Value>,
+    pub approval: Option<Box<RawValue>>,
     /// What the tool returned (or the error), once terminal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional, type = "unknown"))]
-    pub result: Option<Value>,
+    pub result: Option<Box<RawValue>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub is_error: Option<bool>,
@@ -189,6 +193,9 @@ pub struct CheckpointInfo {
     pub created_at: f64,
 }
 
+/// A call without a result: id, name, arguments, and its record if there is one.
+pub type OpenCall<'a> = (String, String, Value, Option<&'a ToolCallRecord>);
+
 /// What a crash resume or an interrupt closed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -202,27 +209,29 @@ pub struct SealedCall {
     pub recorded: bool,
     pub note: String,
     pub recommendations: Vec<String>,
-}
-
-/// A message on the current path, as far as the agent cares.
-#[derive(Debug, Clone)]
-struct PathMsg {
-    role: String,
-    /// Tool calls of an assistant message: (id, name, arguments).
-    calls: Vec<(String, String, Value)>,
+    /// The error `toolResult` message appended for it.
+    #[cfg_attr(feature = "ts", ts(type = "AgentMessage"))]
+    pub message: Value,
 }
 
 /// The agent's state as its session's entries tell it.
 #[derive(Debug, Default)]
 pub struct AgentCore {
-    path: Vec<PathMsg>,
+    /// Messages on the current path, and how many are the user's.
+    messages: u64,
+    user_messages: u64,
+    assistant_messages: u64,
     /// Entry ids on the path (for checkpoints and snapshots).
     path_ids: Vec<String>,
     records: Vec<ToolCallRecord>,
     by_id: HashMap<String, usize>,
-    answered: HashMap<String, ()>,
-    /// Calls of the path without a result message yet (for safe-fork-points).
-    unanswered: HashMap<String, ()>,
+    /// Record entries not folded yet, by call (the data JSON, in order), and
+    /// the calls in the order of their first record: a resume folds only the
+    /// records it needs (open calls); the rest when asked for.
+    unfolded: HashMap<String, Vec<String>>,
+    record_order: Vec<String>,
+    /// Calls of the path without a result message yet, in order: (id, name, arguments).
+    open: Vec<(String, String, Value)>,
     /// The safe-fork-points of the path: (index among its messages, entry id).
     sfps: Vec<(u64, String)>,
     snapshots: Vec<SnapshotInfo>,
@@ -231,29 +240,72 @@ pub struct AgentCore {
     queued: Vec<(String, Value)>,
 }
 
-fn custom_type(v: &Value) -> Option<&str> {
-    (v.get("type")?.as_str()? == "custom")
-        .then(|| v.get("customType")?.as_str())
-        .flatten()
-}
-
 impl AgentCore {
     /// The state of a loaded session: the current leaf's path, and every
     /// snapshot and checkpoint in the file.
     pub fn from_session(s: &Session) -> Result<AgentCore> {
+        use memchr::memmem::Finder;
         let mut core = AgentCore::default();
+        let (snapshot, checkpoint) = (
+            Finder::new(b"\"forkpoint.snapshot\""),
+            Finder::new(b"\"forkpoint.checkpoint\""),
+        );
+        let (queue_id, tool_call) = (Finder::new(b"\"queueId\""), Finder::new(b"\"toolCall\""));
+        let (toolcall_rec, forkpoint) = (
+            Finder::new(b"\"forkpoint.toolcall\""),
+            Finder::new(b"\"forkpoint."),
+        );
         for (i, e) in s.entries().iter().enumerate() {
             if e.kind == EntryKind::Custom {
-                let v = parse(s.entry_text(i as u32))?;
-                match custom_type(&v) {
-                    Some(SNAPSHOT) => core.add_snapshot(&v),
-                    Some(CHECKPOINT) => core.add_checkpoint(&v),
-                    _ => {}
+                let text = s.entry_text(i as u32);
+                // Only forkpoint's own records are parsed here.
+                let has = |f: &Finder| f.find(text.as_bytes()).is_some();
+                if has(&snapshot) || has(&checkpoint) {
+                    let h = head(text)?;
+                    match h.custom_type.as_deref() {
+                        Some(SNAPSHOT) => core.add_snapshot(h.data),
+                        Some(CHECKPOINT) => core.add_checkpoint(h.data),
+                        _ => {}
+                    }
                 }
             }
         }
         for i in s.leaf_path() {
-            core.observe_path(&parse(s.entry_text(i))?);
+            let e = &s.entries()[i as usize];
+            let text = s.entry_text(i);
+            let b = text.as_bytes();
+            let has = |f: &Finder| f.find(b).is_some();
+            match e.kind {
+                // Fast path: the loader knows the role and where the message is;
+                // only tool calls, result ids and queue ids are read from the line.
+                EntryKind::Message => {
+                    let msg = text.get(e.msg.0 as usize..e.msg.1 as usize).unwrap_or("");
+                    if has(&queue_id)
+                        && let Some(q) = member_str(text, "queueId")
+                    {
+                        core.queued.retain(|(id, _)| *id != q);
+                    }
+                    match e.role {
+                        Role::Assistant if has(&tool_call) => {
+                            core.observe_path(&head(text)?, &e.id)?
+                        }
+                        Role::Assistant => core.on_message("assistant", &e.id, Vec::new(), None),
+                        Role::User => core.on_message("user", &e.id, Vec::new(), None),
+                        Role::ToolResult => {
+                            let c = member_str(msg, "toolCallId");
+                            core.on_message("toolResult", &e.id, Vec::new(), c.as_deref())
+                        }
+                        _ => core.on_message("other", &e.id, Vec::new(), None),
+                    }
+                }
+                EntryKind::Custom if has(&toolcall_rec) => match custom_parts(text) {
+                    Some((ty, data)) if ty == TOOLCALL => core.on_record(data, &e.id)?,
+                    _ => core.observe_path(&head(text)?, &e.id)?,
+                },
+                EntryKind::Custom if has(&forkpoint) => core.observe_path(&head(text)?, &e.id)?,
+                EntryKind::Leaf | EntryKind::Label => {}
+                _ => core.path_ids.push(e.id.to_string()),
+            }
         }
         Ok(core)
     }
@@ -261,104 +313,116 @@ impl AgentCore {
     /// Takes in an entry the caller appended on the current path, with the id
     /// the writer gave it.
     pub fn observe(&mut self, entry_json: &str, id: &str) -> Result<()> {
-        let mut v = parse(entry_json)?;
-        if let Value::Object(o) = &mut v {
-            o.insert("id".into(), Value::String(id.to_string()));
-        }
-        match custom_type(&v) {
-            Some(SNAPSHOT) => self.add_snapshot(&v),
-            Some(CHECKPOINT) => self.add_checkpoint(&v),
+        let h = head(entry_json)?;
+        match h.custom_type.as_deref() {
+            Some(SNAPSHOT) => self.add_snapshot(h.data),
+            Some(CHECKPOINT) => self.add_checkpoint(h.data),
             _ => {}
         }
-        self.observe_path(&v);
+        if !matches!(&*h.kind, "leaf" | "label") {
+            self.observe_path(&h, id)?;
+        }
         Ok(())
     }
 
-    fn observe_path(&mut self, v: &Value) {
-        let Some(id) = v.get("id").and_then(Value::as_str) else {
-            return;
-        };
-        match v.get("type").and_then(Value::as_str) {
-            Some("leaf") | Some("label") => return,
-            Some("message") => {
-                if let Some(q) = v.get("queueId").and_then(Value::as_str) {
+    fn observe_path(&mut self, h: &Head<'_>, id: &str) -> Result<()> {
+        match (&*h.kind, &h.message) {
+            ("message", Some(m)) => {
+                if let Some(q) = &h.queue_id {
                     self.queued.retain(|(id, _)| id != q);
                 }
-                let m = &v["message"];
-                let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-                let mut msg = PathMsg {
-                    role: role.to_string(),
-                    calls: Vec::new(),
-                };
-                if role == "assistant" {
-                    for b in m
-                        .get("content")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                    {
-                        if b.get("type").and_then(Value::as_str) == Some("toolCall") {
-                            msg.calls.push((
-                                b.get("id").and_then(Value::as_str).unwrap_or("").into(),
-                                b.get("name").and_then(Value::as_str).unwrap_or("").into(),
-                                b.get("arguments").cloned().unwrap_or(Value::Null),
+                let mut calls = Vec::new();
+                if m.role == "assistant" {
+                    let content = m.content.map(RawValue::get).unwrap_or("");
+                    if content.contains("\"toolCall\"") {
+                        let blocks: Vec<Block> = serde_json::from_str(content)
+                            .map_err(|e| Error::corrupted(format!("agent entry {id}: {e}")))?;
+                        for b in blocks.into_iter().filter(|b| b.kind == "toolCall") {
+                            calls.push((
+                                b.id.unwrap_or_default(),
+                                b.name.unwrap_or_default(),
+                                b.arguments.unwrap_or(Value::Null),
                             ));
                         }
                     }
-                } else if let Some(c) = m
-                    .get("toolCallId")
-                    .and_then(Value::as_str)
-                    .filter(|_| role == "toolResult")
-                {
-                    self.answered.insert(c.to_string(), ());
-                    self.unanswered.remove(c);
                 }
-                for (c, _, _) in &msg.calls {
-                    self.unanswered.insert(c.clone(), ());
-                }
-                // A safe-fork-point: a user message, an answer without tool calls,
-                // or the result that completes a batch — nothing left open.
-                let safe = match role {
-                    "assistant" => msg.calls.is_empty(),
-                    _ => self.unanswered.is_empty(),
-                };
-                if safe {
-                    self.sfps.push((self.path.len() as u64, id.to_string()));
-                }
-                self.path.push(msg);
+                let result_for = m.tool_call_id.as_deref().filter(|_| m.role == "toolResult");
+                self.on_message(&m.role, id, calls, result_for);
+                return Ok(());
             }
-            Some("custom") if custom_type(v) == Some(TOOLCALL) => self.fold_record(&v["data"]),
-            Some("custom") if custom_type(v) == Some(QUEUED) => {
-                if let Some(q) = v["data"].get("queueId").and_then(Value::as_str) {
-                    self.queued.push((q.to_string(), v["data"].clone()));
+            ("custom", _) => match (h.custom_type.as_deref(), h.data) {
+                (Some(TOOLCALL), Some(d)) => {
+                    self.on_record(d.get(), id)?;
+                    return Ok(());
                 }
-            }
+                (Some(QUEUED), Some(d)) => {
+                    let d = value(d)?;
+                    if let Some(q) = d.get("queueId").and_then(Value::as_str) {
+                        self.queued.push((q.to_string(), d.clone()));
+                    }
+                }
+                _ => {}
+            },
             _ => {}
         }
         self.path_ids.push(id.to_string());
+        Ok(())
     }
 
-    fn fold_record(&mut self, d: &Value) {
-        let Some(id) = d.get("id").and_then(Value::as_str) else {
-            return;
+    /// A tool-call record entry on the path (its `data` JSON), folded when needed.
+    fn on_record(&mut self, data: &str, entry_id: &str) -> Result<()> {
+        let id = member_str(data, "id").ok_or_else(|| {
+            Error::corrupted(format!("tool-call record {entry_id} without a call id"))
+        })?;
+        if !self.by_id.contains_key(&id) && !self.unfolded.contains_key(&id) {
+            self.record_order.push(id.clone());
+        }
+        self.unfolded.entry(id).or_default().push(data.to_string());
+        self.path_ids.push(entry_id.to_string());
+        Ok(())
+    }
+
+    /// A message on the path: its role, the calls it makes, the call it answers.
+    fn on_message(
+        &mut self,
+        role: &str,
+        id: &str,
+        calls: Vec<(String, String, Value)>,
+        result_for: Option<&str>,
+    ) {
+        if let Some(c) = result_for {
+            self.open.retain(|(id, _, _)| id != c);
+        }
+        match role {
+            "user" => self.user_messages += 1,
+            "assistant" => self.assistant_messages += 1,
+            _ => {}
+        }
+        // A safe-fork-point: a user message, an answer without tool calls, or
+        // the result that completes a batch — nothing left open.
+        let safe = match role {
+            "assistant" => calls.is_empty(),
+            _ => self.open.is_empty(),
         };
-        let Ok(state) = serde_json::from_value::<ToolCallState>(d["state"].clone()) else {
-            return;
-        };
-        let at = d.get("at").and_then(Value::as_f64).unwrap_or(0.0);
-        let note = d.get("note").and_then(Value::as_str).map(str::to_string);
-        let i = match self.by_id.get(id) {
+        self.open.extend(calls);
+        if safe {
+            self.sfps.push((self.messages, id.to_string()));
+        }
+        self.messages += 1;
+        self.path_ids.push(id.to_string());
+    }
+
+    fn fold_record(&mut self, d: &RawValue) -> Result<()> {
+        let d: RecordData = serde_json::from_str(d.get())
+            .map_err(|e| Error::corrupted(format!("tool-call record: {e}")))?;
+        let i = match self.by_id.get(&d.id) {
             Some(&i) => i,
             None => {
                 self.records.push(ToolCallRecord {
-                    id: id.to_string(),
-                    name: d
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    state,
-                    input: d.get("input").cloned().unwrap_or(Value::Null),
+                    id: d.id.clone(),
+                    name: d.name.clone().unwrap_or_default(),
+                    state: d.state,
+                    input: d.input.unwrap_or_else(null_raw),
                     approval: None,
                     result: None,
                     is_error: None,
@@ -366,52 +430,79 @@ impl AgentCore {
                     completed_at: None,
                     audit: Vec::new(),
                 });
-                self.by_id.insert(id.to_string(), self.records.len() - 1);
+                self.by_id.insert(d.id, self.records.len() - 1);
                 self.records.len() - 1
             }
         };
         let r = &mut self.records[i];
-        r.state = state;
-        if let Some(a) = d.get("approval") {
-            r.approval = Some(a.clone());
+        r.state = d.state;
+        if d.approval.is_some() {
+            r.approval = d.approval;
         }
-        if let Some(x) = d.get("result") {
-            r.result = Some(x.clone());
+        if d.result.is_some() {
+            r.result = d.result;
         }
-        if let Some(e) = d.get("isError").and_then(Value::as_bool) {
-            r.is_error = Some(e);
+        if d.is_error.is_some() {
+            r.is_error = d.is_error;
         }
-        if state == ToolCallState::Executing {
-            r.started_at = Some(at);
+        if d.state == ToolCallState::Executing {
+            r.started_at = Some(d.at);
         }
-        if state.is_terminal() {
-            r.completed_at = Some(at);
+        if d.state.is_terminal() {
+            r.completed_at = Some(d.at);
         }
-        r.audit.push(AuditEntry { state, at, note });
+        r.audit.push(AuditEntry {
+            state: d.state,
+            at: d.at,
+            note: d.note,
+        });
+        Ok(())
     }
 
-    fn add_snapshot(&mut self, v: &Value) {
-        if let Ok(s) = serde_json::from_value::<SnapshotInfo>(v["data"].clone()) {
+    fn add_snapshot(&mut self, d: Option<&RawValue>) {
+        if let Some(Ok(s)) = d.map(|d| serde_json::from_str::<SnapshotInfo>(d.get())) {
             self.snapshots.retain(|o| o.id != s.id);
             self.snapshots.push(s);
         }
     }
 
-    fn add_checkpoint(&mut self, v: &Value) {
-        if let Ok(c) = serde_json::from_value::<CheckpointInfo>(v["data"].clone()) {
+    fn add_checkpoint(&mut self, d: Option<&RawValue>) {
+        if let Some(Ok(c)) = d.map(|d| serde_json::from_str::<CheckpointInfo>(d.get())) {
             self.checkpoints.retain(|o| o.id != c.id);
             self.checkpoints.push(c);
         }
     }
 
-    /// The tool-call records of the current path, oldest first.
-    pub fn records(&self) -> &[ToolCallRecord] {
-        &self.records
+    /// Folds the unfolded record entries of call `id`.
+    fn fold_id(&mut self, id: &str) -> Result<()> {
+        if let Some(lines) = self.unfolded.remove(id) {
+            for l in lines {
+                let raw: Box<RawValue> = serde_json::from_str(&l)
+                    .map_err(|e| Error::corrupted(format!("tool-call record: {e}")))?;
+                self.fold_record(&raw)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The tool-call records of the current path, in the order of their first record.
+    pub fn records(&mut self) -> Result<Vec<&ToolCallRecord>> {
+        let order = std::mem::take(&mut self.record_order);
+        for id in &order {
+            self.fold_id(id)?;
+        }
+        self.record_order = order;
+        Ok(self
+            .record_order
+            .iter()
+            .filter_map(|id| self.by_id.get(id).map(|&i| &self.records[i]))
+            .collect())
     }
 
     /// The record of a call.
-    pub fn record(&self, id: &str) -> Option<&ToolCallRecord> {
-        self.by_id.get(id).map(|&i| &self.records[i])
+    pub fn record(&mut self, id: &str) -> Result<Option<&ToolCallRecord>> {
+        self.fold_id(id)?;
+        Ok(self.by_id.get(id).map(|&i| &self.records[i]))
     }
 
     /// Messages sent while the agent was busy and not yet delivered (the
@@ -422,12 +513,17 @@ impl AgentCore {
 
     /// Number of messages on the current path.
     pub fn message_count(&self) -> u64 {
-        self.path.len() as u64
+        self.messages
     }
 
-    /// Number of user messages on the current path (Kode's step count).
+    /// Number of assistant messages on the current path (model calls answered).
+    pub fn assistant_messages(&self) -> u64 {
+        self.assistant_messages
+    }
+
+    /// Number of user messages on the current path.
     pub fn user_messages(&self) -> u64 {
-        self.path.iter().filter(|m| m.role == "user").count() as u64
+        self.user_messages
     }
 
     /// The last safe-fork-point: the index (among the path's messages) and entry
@@ -439,21 +535,20 @@ impl AgentCore {
 
     /// The calls of the current path without a result, in order, with their
     /// records where they exist.
-    pub fn open_calls(&self) -> Vec<(String, String, Value, Option<&ToolCallRecord>)> {
-        let mut out = Vec::new();
-        for m in &self.path {
-            for (id, name, args) in &m.calls {
-                if self.answered.contains_key(id) {
-                    continue;
-                }
-                let rec = self.record(id);
-                if rec.is_some_and(|r| r.state.is_terminal()) {
-                    continue;
-                }
-                out.push((id.clone(), name.clone(), args.clone(), rec));
-            }
+    pub fn open_calls(&mut self) -> Result<Vec<OpenCall<'_>>> {
+        let ids: Vec<String> = self.open.iter().map(|(id, _, _)| id.clone()).collect();
+        for id in &ids {
+            self.fold_id(id)?;
         }
-        out
+        Ok(self
+            .open
+            .iter()
+            .filter_map(|(id, name, args)| {
+                let rec = self.by_id.get(id).map(|&i| &self.records[i]);
+                (!rec.is_some_and(|r| r.state.is_terminal()))
+                    .then(|| (id.clone(), name.clone(), args.clone(), rec))
+            })
+            .collect())
     }
 
     /// The entry of a tool-call record (one state change).
@@ -479,10 +574,14 @@ impl AgentCore {
     /// `SEALED` record and an error `toolResult` carrying the note and the
     /// recommendations for the state it was in. `note` replaces the crash text
     /// (interrupts). Returns the entries to append, in order, and the calls.
-    pub fn seal(&self, now_ms: f64, note: Option<&str>) -> (Vec<String>, Vec<SealedCall>) {
+    pub fn seal(
+        &mut self,
+        now_ms: f64,
+        note: Option<&str>,
+    ) -> Result<(Vec<String>, Vec<SealedCall>)> {
         let mut entries = Vec::new();
         let mut sealed = Vec::new();
-        for (id, name, _, rec) in self.open_calls() {
+        for (id, name, _, rec) in self.open_calls()? {
             let prior = rec.map_or(ToolCallState::Pending, |r| r.state);
             let (message, recs) = seal_text(prior, rec.is_some());
             let note = note.map_or(message.to_string(), str::to_string);
@@ -493,18 +592,16 @@ impl AgentCore {
                 "data": { "status": prior.as_str(), "toolId": id, "recorded": rec.is_some() },
                 "recommendations": recommendations,
             });
-            let result_msg = json!({
-                "type": "message",
-                "message": {
-                    "role": "toolResult",
-                    "toolCallId": id,
-                    "toolName": name,
-                    "content": [{ "type": "text", "text": payload.to_string() }],
-                    "details": payload,
-                    "isError": true,
-                    "timestamp": now_ms,
-                }
+            let message = json!({
+                "role": "toolResult",
+                "toolCallId": id,
+                "toolName": name,
+                "content": [{ "type": "text", "text": payload.to_string() }],
+                "details": payload,
+                "isError": true,
+                "timestamp": now_ms,
             });
+            let result_msg = json!({ "type": "message", "message": message });
             entries.push(Self::record_entry(
                 &id,
                 &name,
@@ -520,9 +617,10 @@ impl AgentCore {
                 recorded: rec.is_some(),
                 note,
                 recommendations,
+                message,
             });
         }
-        (entries, sealed)
+        Ok((entries, sealed))
     }
 
     /// The entry naming the last safe-fork-point: `label`, or `sfp:{index}`.
@@ -678,8 +776,108 @@ impl AgentCore {
     }
 }
 
-fn parse(text: &str) -> Result<Value> {
+/// What the agent reads of an entry: the rest is skipped, not built, and
+/// the nested values it keeps are borrowed from the line.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    custom_type: Option<Cow<'a, str>>,
+    #[serde(default)]
+    queue_id: Option<String>,
+    #[serde(default, borrow)]
+    message: Option<MessageHead<'a>>,
+    #[serde(default, borrow)]
+    data: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageHead<'a> {
+    #[serde(default, borrow)]
+    role: Cow<'a, str>,
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+}
+
+/// One state change of a tool call (a `forkpoint.toolcall` entry's data).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordData {
+    id: String,
+    #[serde(default)]
+    name: Option<String>,
+    state: ToolCallState,
+    #[serde(default)]
+    at: f64,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    input: Option<Box<RawValue>>,
+    #[serde(default)]
+    approval: Option<Box<RawValue>>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    is_error: Option<bool>,
+}
+
+fn null_raw() -> Box<RawValue> {
+    RawValue::from_string("null".into()).unwrap_or_else(|_| unreachable!("null is JSON"))
+}
+
+#[derive(Deserialize)]
+struct Block {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+fn head(text: &str) -> Result<Head<'_>> {
     serde_json::from_str(text).map_err(|e| Error::corrupted(format!("agent entry: {e}")))
+}
+
+/// `customType` and the `data` JSON of a custom entry, read without decoding the rest.
+fn custom_parts(line: &str) -> Option<(Cow<'_, str>, &str)> {
+    let mut r = json::ObjectReader::open(line.as_bytes(), 0, 1, 512).ok()?;
+    let (mut ty, mut data) = (None, None);
+    while let Some(k) = r.next_key().ok()? {
+        let v = r.skip_value().ok()?;
+        if json::key_is(&k, line, "customType") {
+            ty = v.str(line);
+        } else if json::key_is(&k, line, "data") {
+            data = Some(v.raw(line));
+        }
+        if ty.is_some() && data.is_some() {
+            break;
+        }
+    }
+    Some((ty?, data?))
+}
+
+/// A string member of a JSON object (`None` if absent or not a string).
+fn member_str(obj: &str, name: &str) -> Option<String> {
+    let mut r = json::ObjectReader::open(obj.as_bytes(), 0, 1, 512).ok()?;
+    while let Some(k) = r.next_key().ok()? {
+        let v = r.skip_value().ok()?;
+        if json::key_is(&k, obj, name) {
+            return v.str(obj).map(|c| c.into_owned());
+        }
+    }
+    None
+}
+
+fn value(raw: &RawValue) -> Result<Value> {
+    serde_json::from_str(raw.get()).map_err(|e| Error::corrupted(format!("agent record: {e}")))
 }
 
 fn check_label(l: &str) -> Result<()> {

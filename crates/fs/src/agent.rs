@@ -272,7 +272,7 @@ pub fn inspect(root: &Path, id: &str) -> Result<Value> {
     let dir = root.join(id);
     let meta = read_meta(&dir, id)?;
     let s = read_session(&dir.join(SESSION), &LoadOptions::default())?;
-    let core = AgentCore::from_session(&s)?;
+    let mut core = AgentCore::from_session(&s)?;
     let ro = EventLogOptions {
         read_only: true,
         ..EventLogOptions::default()
@@ -284,7 +284,7 @@ pub fn inspect(root: &Path, id: &str) -> Result<Value> {
         (Breakpoint::Ready, None)
     };
     let open: Vec<Value> = core
-        .open_calls()
+        .open_calls()?
         .into_iter()
         .map(|(id, name, args, rec)| {
             json!({ "id": id, "name": name, "arguments": args, "state": rec.map(|r| r.state) })
@@ -303,7 +303,7 @@ pub fn inspect(root: &Path, id: &str) -> Result<Value> {
         "lastSfpIndex": core.last_sfp().map_or(-1, |(i, _)| i as i64),
         "leafId": s.leaf_id(),
         "openCalls": open,
-        "toolCalls": core.records(),
+        "toolCalls": core.records()?,
         "snapshots": core.snapshots(),
         "checkpoints": checkpoints,
     }))
@@ -413,8 +413,13 @@ impl AgentFiles {
         };
         let (session, report) =
             FileWriter::open_with(&dir.join(SESSION), &opts, now(), seed(), |s| {
-                core = Some(AgentCore::from_session(s)?);
-                context_json = s.context_json(None, false)?;
+                // The two walks of the session run side by side.
+                let (c, ctx) = std::thread::scope(|sc| {
+                    let ctx = sc.spawn(|| s.context_json(None, false));
+                    (AgentCore::from_session(s), ctx.join())
+                });
+                core = Some(c?);
+                context_json = ctx.map_err(|_| Error::internal("context thread panicked"))??;
                 Ok(())
             })?;
         let core = core.ok_or_else(|| Error::internal("session not inspected"))?;
@@ -498,7 +503,7 @@ impl AgentFiles {
     /// Seals every open call of the current path (see [`AgentCore::seal`]);
     /// durable when it returns.
     pub fn seal(&self, note: Option<&str>) -> Result<Vec<SealedCall>> {
-        let (entries, sealed) = self.core()?.seal(now() as f64, note);
+        let (entries, sealed) = self.core()?.seal(now() as f64, note)?;
         self.append(&entries)?;
         Ok(sealed)
     }

@@ -13,7 +13,9 @@ use forkpoint_core::{
     Error, ErrorCode, LoadOptions, Result, Session, WriterOpenReport, WriterOptions, gz,
 };
 
-use crate::io::{complete_last_line, cut_tail, io_error, read_all, replace_atomic, sync_dir};
+use crate::io::{
+    complete_last_line, cut_tail, io_error, read_all, replace_atomic, scan_threads, sync_dir,
+};
 
 /// The session writer's queue: the core's state machine plus the hint path.
 pub struct SessionQueue {
@@ -131,20 +133,19 @@ impl FileWriter {
 
         // Validate first; repair only a file known to be a session.
         let mut session = None;
+        let content_len = content.len();
         if !content.is_empty() {
-            match Session::from_bytes(content.clone(), &load, Some(p.clone())) {
+            let torn_header =
+                !content.contains(&b'\n') && content.starts_with(b"{\"type\":\"session\"");
+            match Session::from_bytes_threads(content, &load, Some(p.clone()), scan_threads()) {
                 Ok(s) => session = Some(s),
                 // A crash while the very first line was written: nothing was ever
                 // durable, so the file is started afresh.
-                Err(e)
-                    if e.code == ErrorCode::UnsupportedFormat
-                        && !content.contains(&b'\n')
-                        && content.starts_with(b"{\"type\":\"session\"") =>
-                {
+                Err(e) if e.code == ErrorCode::UnsupportedFormat && torn_header => {
                     report.repaired = Some(forkpoint_core::TornTail {
                         line: Some(1),
                         offset: 0,
-                        bytes: content.len() as u64,
+                        bytes: content_len as u64,
                     });
                     file.set_len(0)
                         .map_err(|e| io_error(e, path, "cannot cut torn header"))?;
@@ -158,7 +159,7 @@ impl FileWriter {
                 phys_len = if gzip {
                     gz_valid_len
                 } else {
-                    content.len() as u64
+                    content_len as u64
                 };
                 if let Some(t) = gz_torn {
                     // Drop a torn last gzip member.
@@ -280,8 +281,13 @@ impl FileWriter {
         let hint = st.q.core.take_hint(force);
         drop(st);
         if let Some(h) = hint {
+            let json = h.to_json();
+            // Unchanged (a reopen without appends): no rewrite, no fsync.
+            if std::fs::read(&path).is_ok_and(|old| old == json.as_bytes()) {
+                return Ok(());
+            }
             // The hint is a cache: failing to write it loses nothing.
-            let _ = replace_atomic(Path::new(&path), h.to_json().as_bytes());
+            let _ = replace_atomic(Path::new(&path), json.as_bytes());
         }
         Ok(())
     }

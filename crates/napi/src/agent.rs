@@ -12,7 +12,7 @@ use napi_derive::napi;
 use serde_json::{Value, json};
 
 use crate::events::NativeEventLog;
-use crate::util::guard;
+use crate::util::{JsonText, guard, json_text};
 
 fn to_json<T: serde::Serialize>(v: &T) -> forkpoint_core::Result<String> {
     forkpoint_core::types::to_json_text(v)
@@ -27,13 +27,12 @@ fn parse(what: &str, text: &str) -> forkpoint_core::Result<Value> {
 pub struct NativeAgent {
     inner: Arc<AgentFiles>,
     opened: String,
+    context: std::sync::Mutex<Option<String>>,
 }
 
 fn opened_json(o: &Opened) -> forkpoint_core::Result<String> {
     let mut out = String::from("{\"meta\":");
     out.push_str(&to_json(&o.meta)?);
-    out.push_str(",\"context\":");
-    out.push_str(&o.context_json);
     out.push_str(",\"breakpoint\":");
     out.push_str(&to_json(&o.breakpoint)?);
     out.push_str(",\"repaired\":");
@@ -47,26 +46,27 @@ type OpenFn = Box<dyn FnOnce() -> forkpoint_core::Result<(AgentFiles, Opened)> +
 pub struct OpenTask(Option<OpenFn>);
 
 impl Task for OpenTask {
-    type Output = (AgentFiles, String);
+    type Output = (AgentFiles, String, String);
     type JsValue = NativeAgent;
 
-    fn compute(&mut self) -> napi::Result<(AgentFiles, String)> {
+    fn compute(&mut self) -> napi::Result<(AgentFiles, String, String)> {
         let f = self.0.take();
         guard(|| {
             let (a, o) = f.ok_or_else(|| Error::internal("open task run twice"))?()?;
             let j = opened_json(&o)?;
-            Ok((a, j))
+            Ok((a, j, o.context_json))
         })
     }
 
     fn resolve(
         &mut self,
         _env: Env,
-        (a, opened): (AgentFiles, String),
+        (a, opened, context): (AgentFiles, String, String),
     ) -> napi::Result<NativeAgent> {
         Ok(NativeAgent {
             inner: Arc::new(a),
             opened,
+            context: std::sync::Mutex::new(Some(context)),
         })
     }
 }
@@ -177,10 +177,25 @@ impl NativeAgent {
         })
     }
 
-    /// What opening found: `{meta, context, breakpoint, repaired}` (JSON).
+    /// What opening found: `{meta, breakpoint, repaired}` (JSON).
     #[napi]
     pub fn opened_json(&self) -> String {
         self.opened.clone()
+    }
+
+    /// The context at the leaf when it was opened (`SessionContext` JSON), once:
+    /// the caller parses it when it needs the messages.
+    #[napi(ts_return_type = "string")]
+    pub fn take_opened_context(&self) -> napi::Result<JsonText> {
+        guard(|| {
+            let c = self
+                .context
+                .lock()
+                .map_err(|_| Error::internal("agent poisoned by a panic"))?
+                .take()
+                .ok_or_else(|| Error::invalid_input("the opened context was taken already"))?;
+            Ok(json_text(c))
+        })
     }
 
     /// The agent's event log.
@@ -221,7 +236,7 @@ impl NativeAgent {
             let now = crate::util::now_ms() as f64;
             let entry = AgentCore::record_entry(&id, &name, state, now, extra.as_ref());
             a.append(&[entry])?;
-            to_json(&a.core()?.record(&id))
+            to_json(&a.core()?.record(&id)?)
         }))
     }
 
@@ -351,7 +366,13 @@ impl NativeAgent {
     /// The tool-call records of the current path (JSON array).
     #[napi]
     pub fn records_json(&self) -> napi::Result<String> {
-        guard(|| to_json(&self.inner.core()?.records()))
+        guard(|| to_json(&self.inner.core()?.records()?))
+    }
+
+    /// One call's record (JSON, or `null`).
+    #[napi]
+    pub fn record_json(&self, id: String) -> napi::Result<String> {
+        guard(|| to_json(&self.inner.core()?.record(&id)?))
     }
 
     /// The calls of the current path without a result: `[{id, name, arguments,
@@ -359,9 +380,9 @@ impl NativeAgent {
     #[napi]
     pub fn open_calls_json(&self) -> napi::Result<String> {
         guard(|| {
-            let core = self.inner.core()?;
+            let mut core = self.inner.core()?;
             let calls: Vec<Value> = core
-                .open_calls()
+                .open_calls()?
                 .into_iter()
                 .map(|(id, name, args, rec)| {
                     json!({ "id": id, "name": name, "arguments": args, "state": rec.map(|r| r.state) })
@@ -386,6 +407,7 @@ impl NativeAgent {
             to_json(&json!({
                 "messageCount": core.message_count(),
                 "userMessages": core.user_messages(),
+                "assistantMessages": core.assistant_messages(),
                 "lastSfpIndex": sfp.map_or(-1, |(i, _)| i as i64),
                 "lastSfpEntryId": sfp.map(|(_, e)| e),
             }))

@@ -25,8 +25,13 @@ export declare class NativeAgent {
   static inspect(root: string, id: string): Promise<string>
   /** Checks an agent id (`INVALID_ID`). */
   static validateId(id: string): void
-  /** What opening found: `{meta, context, breakpoint, repaired}` (JSON). */
+  /** What opening found: `{meta, breakpoint, repaired}` (JSON). */
   openedJson(): string
+  /**
+   * The context at the leaf when it was opened (`SessionContext` JSON), once:
+   * the caller parses it when it needs the messages.
+   */
+  takeOpenedContext(): string
   /** The agent's event log. */
   events(): NativeEventLog
   /**
@@ -69,6 +74,8 @@ export declare class NativeAgent {
   snapshotJson(id: string): string
   /** The tool-call records of the current path (JSON array). */
   recordsJson(): string
+  /** One call's record (JSON, or `null`). */
+  recordJson(id: string): string
   /**
    * The calls of the current path without a result: `[{id, name, arguments,
    * state}]` (state `null` when only the transcript has the call).

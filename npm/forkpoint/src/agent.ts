@@ -310,7 +310,6 @@ interface Meta {
 
 interface Opened {
   meta: Meta;
-  context: { messages: AgentMessage[] };
   breakpoint: Breakpoint;
   repaired: boolean;
 }
@@ -359,7 +358,8 @@ export class Agent {
   private readonly bus: EventBus;
   private meta: Meta;
   private provider: ModelProvider;
-  private msgs: AgentMessage[];
+  /** The messages at the leaf; parsed from the opened context when first needed. */
+  private msgsCache: AgentMessage[] | null = null;
   private bp: Breakpoint;
   private state: AgentState = 'READY';
   private processing: Promise<void> | null = null;
@@ -367,6 +367,7 @@ export class Agent {
   private lastDone: Bookmark | null = null;
   private readonly pendingPermissions = new Set<string>();
   private readonly aborts = new Set<AbortController>();
+  private inflight: Promise<Bookmark>[] = [];
   private interrupted = false;
   private closed = false;
   private restored: { variables?: Record<string, unknown>; state?: unknown } = {};
@@ -385,7 +386,6 @@ export class Agent {
     this.meta = opened.meta;
     this.agentId = opened.meta.agentId;
     this.provider = provider;
-    this.msgs = opened.context.messages;
     this.bp = opened.breakpoint;
     this.log = EventLog.fromNative(call(() => n.events()));
     this.bus = new EventBus(this.log);
@@ -398,6 +398,17 @@ export class Agent {
       lastSuccessful: (executionId, beforeStep) => JSON.parse(call(() => n.lastSuccessfulJson(executionId, beforeStep))),
       restore: (id) => this.restoreCheckpoint(id),
     };
+  }
+
+  private get msgs(): AgentMessage[] {
+    if (!this.msgsCache) {
+      this.msgsCache = (JSON.parse(call(() => this.n.takeOpenedContext())) as { messages: AgentMessage[] }).messages;
+    }
+    return this.msgsCache;
+  }
+
+  private set msgs(m: AgentMessage[]) {
+    this.msgsCache = m;
   }
 
   // -- creation and resume ---------------------------------------------------
@@ -427,7 +438,8 @@ export class Agent {
     };
     const n = await callAsync(() => native.NativeAgent.create(deps.store.dir, agentId, JSON.stringify(meta)));
     const agent = new Agent(n, JSON.parse(n.openedJson()) as Opened, provider, deps);
-    await agent.emit({ type: 'agent_created', channel: 'monitor', agentId, templateId: meta.templateId });
+    void agent.emit({ type: 'agent_created', channel: 'monitor', agentId, templateId: meta.templateId });
+    await agent.flush();
     return agent;
   }
 
@@ -514,30 +526,42 @@ export class Agent {
     const strategy = opts.strategy ?? 'manual';
     const crashedAt = this.bp;
     let sealed: SealedCall[] = [];
-    if (strategy === 'crash') {
+    if (strategy === 'crash' && this.openCalls().length > 0) {
       sealed = JSON.parse(await callAsync(() => this.n.seal(null))) as SealedCall[];
-      for (const s of sealed) await this.emit({ type: 'tool:end', call: this.snapshotOf(s.id), sealed: true });
-      if (sealed.length > 0) this.msgs = await this.reloadMessages();
+      for (const s of sealed) void this.emit({ type: 'tool:end', call: this.snapshotOf(s.id), sealed: true });
+      for (const s of sealed) this.msgs.push(s.message);
     } else {
       for (const c of this.openCalls()) if (c.state === 'APPROVAL_REQUIRED') this.pendingPermissions.add(c.id);
     }
     const open = strategy === 'crash' ? [] : this.openCalls();
     await this.emit({ type: 'agent_resumed', strategy, sealed: sealed.map((s) => ({ ...this.snapshotOf(s.id), priorState: s.priorState, recommendations: s.recommendations })), breakpoint: crashedAt, open });
-    if (strategy === 'crash') await this.setBreakpoint('READY');
+    if (strategy === 'crash') this.setBreakpoint('READY');
     if (this.pendingPermissions.size > 0) this.state = 'PAUSED';
+    await this.flush();
     if (opts.autoRun) this.kick();
-  }
-
-  private async reloadMessages(): Promise<AgentMessage[]> {
-    // Messages appended by the core (seals): take the context again.
-    const ctx = JSON.parse(await callAsync(() => this.n.contextJson())) as { messages: AgentMessage[] };
-    return ctx.messages;
   }
 
   // -- events ----------------------------------------------------------------
 
-  private async emit(e: { type: string; channel?: Channel; [k: string]: unknown }): Promise<Bookmark> {
-    return this.bus.emit(e);
+  /**
+   * Appends an event. Events are ordered by the call; they are not each awaited:
+   * `flush()` waits for all, and the loop flushes before every side effect
+   * (a model call, a tool run, a pause), so group commit makes one fsync of them.
+   */
+  private emit(e: { type: string; channel?: Channel; [k: string]: unknown }): Promise<Bookmark> {
+    const p = this.bus.emit(e);
+    this.inflight.push(p);
+    p.catch(() => undefined); // rethrown by flush()
+    return p;
+  }
+
+  /** Waits until every event emitted so far is durable. */
+  private async flush(): Promise<void> {
+    while (this.inflight.length > 0) {
+      const ps = this.inflight;
+      this.inflight = [];
+      await Promise.all(ps);
+    }
   }
 
   /** Calls `handler` for each live event of a type (or a whole channel); returns the unsubscribe function. */
@@ -553,17 +577,17 @@ export class Agent {
     return this.bus.subscribe({ channels, kinds: opts.kinds, since: opts.since });
   }
 
-  private async setBreakpoint(bp: Breakpoint): Promise<void> {
+  private setBreakpoint(bp: Breakpoint): void {
     if (bp === this.bp) return;
     const previous = this.bp;
     this.bp = bp;
-    await this.emit({ type: 'breakpoint_changed', previous, current: bp, timestamp: Date.now() });
+    void this.emit({ type: 'breakpoint_changed', previous, current: bp, timestamp: Date.now() });
   }
 
-  private async setState(s: AgentState): Promise<void> {
+  private setState(s: AgentState): void {
     if (s === this.state) return;
     this.state = s;
-    await this.emit({ type: 'state_changed', state: s });
+    void this.emit({ type: 'state_changed', state: s });
   }
 
   private async saveMeta(changed: Partial<Meta>): Promise<void> {
@@ -660,9 +684,10 @@ export class Agent {
       await this.modelStep();
     }
     if (!this.interrupted) {
-      await this.setBreakpoint('READY');
-      await this.setState('READY');
+      this.setBreakpoint('READY');
+      this.setState('READY');
     }
+    await this.flush();
   }
 
   private toolDefs(): ToolDefinition[] {
@@ -676,9 +701,10 @@ export class Agent {
 
   private async modelStep(): Promise<void> {
     const step = this.stepCount() + 1;
-    await this.setState('WORKING');
-    await this.setBreakpoint('PRE_MODEL');
-    await this.setBreakpoint('STREAMING_MODEL');
+    this.setState('WORKING');
+    this.setBreakpoint('PRE_MODEL');
+    this.setBreakpoint('STREAMING_MODEL');
+    await this.flush(); // durable before the model is called
     const ac = new AbortController();
     this.aborts.add(ac);
     let reply: AssistantReply;
@@ -688,8 +714,9 @@ export class Agent {
     } catch (e) {
       if (this.interrupted) return;
       await this.emit({ type: 'error', severity: 'error', phase: 'model', message: String((e as Error)?.message ?? e) });
-      await this.setBreakpoint('READY');
-      await this.setState('READY');
+      this.setBreakpoint('READY');
+      this.setState('READY');
+      await this.flush();
       throw e;
     } finally {
       this.aborts.delete(ac);
@@ -721,23 +748,23 @@ export class Agent {
     this.msgs.push(message);
     for (const b of content as Array<{ type: string; text?: string; thinking?: string }>) {
       if (b.type === 'thinking') {
-        await this.emit({ type: 'think_chunk_start', step });
-        await this.emit({ type: 'think_chunk', step, delta: b.thinking ?? '' });
-        await this.emit({ type: 'think_chunk_end', step });
+        void this.emit({ type: 'think_chunk_start', step });
+        void this.emit({ type: 'think_chunk', step, delta: b.thinking ?? '' });
+        void this.emit({ type: 'think_chunk_end', step });
       } else if (b.type === 'text') {
-        await this.emit({ type: 'text_chunk_start', step });
-        await this.emit({ type: 'text_chunk', step, delta: b.text ?? '' });
-        await this.emit({ type: 'text_chunk_end', step, text: b.text ?? '' });
+        void this.emit({ type: 'text_chunk_start', step });
+        void this.emit({ type: 'text_chunk', step, delta: b.text ?? '' });
+        void this.emit({ type: 'text_chunk_end', step, text: b.text ?? '' });
       }
     }
     const usage = (message as { usage?: { input?: number; output?: number; totalTokens?: number } }).usage;
-    if (usage) await this.emit({ type: 'token_usage', inputTokens: usage.input ?? 0, outputTokens: usage.output ?? 0, totalTokens: usage.totalTokens ?? 0 });
+    if (usage) void this.emit({ type: 'token_usage', inputTokens: usage.input ?? 0, outputTokens: usage.output ?? 0, totalTokens: usage.totalTokens ?? 0 });
     if (calls.length > 0) {
-      await this.setBreakpoint('TOOL_PENDING');
+      this.setBreakpoint('TOOL_PENDING');
       return;
     }
     this.lastDone = await this.emit({ type: 'done', step, reason: 'completed' });
-    await this.emit({ type: 'step_complete', step, done: this.lastDone });
+    void this.emit({ type: 'step_complete', step, done: this.lastDone });
   }
 
   private needsApproval(name: string, tool: Tool | undefined): boolean {
@@ -748,7 +775,7 @@ export class Agent {
   }
 
   private snapshotOf(id: string): Record<string, unknown> {
-    const r = this.records().find((x) => x.id === id);
+    const r = JSON.parse(call(() => this.n.recordJson(id))) as ToolCallRecord | null;
     if (!r) return { id };
     const preview = resultText(r.input);
     return {
@@ -774,7 +801,7 @@ export class Agent {
     const message = { role: 'toolResult', toolCallId: c.id, toolName: c.name, content: [{ type: 'text', text }], isError, timestamp: Date.now() } as AgentMessage;
     await callAsync(() => this.n.completeCall(JSON.stringify({ type: 'message', message }), c.id, c.name, state, JSON.stringify({ ...extra, result, isError })));
     this.msgs.push(message);
-    await this.emit({ type: 'tool:end', call: this.snapshotOf(c.id) });
+    void this.emit({ type: 'tool:end', call: this.snapshotOf(c.id) });
   }
 
   /** Drives the open calls in order; true when paused for a decision. */
@@ -785,8 +812,8 @@ export class Agent {
       const state = c.state ?? 'PENDING';
       if (state === 'APPROVAL_REQUIRED') {
         this.pendingPermissions.add(c.id);
-        await this.setBreakpoint('AWAITING_APPROVAL');
-        await this.setState('PAUSED');
+        this.setBreakpoint('AWAITING_APPROVAL');
+        this.setState('PAUSED');
         return true;
       }
       if (!tool) {
@@ -796,18 +823,19 @@ export class Agent {
       if (state === 'PENDING' && this.needsApproval(c.name, tool)) {
         await this.record(c.id, c.name, 'APPROVAL_REQUIRED', { approval: { required: true }, note: 'awaiting approval' });
         this.pendingPermissions.add(c.id);
-        await this.setBreakpoint('AWAITING_APPROVAL');
-        await this.setState('PAUSED');
+        this.setBreakpoint('AWAITING_APPROVAL');
+        this.setState('PAUSED');
         await this.emit({ type: 'permission_required', call: this.snapshotOf(c.id) });
         return true;
       }
       // Registered before anything is announced: an interrupt from a handler aborts it.
       const ac = new AbortController();
       this.aborts.add(ac);
-      await this.setBreakpoint('PRE_TOOL');
+      this.setBreakpoint('PRE_TOOL');
       await this.record(c.id, c.name, 'EXECUTING', { note: 'execution start' });
-      await this.setBreakpoint('TOOL_EXECUTING');
-      await this.emit({ type: 'tool:start', call: this.snapshotOf(c.id) });
+      this.setBreakpoint('TOOL_EXECUTING');
+      void this.emit({ type: 'tool:start', call: this.snapshotOf(c.id) });
+      await this.flush(); // the record and the breakpoint are durable before the tool runs
       let value: unknown;
       let error: unknown;
       const started = Date.now();
@@ -830,11 +858,11 @@ export class Agent {
         await this.finishCall(c, 'COMPLETED', resultText(value), false, value, { note: 'execution complete', durationMs: Date.now() - started });
       } else {
         const message = String((error as Error)?.message ?? error);
-        await this.emit({ type: 'tool:error', call: this.snapshotOf(c.id), error: message });
+        void this.emit({ type: 'tool:error', call: this.snapshotOf(c.id), error: message });
         await this.finishCall(c, 'FAILED', `Error: ${message}`, true, { ok: false, error: message }, { note: 'execution failed' });
       }
-      await this.emit({ type: 'tool_executed', call: this.snapshotOf(c.id) });
-      await this.setBreakpoint('POST_TOOL');
+      void this.emit({ type: 'tool_executed', call: this.snapshotOf(c.id) });
+      this.setBreakpoint('POST_TOOL');
     }
     return false;
   }
@@ -854,12 +882,11 @@ export class Agent {
     } else {
       await this.finishCall(c, 'DENIED', `Denied by the user${note ? `: ${note}` : ''}.`, true, { ok: false, error: 'denied', note }, { approval, note: note ?? 'approval denied' });
     }
-    await this.emit({ type: 'permission_decided', callId: permissionId, decision, decidedBy: 'api', note });
-    await this.setBreakpoint(decision === 'allow' ? 'PRE_TOOL' : 'POST_TOOL');
-    if (this.pendingPermissions.size === 0) {
-      await this.setState('WORKING');
-      this.kick();
-    }
+    void this.emit({ type: 'permission_decided', callId: permissionId, decision, decidedBy: 'api', note });
+    this.setBreakpoint(decision === 'allow' ? 'PRE_TOOL' : 'POST_TOOL');
+    if (this.pendingPermissions.size === 0) this.setState('WORKING');
+    await this.flush();
+    if (this.pendingPermissions.size === 0) this.kick();
   }
 
   /** Stops the model call and running tools; every open call is sealed with `note`. */
@@ -870,24 +897,23 @@ export class Agent {
     while (this.processing) await this.processing.catch(() => undefined);
     this.failure = null;
     const sealed = JSON.parse(await callAsync(() => this.n.seal(opts.note ?? 'Interrupted by user'))) as SealedCall[];
-    for (const s of sealed) await this.emit({ type: 'tool:end', call: this.snapshotOf(s.id), sealed: true });
-    if (sealed.length > 0) this.msgs = await this.reloadMessages();
+    for (const s of sealed) void this.emit({ type: 'tool:end', call: this.snapshotOf(s.id), sealed: true });
+    for (const s of sealed) this.msgs.push(s.message);
     this.pendingPermissions.clear();
     this.lastDone = await this.emit({ type: 'done', step: this.stepCount(), reason: 'interrupted' });
-    await this.setBreakpoint('READY');
-    await this.setState('READY');
+    this.setBreakpoint('READY');
+    this.setState('READY');
+    await this.flush();
     this.interrupted = false;
   }
 
   // -- state -----------------------------------------------------------------
 
   private stepCount(): number {
-    let n = 0;
-    for (const m of this.msgs) if (m.role === 'assistant') n++;
-    return n;
+    return this.counts().assistantMessages;
   }
 
-  private counts(): { messageCount: number; lastSfpIndex: number } {
+  private counts(): { messageCount: number; lastSfpIndex: number; assistantMessages: number } {
     return JSON.parse(call(() => this.n.countsJson()));
   }
 
@@ -983,9 +1009,10 @@ export class Agent {
     this.msgs = ctx.messages;
     this.pendingPermissions.clear();
     this.restored = { variables: cp.variables as Record<string, unknown> | undefined, state: cp.state };
-    await this.emit({ type: 'checkpoint_restored', channel: 'monitor', checkpointId: cp.id, entryId: cp.entryId });
-    await this.setBreakpoint('READY');
-    await this.setState('READY');
+    void this.emit({ type: 'checkpoint_restored', channel: 'monitor', checkpointId: cp.id, entryId: cp.entryId });
+    this.setBreakpoint('READY');
+    this.setState('READY');
+    await this.flush();
     return cp;
   }
 
@@ -999,6 +1026,7 @@ export class Agent {
   async close(): Promise<void> {
     if (this.closed) return;
     while (this.processing) await this.processing.catch(() => undefined);
+    await this.flush().catch(() => undefined);
     this.closed = true;
     await this.log.close();
     await callAsync(() => this.n.close());

@@ -1,6 +1,7 @@
 //! Integration tests of the core, compiled as one binary. Fixtures are the
 //! named files of `tests/fixtures/` (shared with the JS tests).
 
+mod agent;
 mod common;
 mod events_props;
 mod fixtures;
