@@ -20,7 +20,17 @@ const toolRegistry = new ToolRegistry()
   })
   .register({ name: 'echo', description: 'echoes', inputSchema: { type: 'object' }, run: (x) => x });
 
-const model = new ScriptedProvider([{ text: 'working', toolCalls: [{ id: 'call_slow_1', name: 'slow', arguments: { n: 1 } }] }]);
+const model =
+  mode === 'model-hang'
+    ? {
+        provider: 'scripted',
+        model: 'hang',
+        complete: () => {
+          say('MODEL_CALL');
+          return new Promise(() => {});
+        },
+      }
+    : new ScriptedProvider([{ text: 'working', toolCalls: [{ id: 'call_slow_1', name: 'slow', arguments: { n: 1 } }] }]);
 const store = new JSONStore(dir);
 const permission = mode === 'approval' ? { mode: 'approval' } : { mode: 'auto' };
 const agent = await Agent.create({ agentId, model, tools: ['slow', 'echo'], permission }, { store, toolRegistry });

@@ -458,3 +458,68 @@ test('per-step persistence cost does not grow with the session (bytes written pe
   const files = readdirSync(join(store.dir, 'long')).map((f) => statSync(join(store.dir, 'long', f)).size);
   assert.ok(sum(perStep) <= 2 * sum(files) + 200 * 4096, `written ${sum(perStep)} B for a store of ${sum(files)} B`);
 });
+
+test('a crash during a model call: the breakpoint says so, and autoRun redoes the call', async () => {
+  const store = freshStore();
+  await runAndKill(store.dir, 'mid-model', 'model-hang', 'MODEL_CALL');
+  const toolRegistry = tools();
+  const model = new ScriptedProvider([{ text: 'answered after the crash' }]);
+  const agent = await Agent.resume('mid-model', { model }, { store, toolRegistry }, { strategy: 'crash', autoRun: true });
+  await agent.idle();
+  const msgs = await agent.messages();
+  assert.deepEqual(msgs.map((m) => m.role), ['user', 'assistant']);
+  assert.equal(msgs[1].content[0].text, 'answered after the crash');
+  assert.equal(model.requests.length, 1);
+  const resumed = (await events(agent)).find((e) => e.type === 'agent_resumed');
+  assert.equal(resumed.breakpoint, 'STREAMING_MODEL');
+  assert.equal(resumed.sealed.length, 0);
+  await agent.close();
+});
+
+test('tools emit their own events (tool_custom_event) through ctx.emit', async () => {
+  const store = freshStore();
+  const toolRegistry = new ToolRegistry().register({
+    name: 'progressy',
+    description: 'reports progress',
+    inputSchema: { type: 'object' },
+    run: async (_x, ctx) => {
+      await ctx.emit('progress', { percent: 50 });
+      return 'ok';
+    },
+  });
+  const model = new ScriptedProvider([{ toolCalls: [{ name: 'progressy', arguments: {} }] }, { text: 'done' }]);
+  const agent = await Agent.create({ agentId: 'emitter', model, tools: ['progressy'] }, { store, toolRegistry });
+  await agent.chat('go');
+  const custom = (await events(agent)).filter((e) => e.type === 'tool_custom_event');
+  assert.equal(custom.length, 1);
+  assert.equal(custom[0].channel, 'monitor');
+  assert.equal(custom[0].toolName, 'progressy');
+  assert.equal(custom[0].eventType, 'progress');
+  assert.deepEqual(custom[0].data, { percent: 50 });
+  await agent.close();
+});
+
+test('todos: at most one in progress, persisted, restored on resume, copied on fork', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const agent = await Agent.create({ agentId: 'todo', model: new ScriptedProvider([{ text: 'a' }]), tools: [] }, { store, toolRegistry });
+  await agent.chat('plan');
+  await agent.setTodos([
+    { id: 't1', title: 'write', status: 'in_progress' },
+    { id: 't2', title: 'test', status: 'pending' },
+  ]);
+  await assert.rejects(agent.setTodos([{ id: 'a', title: 'x', status: 'in_progress' }, { id: 'b', title: 'y', status: 'in_progress' }]), (e) => e.code === 'INVALID_INPUT');
+  await agent.updateTodo({ id: 't1', status: 'completed' });
+  await agent.deleteTodo('t2');
+  await rejectsCode(agent.deleteTodo('t9'), 'NOT_FOUND');
+  assert.deepEqual(agent.getTodos().map((t) => [t.id, t.status]), [['t1', 'completed']]);
+  const changed = (await events(agent)).filter((e) => e.type === 'todo_changed');
+  assert.equal(changed.length, 3);
+  const fork = await agent.fork();
+  assert.deepEqual(fork.getTodos().map((t) => [t.id, t.status]), [['t1', 'completed']]);
+  await fork.close();
+  await agent.close();
+  const again = await Agent.resume('todo', { model: new ScriptedProvider([]) }, { store, toolRegistry });
+  assert.deepEqual(again.getTodos().map((t) => [t.id, t.status]), [['t1', 'completed']]);
+  await again.close();
+});

@@ -25,6 +25,8 @@ pub const TOOLCALL: &str = "forkpoint.toolcall";
 pub const SNAPSHOT: &str = "forkpoint.snapshot";
 /// `customType` of a checkpoint.
 pub const CHECKPOINT: &str = "forkpoint.checkpoint";
+/// `customType` of the todo list (the whole list, each time it changes).
+pub const TODOS: &str = "forkpoint.todos";
 /// `customType` of a message sent while the agent was busy (delivered later
 /// as a user message entry carrying the same `queueId`).
 pub const QUEUED: &str = "forkpoint.queued";
@@ -238,6 +240,8 @@ pub struct AgentCore {
     checkpoints: Vec<CheckpointInfo>,
     /// Queued messages of the path not yet delivered: (queueId, the entry's data).
     queued: Vec<(String, Value)>,
+    /// The last todo list on the path (`{todos, version, updatedAt}` JSON).
+    todos: Option<Box<RawValue>>,
 }
 
 impl AgentCore {
@@ -355,6 +359,7 @@ impl AgentCore {
                     self.on_record(d.get(), id)?;
                     return Ok(());
                 }
+                (Some(TODOS), Some(d)) => self.todos = Some(d.to_owned()),
                 (Some(QUEUED), Some(d)) => {
                     let d = value(d)?;
                     if let Some(q) = d.get("queueId").and_then(Value::as_str) {
@@ -509,6 +514,11 @@ impl AgentCore {
     /// `forkpoint.queued` entries' data), oldest first.
     pub fn queued(&self) -> Vec<&Value> {
         self.queued.iter().map(|(_, d)| d).collect()
+    }
+
+    /// The last todo list on the current path (`{todos, version, updatedAt}`).
+    pub fn todos(&self) -> Option<&RawValue> {
+        self.todos.as_deref()
     }
 
     /// Number of messages on the current path.

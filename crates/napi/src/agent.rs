@@ -392,6 +392,12 @@ impl NativeAgent {
         })
     }
 
+    /// The todo list of the current path (`{todos, version, updatedAt}` JSON, or `null`).
+    #[napi]
+    pub fn todos_json(&self) -> napi::Result<String> {
+        guard(|| to_json(&self.inner.core()?.todos()))
+    }
+
     /// Messages sent while busy and not yet delivered (JSON array of `{queueId, …}`).
     #[napi]
     pub fn queued_json(&self) -> napi::Result<String> {

@@ -81,6 +81,8 @@ export declare class NativeAgent {
    * state}]` (state `null` when only the transcript has the call).
    */
   openCallsJson(): string
+  /** The todo list of the current path (`{todos, version, updatedAt}` JSON, or `null`). */
+  todosJson(): string
   /** Messages sent while busy and not yet delivered (JSON array of `{queueId, …}`). */
   queuedJson(): string
   /** `{messageCount, userMessages, lastSfpIndex, lastSfpEntryId}` (JSON). */

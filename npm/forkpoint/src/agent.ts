@@ -102,6 +102,8 @@ export interface ToolContext {
   callId: string;
   /** Aborts when the agent is interrupted. */
   signal: AbortSignal;
+  /** Emits a `monitor` `tool_custom_event {toolName, eventType, data, timestamp}`; resolves when durable. */
+  emit(eventType: string, data?: unknown): Promise<Bookmark>;
 }
 
 /** A tool the agent can call. */
@@ -281,6 +283,17 @@ export interface ToolCallView {
   isError?: boolean;
   approval?: unknown;
   audit: ToolCallRecord['audit'];
+}
+
+/** A todo item (at most one `in_progress`). */
+export interface TodoItem {
+  id: string;
+  title: string;
+  status: 'pending' | 'in_progress' | 'completed';
+  assignee?: string;
+  notes?: string;
+  createdAt?: number;
+  updatedAt?: number;
 }
 
 export interface CheckpointArgs {
@@ -845,7 +858,14 @@ export class Agent {
           if (ac.signal.aborted) return stop();
           ac.signal.addEventListener('abort', stop, { once: true });
           Promise.resolve()
-            .then(() => tool.run(c.arguments, { agentId: this.agentId, callId: c.id, signal: ac.signal }))
+            .then(() =>
+              tool.run(c.arguments, {
+                agentId: this.agentId,
+                callId: c.id,
+                signal: ac.signal,
+                emit: (eventType, data) => this.emit({ type: 'tool_custom_event', toolName: c.name, eventType, data, timestamp: Date.now() }),
+              }),
+            )
             .then(resolveRun, rejectRun);
         });
       } catch (e) {
@@ -970,6 +990,53 @@ export class Agent {
     }));
   }
 
+  // -- todos -----------------------------------------------------------------
+
+  /** The todo list (persisted; restored on resume, copied on fork). */
+  getTodos(): TodoItem[] {
+    const t = JSON.parse(call(() => this.n.todosJson())) as { todos: TodoItem[] } | null;
+    return t?.todos ?? [];
+  }
+
+  /** Replaces the todo list (`INVALID_INPUT` for duplicate ids or more than one in progress); durable on resolve. */
+  async setTodos(todos: TodoItem[]): Promise<void> {
+    this.checkOpen();
+    const ids = new Set<string>();
+    for (const t of todos) {
+      if (!t || typeof t.id !== 'string' || !t.id || typeof t.title !== 'string' || !['pending', 'in_progress', 'completed'].includes(t.status)) {
+        throw new ForkpointError({ code: 'INVALID_INPUT', message: 'a todo has an id, a title and a status (pending, in_progress, completed)' });
+      }
+      if (ids.has(t.id)) throw new ForkpointError({ code: 'INVALID_INPUT', message: `duplicate todo id '${t.id}'` });
+      ids.add(t.id);
+    }
+    if (todos.filter((t) => t.status === 'in_progress').length > 1) {
+      throw new ForkpointError({ code: 'INVALID_INPUT', message: 'at most one todo is in progress' });
+    }
+    const previous = this.getTodos();
+    const now = Date.now();
+    const current = todos.map((t) => ({ ...t, createdAt: t.createdAt ?? previous.find((p) => p.id === t.id)?.createdAt ?? now, updatedAt: now }));
+    const version = ((JSON.parse(call(() => this.n.todosJson())) as { version?: number } | null)?.version ?? 0) + 1;
+    await callAsync(() => this.n.append([JSON.stringify({ type: 'custom', customType: 'forkpoint.todos', data: { todos: current, version, updatedAt: now } })]));
+    void this.emit({ type: 'todo_changed', current, previous });
+    await this.flush();
+  }
+
+  /** Changes one todo (by id). */
+  async updateTodo(todo: Partial<TodoItem> & { id: string }): Promise<void> {
+    const todos = this.getTodos();
+    const i = todos.findIndex((t) => t.id === todo.id);
+    if (i < 0) throw new ForkpointError({ code: 'NOT_FOUND', message: `no todo '${todo.id}'` });
+    todos[i] = { ...todos[i], ...todo };
+    await this.setTodos(todos);
+  }
+
+  /** Removes one todo (by id). */
+  async deleteTodo(id: string): Promise<void> {
+    const todos = this.getTodos();
+    if (!todos.some((t) => t.id === id)) throw new ForkpointError({ code: 'NOT_FOUND', message: `no todo '${id}'` });
+    await this.setTodos(todos.filter((t) => t.id !== id));
+  }
+
   /** Variables and state of the last restored checkpoint. */
   get restoredCheckpoint(): { variables?: Record<string, unknown>; state?: unknown } {
     return this.restored;
@@ -998,7 +1065,11 @@ export class Agent {
     const meta: Meta = { ...this.meta, agentId: id, createdAt: now, updatedAt: now, lineage: [...this.meta.lineage, this.agentId] };
     delete meta.forkedFrom;
     const n = await callAsync(() => this.n.fork(this.deps.store.dir, id, sel, JSON.stringify(meta)));
-    return new Agent(n, JSON.parse(n.openedJson()) as Opened, this.provider, this.deps);
+    const fork = new Agent(n, JSON.parse(n.openedJson()) as Opened, this.provider, this.deps);
+    // The todo list comes along as it is now (not as it was at the snapshot).
+    const todos = this.getTodos();
+    if (JSON.stringify(todos) !== JSON.stringify(fork.getTodos())) await fork.setTodos(todos);
+    return fork;
   }
 
   private async restoreCheckpoint(id: string): Promise<CheckpointInfo> {

@@ -234,4 +234,5 @@ export type {
   ToolCallView,
   ToolContext,
   ToolDefinition,
+  TodoItem,
 } from './agent.js';
