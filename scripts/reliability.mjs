@@ -101,8 +101,9 @@ async function check() {
   const md = s.getMetadata();
   if (md.skippedLines !== 0) fail('the session has skipped lines');
   const text = readFileSync(sessionPath, 'utf8');
+  const stored = new Set([...text.matchAll(/"queueId":"([^"]+)"/g)].map((m) => m[1]));
   for (const [id, msg] of acked) {
-    if (!text.includes(`"queueId":"${id}"`)) fail(`acknowledged message ${id} (${msg}) is missing`);
+    if (!stored.has(id)) fail(`acknowledged message ${id} (${msg}) is missing`);
   }
   const log = await EventLog.open(join(dir, 'busy', 'events.jsonl'), { readOnly: true });
   const all = await log.readSince(null);
