@@ -283,18 +283,8 @@ pub fn inspect(root: &Path, id: &str) -> Result<Value> {
     } else {
         (Breakpoint::Ready, None)
     };
-    let open: Vec<Value> = core
-        .open_calls()?
-        .into_iter()
-        .map(|(id, name, args, rec)| {
-            json!({ "id": id, "name": name, "arguments": args, "state": rec.map(|r| r.state) })
-        })
-        .collect();
-    let checkpoints: Vec<Value> = core
-        .checkpoints_by_execution()
-        .into_iter()
-        .map(|(e, c)| json!({ "executionId": e, "checkpoints": c }))
-        .collect();
+    let open = open_calls_json(&mut core)?;
+    let checkpoints = checkpoint_groups_json(&core);
     Ok(json!({
         "meta": meta,
         "breakpoint": bp,
@@ -307,6 +297,56 @@ pub fn inspect(root: &Path, id: &str) -> Result<Value> {
         "snapshots": core.snapshots(),
         "checkpoints": checkpoints,
     }))
+}
+
+/// The directory of a new agent, created (or left by a create that crashed
+/// before its `meta.json`) and locked; `INVALID_ID` if the id is taken.
+fn new_agent_dir(root: &Path, id: &str) -> Result<(PathBuf, File)> {
+    validate_id(id)?;
+    let dir = root.join(id);
+    let taken = || {
+        Err(Error::new(
+            ErrorCode::InvalidId,
+            format!("an agent '{id}' already exists in the store"),
+        ))
+    };
+    if dir.join(META).exists() {
+        return taken();
+    }
+    match fs::create_dir(&dir) {
+        Ok(()) => sync_dir(root)?,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io_error(e, &dir, "cannot create the agent's directory")),
+    }
+    let lock = take_lock(&dir, id)?;
+    // Checked again under the lock: another process may have created it meanwhile.
+    if dir.join(META).exists() {
+        return taken();
+    }
+    Ok((dir, lock))
+}
+
+/// The open calls of an agent as JSON: `[{id, name, arguments, state}]`
+/// (`state` null when only the transcript has the call).
+pub fn open_calls_json(core: &mut AgentCore) -> Result<Value> {
+    Ok(Value::Array(
+        core.open_calls()?
+            .into_iter()
+            .map(|(id, name, args, rec)| {
+                json!({ "id": id, "name": name, "arguments": args, "state": rec.map(|r| r.state) })
+            })
+            .collect(),
+    ))
+}
+
+/// Checkpoints grouped by execution as JSON: `[{executionId, checkpoints}]`.
+pub fn checkpoint_groups_json(core: &AgentCore) -> Value {
+    Value::Array(
+        core.checkpoints_by_execution()
+            .into_iter()
+            .map(|(e, c)| json!({ "executionId": e, "checkpoints": c }))
+            .collect(),
+    )
 }
 
 fn writer_opts() -> WriterOptions {
@@ -356,27 +396,8 @@ impl AgentFiles {
     /// (written last: an agent without it does not exist). `INVALID_ID` if the id
     /// is taken.
     pub fn create(root: &Path, id: &str, mut meta: Value) -> Result<(AgentFiles, Opened)> {
-        validate_id(id)?;
         fs::create_dir_all(root).map_err(|e| io_error(e, root, "cannot create the store"))?;
-        let dir = root.join(id);
-        if dir.join(META).exists() {
-            return Err(Error::new(
-                ErrorCode::InvalidId,
-                format!("an agent '{id}' already exists in the store"),
-            ));
-        }
-        match fs::create_dir(&dir) {
-            Ok(()) => sync_dir(root)?,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_error(e, &dir, "cannot create the agent's directory")),
-        }
-        let lock = take_lock(&dir, id)?;
-        if dir.join(META).exists() {
-            return Err(Error::new(
-                ErrorCode::InvalidId,
-                format!("an agent '{id}' already exists in the store"),
-            ));
-        }
+        let (dir, lock) = new_agent_dir(root, id)?;
         // Left by a create that crashed before meta.json: start afresh.
         for f in [SESSION, EVENTS] {
             let _ = fs::remove_file(dir.join(f));
@@ -550,19 +571,7 @@ impl AgentFiles {
         let snap = self.core()?.snapshot(snapshot_id)?;
         let parent = read_session(self.session.path(), &LoadOptions::default())?;
         let at = parent.index_of(&snap.entry_id)?;
-        let dir = root.join(new_id);
-        if dir.join(META).exists() {
-            return Err(Error::new(
-                ErrorCode::InvalidId,
-                format!("an agent '{new_id}' already exists in the store"),
-            ));
-        }
-        match fs::create_dir(&dir) {
-            Ok(()) => sync_dir(root)?,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_error(e, &dir, "cannot create the fork's directory")),
-        }
-        let lock = take_lock(&dir, new_id)?;
+        let (dir, lock) = new_agent_dir(root, new_id)?;
         let t = now();
         let mut text = WriterCore::new_header_line(
             &uuid::Uuid::new_v4().to_string(),

@@ -112,9 +112,26 @@ impl Task for StaticTask {
     }
 }
 
-fn state_arg(s: &str) -> forkpoint_core::Result<ToolCallState> {
-    serde_json::from_value(Value::String(s.to_string()))
-        .map_err(|_| Error::invalid_input(format!("unknown tool-call state '{s}'")))
+/// A tool-call record entry from the binding's arguments (checked here, on the JS thread).
+fn record_entry(
+    id: &str,
+    name: &str,
+    state: &str,
+    extra_json: Option<String>,
+) -> napi::Result<String> {
+    guard(|| {
+        let state: ToolCallState = serde_json::from_value(Value::String(state.to_string()))
+            .map_err(|_| Error::invalid_input(format!("unknown tool-call state '{state}'")))?;
+        let extra = extra_json.map(|e| parse("record", &e)).transpose()?;
+        let now = crate::util::now_ms() as f64;
+        Ok(AgentCore::record_entry(
+            id,
+            name,
+            state,
+            now,
+            extra.as_ref(),
+        ))
+    })
 }
 
 #[napi]
@@ -226,15 +243,8 @@ impl NativeAgent {
         state: String,
         extra_json: Option<String>,
     ) -> napi::Result<AsyncTask<AgentTask>> {
-        let (state, extra) = guard(|| {
-            Ok((
-                state_arg(&state)?,
-                extra_json.map(|e| parse("record", &e)).transpose()?,
-            ))
-        })?;
+        let entry = record_entry(&id, &name, &state, extra_json)?;
         Ok(self.task(move |a| {
-            let now = crate::util::now_ms() as f64;
-            let entry = AgentCore::record_entry(&id, &name, state, now, extra.as_ref());
             a.append(&[entry])?;
             to_json(&a.core()?.record(&id)?)
         }))
@@ -251,15 +261,8 @@ impl NativeAgent {
         state: String,
         extra_json: Option<String>,
     ) -> napi::Result<AsyncTask<AgentTask>> {
-        let (state, extra) = guard(|| {
-            Ok((
-                state_arg(&state)?,
-                extra_json.map(|e| parse("record", &e)).transpose()?,
-            ))
-        })?;
+        let rec = record_entry(&id, &name, &state, extra_json)?;
         Ok(self.task(move |a| {
-            let now = crate::util::now_ms() as f64;
-            let rec = AgentCore::record_entry(&id, &name, state, now, extra.as_ref());
             let ids = a.append(&[rec, message_json])?;
             to_json(&ids[1])
         }))
@@ -326,16 +329,7 @@ impl NativeAgent {
     /// Checkpoints grouped by execution: `[{executionId, checkpoints}]` (JSON).
     #[napi]
     pub fn checkpoints_json(&self) -> napi::Result<String> {
-        guard(|| {
-            let groups: Vec<Value> = self
-                .inner
-                .core()?
-                .checkpoints_by_execution()
-                .into_iter()
-                .map(|(e, c)| json!({ "executionId": e, "checkpoints": c }))
-                .collect();
-            to_json(&groups)
-        })
+        guard(|| to_json(&agent::checkpoint_groups_json(&*self.inner.core()?)))
     }
 
     /// One checkpoint (JSON); `NOT_FOUND` when there is none.
@@ -379,17 +373,7 @@ impl NativeAgent {
     /// state}]` (state `null` when only the transcript has the call).
     #[napi]
     pub fn open_calls_json(&self) -> napi::Result<String> {
-        guard(|| {
-            let mut core = self.inner.core()?;
-            let calls: Vec<Value> = core
-                .open_calls()?
-                .into_iter()
-                .map(|(id, name, args, rec)| {
-                    json!({ "id": id, "name": name, "arguments": args, "state": rec.map(|r| r.state) })
-                })
-                .collect();
-            to_json(&calls)
-        })
+        guard(|| to_json(&agent::open_calls_json(&mut *self.inner.core()?)?))
     }
 
     /// The todo list of the current path (`{todos, version, updatedAt}` JSON, or `null`).
