@@ -123,6 +123,7 @@ test('crash resume seals a call killed while EXECUTING (SIGKILL), from its recor
   assert.equal(result.role, 'toolResult');
   assert.equal(result.toolCallId, 'call_slow_1');
   assert.equal(result.isError, true);
+  assert.match(result.content[0].text, /^\{"ok":false,"error":"[^"]+","data":\{/, "Kode's member order");
   const payload = JSON.parse(result.content[0].text);
   assert.match(payload.error, /interrupted during execution/);
   assert.deepEqual(payload.recommendations, ['Check for possible side effects of the tool', 'Confirm external system state before retrying']);

@@ -596,17 +596,25 @@ impl AgentCore {
             let (message, recs) = seal_text(prior, rec.is_some());
             let note = note.map_or(message.to_string(), str::to_string);
             let recommendations: Vec<String> = recs.iter().map(|s| s.to_string()).collect();
-            let payload = json!({
-                "ok": false,
-                "error": note,
-                "data": { "status": prior.as_str(), "toolId": id, "recorded": rec.is_some() },
-                "recommendations": recommendations,
-            });
+            // The text in Kode's member order: ok, error, data, recommendations.
+            let text = serde_json::to_string(&SealPayload {
+                ok: false,
+                error: &note,
+                data: SealData {
+                    status: prior,
+                    tool_id: &id,
+                    recorded: rec.is_some(),
+                },
+                recommendations: &recommendations,
+            })
+            .map_err(|e| Error::internal(format!("seal payload: {e}")))?;
+            let payload: Value = serde_json::from_str(&text)
+                .map_err(|e| Error::internal(format!("seal payload: {e}")))?;
             let message = json!({
                 "role": "toolResult",
                 "toolCallId": id,
                 "toolName": name,
-                "content": [{ "type": "text", "text": payload.to_string() }],
+                "content": [{ "type": "text", "text": text }],
                 "details": payload,
                 "isError": true,
                 "timestamp": now_ms,
@@ -812,6 +820,23 @@ struct MessageHead<'a> {
     content: Option<&'a RawValue>,
     #[serde(default)]
     tool_call_id: Option<String>,
+}
+
+/// The body of a sealed call's error result.
+#[derive(Serialize)]
+struct SealPayload<'a> {
+    ok: bool,
+    error: &'a str,
+    data: SealData<'a>,
+    recommendations: &'a [String],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SealData<'a> {
+    status: ToolCallState,
+    tool_id: &'a str,
+    recorded: bool,
 }
 
 /// One state change of a tool call (a `forkpoint.toolcall` entry's data).
