@@ -398,12 +398,17 @@ test('ids are validated (INVALID_ID) and nothing outside the store is touched; n
   // A provider carrying a key, and metadata trying to store one.
   const secret = 'sk-test-DO-NOT-PERSIST-1234567890';
   const model = Object.assign(new ScriptedProvider([{ text: 'ok' }]), { apiKey: secret, headers: { authorization: `Bearer ${secret}` } });
-  const agent = await Agent.create({ agentId: 'keys', model, tools: [], metadata: { apiKey: secret, nested: { Authorization: secret }, note: 'kept' } }, { store, toolRegistry });
+  const agent = await Agent.create(
+    { agentId: 'keys', model, tools: [], metadata: { apiKey: secret, openaiApiKey: secret, bearerToken: secret, nested: { Authorization: secret, client_secret: secret }, note: 'kept', maxTokens: 100 } },
+    { store, toolRegistry },
+  );
   await agent.chat('hello');
   await agent.close();
   const walk = (d) => readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
   for (const f of walk(store.dir)) assert.ok(!readFileSync(f, 'utf8').includes(secret), `${f} holds the key`);
-  assert.equal(JSON.parse(readFileSync(join(store.dir, 'keys', 'meta.json'), 'utf8')).metadata.note, 'kept');
+  const kept = JSON.parse(readFileSync(join(store.dir, 'keys', 'meta.json'), 'utf8')).metadata;
+  assert.equal(kept.note, 'kept');
+  assert.equal(kept.maxTokens, 100);
   // Templates are looked up again on resume.
   const templateRegistry = new TemplateRegistry().register({ id: 'tpl', systemPrompt: 'be brief', tools: ['echo'] });
   const t = await Agent.create({ agentId: 'templated', templateId: 'tpl', model: new ScriptedProvider([]) }, { store, toolRegistry, templateRegistry });
@@ -523,4 +528,110 @@ test('todos: at most one in progress, persisted, restored on resume, copied on f
   const again = await Agent.resume('todo', { model: new ScriptedProvider([]) }, { store, toolRegistry });
   assert.deepEqual(again.getTodos().map((t) => [t.id, t.status]), [['t1', 'completed']]);
   await again.close();
+});
+
+test('a terminal record whose result message never reached the file: resume writes the message from the record; forks stay clean', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const agent = await Agent.create({ agentId: 'torn', model: new ScriptedProvider([{ text: 'hi' }]), tools: ['echo'] }, { store, toolRegistry });
+  await agent.chat('hello');
+  await agent.close();
+  const w = await SessionWriter.open(join(store.dir, 'torn', 'session.jsonl'));
+  await w.append({
+    type: 'message',
+    message: {
+      role: 'assistant', content: [{ type: 'toolCall', id: 'c1', name: 'echo', arguments: { v: 1 } }],
+      api: 'scripted', provider: 'scripted', model: 'scripted-1',
+      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+      stopReason: 'toolUse', timestamp: Date.now(),
+    },
+  });
+  for (const state of ['PENDING', 'EXECUTING']) await w.append({ type: 'custom', customType: 'forkpoint.toolcall', data: { id: 'c1', name: 'echo', state, at: 1 } });
+  await w.append({ type: 'custom', customType: 'forkpoint.toolcall', data: { id: 'c1', name: 'echo', state: 'COMPLETED', at: 2, result: { v: 1 }, isError: false } });
+  await w.close();
+  const a = await Agent.resume('torn', { model: new ScriptedProvider([{ text: 'next' }]) }, { store, toolRegistry }, { strategy: 'crash' });
+  const last = (await a.messages()).at(-1);
+  assert.equal(last.role, 'toolResult');
+  assert.equal(last.toolCallId, 'c1');
+  assert.equal(last.content[0].text, '{"v":1}');
+  assert.equal(last.isError, false);
+  assert.equal((await a.toolCalls())[0].state, 'COMPLETED');
+  const fork = await a.fork();
+  const fm = await fork.messages();
+  const results = new Set(fm.filter((m) => m.role === 'toolResult').map((m) => m.toolCallId));
+  for (const m of fm) for (const b of m.role === 'assistant' ? m.content : []) if (b.type === 'toolCall') assert.ok(results.has(b.id));
+  await fork.close();
+  assert.equal((await a.chat('go on')).text, 'next');
+  await a.close();
+});
+
+test('races: a message sent while the loop finishes is answered; two interrupts seal once; decide twice; a result that is not JSON fails once', async () => {
+  const store = freshStore();
+  let runs = 0;
+  const toolRegistry = tools()
+    .register({ name: 'cyclic', description: 'returns a cycle', inputSchema: { type: 'object' }, run: () => { runs++; const o = {}; o.self = o; return o; } });
+  const echoAll = { provider: 'p', model: 'm', complete: async (req) => ({ content: [{ type: 'text', text: `re: ${req.messages.at(-1).content[0].text ?? ''}` }] }) };
+  const agent = await Agent.create({ agentId: 'race', model: echoAll, tools: ['wait', 'cyclic'] }, { store, toolRegistry });
+  for (let i = 0; i < 30; i++) {
+    const p = agent.chat(`a${i}`);
+    for (let k = 0; k < i % 5; k++) await new Promise((r) => setImmediate(r));
+    await agent.send(`b${i}`);
+    await p;
+    await agent.idle();
+    const msgs = await agent.messages();
+    assert.equal(msgs.at(-1).role, 'assistant', `round ${i}: the last message is answered`);
+  }
+  const users = (await agent.messages()).filter((m) => m.role === 'user').length;
+  assert.equal(users, 60);
+  // Sent exactly while the loop finishes (from the handler of its last event).
+  let sent = 0;
+  const acks = [];
+  const off = agent.on('state_changed', (e) => {
+    if (e.state === 'READY' && sent < 5) acks.push(agent.send(`late ${sent++}`));
+  });
+  await agent.chat('start');
+  for (let k = 0; k < 200 && acks.length < 5; k++) {
+    await Promise.all(acks);
+    await agent.idle();
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  await Promise.all(acks);
+  await agent.idle();
+  off();
+  const late = await agent.messages();
+  assert.equal(late.filter((m) => m.role === 'user' && /^late /.test(m.content[0].text)).length, 5);
+  assert.equal(late.at(-1).role, 'assistant', 'the message sent while the loop finished was answered');
+  await agent.close();
+
+  const model = new ScriptedProvider([{ toolCalls: [{ id: 'w1', name: 'wait', arguments: {} }] }, { toolCalls: [{ id: 'cy', name: 'cyclic', arguments: {} }] }, { text: 'after' }]);
+  const b = await Agent.resume('race', { model }, { store, toolRegistry });
+  const started = new Promise((r) => b.on('tool:start', r));
+  const chat = b.chat('wait');
+  await started;
+  await Promise.all([b.interrupt({ note: 'one' }), b.interrupt({ note: 'two' })]);
+  await chat;
+  assert.equal((await b.messages()).filter((m) => m.role === 'toolResult' && m.toolCallId === 'w1').length, 1);
+  const r = await b.chat('cycle');
+  assert.equal(r.text, 'after');
+  assert.equal(runs, 1);
+  const cy = (await b.toolCalls()).find((c) => c.id === 'cy');
+  assert.equal(cy.state, 'FAILED');
+  await b.chat('again');
+  assert.equal(runs, 1, 'never run twice');
+  await b.close();
+});
+
+test('a manual resume never runs a call that was executing at the crash: it is sealed when the loop reaches it', async () => {
+  const store = freshStore();
+  await runAndKill(store.dir, 'manual', 'run', 'TOOL_RUNNING');
+  let runs = 0;
+  const toolRegistry = tools().register({ name: 'slow', description: 'counts', inputSchema: { type: 'object' }, run: () => ++runs });
+  const a = await Agent.resume('manual', { model: new ScriptedProvider([{ text: 'ok then' }, { text: 'ok then' }]) }, { store, toolRegistry }, { strategy: 'manual' });
+  assert.equal((await a.status()).breakpoint, 'TOOL_EXECUTING');
+  const r = await a.chat('continue');
+  assert.equal(runs, 0);
+  assert.equal(r.text, 'ok then');
+  const res = (await a.messages()).find((m) => m.role === 'toolResult' && m.toolCallId === 'call_slow_1');
+  assert.match(JSON.parse(res.content[0].text).error, /during execution/);
+  await a.close();
 });

@@ -406,7 +406,7 @@ impl AgentCore {
         // A safe-fork-point: a user message, an answer without tool calls, or
         // the result that completes a batch — nothing left open.
         let safe = match role {
-            "assistant" => calls.is_empty(),
+            "assistant" => calls.is_empty() && self.open.is_empty(),
             _ => self.open.is_empty(),
         };
         self.open.extend(calls);
@@ -550,13 +550,14 @@ impl AgentCore {
         for id in &ids {
             self.fold_id(id)?;
         }
+        // Open is what the transcript says: a call without its result message
+        // (a terminal record without the message is still open: see `seal`).
         Ok(self
             .open
             .iter()
-            .filter_map(|(id, name, args)| {
+            .map(|(id, name, args)| {
                 let rec = self.by_id.get(id).map(|&i| &self.records[i]);
-                (!rec.is_some_and(|r| r.state.is_terminal()))
-                    .then(|| (id.clone(), name.clone(), args.clone(), rec))
+                (id.clone(), name.clone(), args.clone(), rec)
             })
             .collect())
     }
@@ -588,10 +589,39 @@ impl AgentCore {
         &mut self,
         now_ms: f64,
         note: Option<&str>,
+        only: Option<&str>,
     ) -> Result<(Vec<String>, Vec<SealedCall>)> {
         let mut entries = Vec::new();
         let mut sealed = Vec::new();
         for (id, name, _, rec) in self.open_calls()? {
+            if only.is_some_and(|o| o != id) {
+                continue;
+            }
+            // A terminal record whose result message never reached the file (a
+            // torn batch): the message is written from the record.
+            if let Some(r) = rec.filter(|r| r.state.is_terminal()) {
+                let raw = r.result.as_deref().map_or("null", RawValue::get);
+                let text = serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_string());
+                let message = json!({
+                    "role": "toolResult",
+                    "toolCallId": id,
+                    "toolName": name,
+                    "content": [{ "type": "text", "text": text }],
+                    "isError": r.is_error.unwrap_or(r.state != ToolCallState::Completed),
+                    "timestamp": now_ms,
+                });
+                entries.push(json!({ "type": "message", "message": message }).to_string());
+                sealed.push(SealedCall {
+                    id,
+                    name,
+                    prior_state: r.state,
+                    recorded: true,
+                    note: "Result restored from the call's record after a crash.".into(),
+                    recommendations: Vec::new(),
+                    message,
+                });
+                continue;
+            }
             let prior = rec.map_or(ToolCallState::Pending, |r| r.state);
             let (message, recs) = seal_text(prior, rec.is_some());
             let note = note.map_or(message.to_string(), str::to_string);
@@ -619,7 +649,8 @@ impl AgentCore {
                 "isError": true,
                 "timestamp": now_ms,
             });
-            let result_msg = json!({ "type": "message", "message": message });
+            // The message first: if only it reaches the file, the call is closed.
+            entries.push(json!({ "type": "message", "message": message }).to_string());
             entries.push(Self::record_entry(
                 &id,
                 &name,
@@ -627,7 +658,6 @@ impl AgentCore {
                 now_ms,
                 Some(&json!({ "note": note, "result": payload, "isError": true })),
             ));
-            entries.push(result_msg.to_string());
             sealed.push(SealedCall {
                 id,
                 name,

@@ -63,23 +63,28 @@ pub fn validate_id(id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Keys never written to `meta.json`, at any depth (credentials).
+/// Keys never written to `meta.json`, at any depth (credentials): names that,
+/// lowercased without punctuation, contain `apikey`, `secret`, `password`,
+/// `authorization` or `credential`, or end in `token` (`accessToken`,
+/// `bearerToken`; not `maxTokens`).
 fn is_secret(key: &str) -> bool {
     let k: String = key
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect::<String>()
         .to_ascii_lowercase();
-    matches!(
-        k.as_str(),
-        "apikey"
-            | "authorization"
-            | "xapikey"
-            | "authtoken"
-            | "accesstoken"
-            | "secret"
-            | "password"
-    )
+    [
+        "apikey",
+        "secret",
+        "password",
+        "authorization",
+        "credential",
+    ]
+    .iter()
+    .any(|p| k.contains(p))
+        || k.ends_with("token")
+        || k == "auth"
+        || k == "xapikey"
 }
 
 fn scrub(v: &mut Value) {
@@ -504,29 +509,63 @@ impl AgentFiles {
     /// Appends entries to the session in order and returns once all are
     /// durable; returns their ids.
     pub fn append(&self, entries: &[String]) -> Result<Vec<String>> {
-        let mut ids = Vec::with_capacity(entries.len());
-        let mut ticket = 0;
-        {
-            let mut core = self.core()?;
-            for e in entries {
-                let (id, t) = self.session.submit(|w| w.append(e, now()))?;
-                core.observe(e, &id)?;
-                ids.push(id);
-                ticket = t;
-            }
-        }
-        if ticket > 0 {
-            self.session.wait(ticket)?;
-        }
+        let (ids, ticket) = self.submit(entries)?;
+        self.wait(ticket)?;
         Ok(ids)
     }
 
-    /// Seals every open call of the current path (see [`AgentCore::seal`]);
-    /// durable when it returns.
-    pub fn seal(&self, note: Option<&str>) -> Result<Vec<SealedCall>> {
-        let (entries, sealed) = self.core()?.seal(now() as f64, note)?;
-        self.append(&entries)?;
-        Ok(sealed)
+    /// Queues entries in order, as one batch no other append can come between,
+    /// and takes them into the state; returns their ids and the ticket that makes
+    /// them durable ([`wait`](Self::wait)). Cheap: callers run it on the calling
+    /// thread so that the file's order is the order of the calls.
+    pub fn submit(&self, entries: &[String]) -> Result<(Vec<String>, u64)> {
+        let mut core = self.core()?;
+        self.submit_locked(&mut core, entries)
+    }
+
+    fn submit_locked(
+        &self,
+        core: &mut AgentCore,
+        entries: &[String],
+    ) -> Result<(Vec<String>, u64)> {
+        let now = now();
+        let appended = self.session.submit(|w| {
+            let mut out = Vec::with_capacity(entries.len());
+            for e in entries {
+                out.push(w.append(e, now)?);
+            }
+            Ok(out)
+        })?;
+        let mut ids = Vec::with_capacity(appended.len());
+        let mut ticket = 0;
+        for (e, (id, t)) in entries.iter().zip(appended) {
+            core.observe(e, &id)?;
+            ids.push(id);
+            ticket = t;
+        }
+        Ok((ids, ticket))
+    }
+
+    /// Blocks until the entries of `ticket` (and all before) are durable.
+    pub fn wait(&self, ticket: u64) -> Result<()> {
+        if ticket > 0 {
+            self.session.wait(ticket)?;
+        }
+        Ok(())
+    }
+
+    /// Seals the open calls of the current path — all, or only `only` — (see
+    /// [`AgentCore::seal`]) under one lock, so two seals never close a call
+    /// twice; durable when it returns.
+    pub fn seal(&self, note: Option<&str>, only: Option<&str>) -> Result<Vec<SealedCall>> {
+        let ticket = {
+            let mut core = self.core()?;
+            let (entries, sealed) = core.seal(now() as f64, note, only)?;
+            let (_, ticket) = self.submit_locked(&mut core, &entries)?;
+            (ticket, sealed)
+        };
+        self.wait(ticket.0)?;
+        Ok(ticket.1)
     }
 
     /// Names the last safe-fork-point; returns the snapshot id.

@@ -229,8 +229,13 @@ impl NativeAgent {
     /// Appends session entries (JSON objects) in order; resolves to their ids
     /// (JSON array) once all are durable.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn append(&self, entries: Vec<String>) -> AsyncTask<AgentTask> {
-        self.task(move |a| to_json(&a.append(&entries)?))
+    pub fn append(&self, entries: Vec<String>) -> napi::Result<AsyncTask<AgentTask>> {
+        // Queued here, on the JS thread: the file's order is the order of the calls.
+        let (ids, ticket) = guard(|| self.inner.submit(&entries))?;
+        Ok(self.task(move |a| {
+            a.wait(ticket)?;
+            to_json(&ids)
+        }))
     }
 
     /// Records a tool call's new state (`extra`: JSON object of fields such as
@@ -244,8 +249,9 @@ impl NativeAgent {
         extra_json: Option<String>,
     ) -> napi::Result<AsyncTask<AgentTask>> {
         let entry = record_entry(&id, &name, &state, extra_json)?;
+        let (_, ticket) = guard(|| self.inner.submit(&[entry]))?;
         Ok(self.task(move |a| {
-            a.append(&[entry])?;
+            a.wait(ticket)?;
             to_json(&a.core()?.record(&id)?)
         }))
     }
@@ -262,17 +268,19 @@ impl NativeAgent {
         extra_json: Option<String>,
     ) -> napi::Result<AsyncTask<AgentTask>> {
         let rec = record_entry(&id, &name, &state, extra_json)?;
+        // The message first: if only it reaches the file, the call is closed.
+        let (ids, ticket) = guard(|| self.inner.submit(&[message_json, rec]))?;
         Ok(self.task(move |a| {
-            let ids = a.append(&[rec, message_json])?;
-            to_json(&ids[1])
+            a.wait(ticket)?;
+            to_json(&ids[0])
         }))
     }
 
     /// Seals every call without a result on the current path (crash resume,
-    /// interrupt); resolves to the sealed calls (JSON) once durable.
+    /// interrupt), or only call `only`; resolves to the sealed calls (JSON) once durable.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn seal(&self, note: Option<String>) -> AsyncTask<AgentTask> {
-        self.task(move |a| to_json(&a.seal(note.as_deref())?))
+    pub fn seal(&self, note: Option<String>, only: Option<String>) -> AsyncTask<AgentTask> {
+        self.task(move |a| to_json(&a.seal(note.as_deref(), only.as_deref())?))
     }
 
     /// Names the last safe-fork-point; resolves to the snapshot id.

@@ -51,9 +51,9 @@ export declare class NativeAgent {
   completeCall(messageJson: string, id: string, name: string, state: string, extraJson?: string | undefined | null): Promise<string>
   /**
    * Seals every call without a result on the current path (crash resume,
-   * interrupt); resolves to the sealed calls (JSON) once durable.
+   * interrupt), or only call `only`; resolves to the sealed calls (JSON) once durable.
    */
-  seal(note?: string | undefined | null): Promise<string>
+  seal(note?: string | undefined | null, only?: string | undefined | null): Promise<string>
   /** Names the last safe-fork-point; resolves to the snapshot id. */
   snapshot(label?: string | undefined | null): Promise<string>
   /** Creates agent `newId` (a sibling in the store) from a snapshot. */

@@ -382,6 +382,7 @@ export class Agent {
   private readonly aborts = new Set<AbortController>();
   private inflight: Promise<Bookmark>[] = [];
   private interrupted = false;
+  private interrupting: Promise<void> | null = null;
   private closed = false;
   private restored: { variables?: Record<string, unknown>; state?: unknown } = {};
 
@@ -527,11 +528,11 @@ export class Agent {
       if (config.metadata) changed.metadata = { ...meta.metadata, ...config.metadata };
       agent = new Agent(n, opened, provider, deps);
       if (Object.keys(changed).length > 0) await agent.saveMeta(changed);
+      await agent.afterResume(opts);
     } catch (e) {
       await n.close().catch(() => undefined);
       throw e;
     }
-    await agent.afterResume(opts);
     return agent;
   }
 
@@ -540,7 +541,7 @@ export class Agent {
     const crashedAt = this.bp;
     let sealed: SealedCall[] = [];
     if (strategy === 'crash' && this.openCalls().length > 0) {
-      sealed = JSON.parse(await callAsync(() => this.n.seal(null))) as SealedCall[];
+      sealed = JSON.parse(await callAsync(() => this.n.seal(null, null))) as SealedCall[];
       for (const s of sealed) void this.emit({ type: 'tool:end', call: this.snapshotOf(s.id), sealed: true });
       for (const s of sealed) this.msgs.push(s.message);
     } else {
@@ -662,14 +663,24 @@ export class Agent {
   }
 
   private kick(): void {
-    if (this.processing || this.closed) return;
+    if (this.processing || this.closed || this.interrupting) return;
     this.processing = this.process()
       .catch((e) => {
         this.failure = e;
       })
       .finally(() => {
         this.processing = null;
+        // A message queued while the loop was finishing: go on with it.
+        if (!this.failure && this.pendingPermissions.size === 0 && this.hasQueued()) this.kick();
       });
+  }
+
+  private hasQueued(): boolean {
+    try {
+      return (JSON.parse(call(() => this.n.queuedJson())) as unknown[]).length > 0;
+    } catch {
+      return false;
+    }
   }
 
   private openCalls(): Call[] {
@@ -723,7 +734,16 @@ export class Agent {
     let reply: AssistantReply;
     try {
       const system = this.meta.systemPrompt ?? undefined;
-      reply = await this.provider.complete({ system, messages: [...this.msgs], tools: this.toolDefs() }, { signal: ac.signal });
+      const call = this.provider.complete({ system, messages: [...this.msgs], tools: this.toolDefs() }, { signal: ac.signal });
+      // A provider that ignores the signal does not hold up an interrupt.
+      reply = await Promise.race([
+        call,
+        new Promise<never>((_, reject) => {
+          const stop = () => reject(new ForkpointError({ code: 'CLOSED', message: 'model call interrupted' }));
+          if (ac.signal.aborted) stop();
+          else ac.signal.addEventListener('abort', stop, { once: true });
+        }),
+      ]);
     } catch (e) {
       if (this.interrupted) return;
       await this.emit({ type: 'error', severity: 'error', phase: 'model', message: String((e as Error)?.message ?? e) });
@@ -811,8 +831,17 @@ export class Agent {
 
   /** Finishes a call: its result message and terminal record, durable together. */
   private async finishCall(c: Call, state: ToolCallState, text: string, isError: boolean, result: unknown, extra: Record<string, unknown> = {}): Promise<void> {
+    let recordJson: string;
+    try {
+      recordJson = JSON.stringify({ ...extra, result, isError });
+    } catch (e) {
+      // A result JSON cannot hold (a cycle, a BigInt): the call fails, it is not run again.
+      const why = `the tool's result cannot be stored as JSON: ${(e as Error)?.message ?? e}`;
+      [state, text, isError] = ['FAILED', `Error: ${why}`, true];
+      recordJson = JSON.stringify({ ...extra, result: { ok: false, error: why }, isError: true });
+    }
     const message = { role: 'toolResult', toolCallId: c.id, toolName: c.name, content: [{ type: 'text', text }], isError, timestamp: Date.now() } as AgentMessage;
-    await callAsync(() => this.n.completeCall(JSON.stringify({ type: 'message', message }), c.id, c.name, state, JSON.stringify({ ...extra, result, isError })));
+    await callAsync(() => this.n.completeCall(JSON.stringify({ type: 'message', message }), c.id, c.name, state, recordJson));
     this.msgs.push(message);
     void this.emit({ type: 'tool:end', call: this.snapshotOf(c.id) });
   }
@@ -827,7 +856,18 @@ export class Agent {
         this.pendingPermissions.add(c.id);
         this.setBreakpoint('AWAITING_APPROVAL');
         this.setState('PAUSED');
+        await this.flush();
         return true;
+      }
+      if (state === 'EXECUTING' || (state !== 'PENDING' && state !== 'APPROVED')) {
+        // Started before a crash or a rewind (or closed without its message):
+        // never run twice. Sealed (or its stored result restored) instead.
+        const sealed = JSON.parse(await callAsync(() => this.n.seal(null, c.id))) as SealedCall[];
+        for (const s of sealed) {
+          this.msgs.push(s.message);
+          void this.emit({ type: 'tool:end', call: this.snapshotOf(s.id), sealed: true });
+        }
+        continue;
       }
       if (!tool) {
         await this.finishCall(c, 'FAILED', `Tool '${c.name}' is not available to this agent.`, true, { ok: false, error: 'tool not found' }, { note: 'tool not found' });
@@ -878,8 +918,8 @@ export class Agent {
         await this.finishCall(c, 'COMPLETED', resultText(value), false, value, { note: 'execution complete', durationMs: Date.now() - started });
       } else {
         const message = String((error as Error)?.message ?? error);
-        void this.emit({ type: 'tool:error', call: this.snapshotOf(c.id), error: message });
         await this.finishCall(c, 'FAILED', `Error: ${message}`, true, { ok: false, error: message }, { note: 'execution failed' });
+        void this.emit({ type: 'tool:error', call: this.snapshotOf(c.id), error: message });
       }
       void this.emit({ type: 'tool_executed', call: this.snapshotOf(c.id) });
       this.setBreakpoint('POST_TOOL');
@@ -890,13 +930,13 @@ export class Agent {
   /** Allows or denies a call waiting for a decision (`PERMISSION_NOT_PENDING` otherwise). */
   async decide(permissionId: string, decision: 'allow' | 'deny', note?: string): Promise<void> {
     this.checkOpen();
+    if (decision !== 'allow' && decision !== 'deny') throw new ForkpointError({ code: 'INVALID_INPUT', message: "decision is 'allow' or 'deny'" });
     const c = this.openCalls().find((x) => x.id === permissionId);
-    if (!c || c.state !== 'APPROVAL_REQUIRED') {
+    // Claimed at once: a second decide() for the same call finds nothing pending.
+    if (!c || c.state !== 'APPROVAL_REQUIRED' || !this.pendingPermissions.delete(permissionId)) {
       throw new ForkpointError({ code: 'PERMISSION_NOT_PENDING', message: `no call '${permissionId}' waits for a decision` });
     }
-    if (decision !== 'allow' && decision !== 'deny') throw new ForkpointError({ code: 'INVALID_INPUT', message: "decision is 'allow' or 'deny'" });
     const approval = { required: true, decision, decidedBy: 'api', decidedAt: Date.now(), note };
-    this.pendingPermissions.delete(permissionId);
     if (decision === 'allow') {
       await this.record(c.id, c.name, 'APPROVED', { approval, note: note ?? 'approval granted' });
     } else {
@@ -910,13 +950,22 @@ export class Agent {
   }
 
   /** Stops the model call and running tools; every open call is sealed with `note`. */
-  async interrupt(opts: { note?: string } = {}): Promise<void> {
+  interrupt(opts: { note?: string } = {}): Promise<void> {
     this.checkOpen();
+    if (!this.interrupting) {
+      this.interrupting = this.doInterrupt(opts).finally(() => {
+        this.interrupting = null;
+      });
+    }
+    return this.interrupting;
+  }
+
+  private async doInterrupt(opts: { note?: string }): Promise<void> {
     this.interrupted = true;
     for (const ac of this.aborts) ac.abort();
     while (this.processing) await this.processing.catch(() => undefined);
     this.failure = null;
-    const sealed = JSON.parse(await callAsync(() => this.n.seal(opts.note ?? 'Interrupted by user'))) as SealedCall[];
+    const sealed = JSON.parse(await callAsync(() => this.n.seal(opts.note ?? 'Interrupted by user', null))) as SealedCall[];
     for (const s of sealed) void this.emit({ type: 'tool:end', call: this.snapshotOf(s.id), sealed: true });
     for (const s of sealed) this.msgs.push(s.message);
     this.pendingPermissions.clear();

@@ -8,8 +8,8 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CheckpointInfo, TreeRun } from '@forkpoint/types';
 import { EventBus, ForkpointError, call, callAsync } from '@forkpoint/shared';
-import { Agent, JSONStore, ToolRegistry } from './agent.js';
-import type { ModelRef, ModelProvider, StoredAgentMeta } from './agent.js';
+import { Agent, JSONStore, TemplateRegistry, ToolRegistry } from './agent.js';
+import type { AgentTemplate, ModelRef, ModelProvider, StoredAgentMeta } from './agent.js';
 import { EventLog } from './eventlog.js';
 import { IncrementalSessionLoader, SessionLoader } from './index.js';
 import * as native from '../native/index.js';
@@ -42,8 +42,15 @@ function offline(ref: ModelRef): ModelProvider {
   };
 }
 
+/** The CLI runs no template's prompt or tools: any template id is accepted. */
+class AnyTemplate extends TemplateRegistry {
+  override get(id: string): AgentTemplate {
+    return { id };
+  }
+}
+
 const openAgent = (store: JSONStore, id: string) =>
-  Agent.resumeFromStore(id, { store, toolRegistry: new ToolRegistry(), modelFactory: offline }, { strategy: 'manual' });
+  Agent.resumeFromStore(id, { store, toolRegistry: new ToolRegistry(), templateRegistry: new AnyTemplate(), modelFactory: offline }, { strategy: 'manual' });
 
 interface Inspected {
   meta: StoredAgentMeta;

@@ -81,7 +81,7 @@ fn safe_fork_points_follow_open_calls() {
 fn seal_covers_records_and_the_transcript_in_call_order() {
     let s = session(&[
         user("a"),
-        assistant(&["p", "ar", "ap", "ex", "none", "done"]),
+        assistant(&["p", "ar", "ap", "ex", "none", "done", "fin"]),
         record("p", "PENDING"),
         record("ar", "PENDING"),
         record("ar", "APPROVAL_REQUIRED"),
@@ -90,6 +90,9 @@ fn seal_covers_records_and_the_transcript_in_call_order() {
         record("done", "EXECUTING"),
         record("done", "COMPLETED"),
         result("done"),
+        // Terminal, but its result message never reached the file.
+        record("fin", "EXECUTING"),
+        json!({"type":"custom","customType":"forkpoint.toolcall","data":{"id":"fin","name":"echo","state":"COMPLETED","at":6,"result":"all good","isError":false}}),
     ]);
     let mut core = AgentCore::from_session(&s).unwrap();
     let open: Vec<String> = core
@@ -98,9 +101,22 @@ fn seal_covers_records_and_the_transcript_in_call_order() {
         .into_iter()
         .map(|c| c.0)
         .collect();
-    assert_eq!(open, ["p", "ar", "ap", "ex", "none"]);
-    let (entries, sealed) = core.seal(9.0, None).unwrap();
-    assert_eq!(entries.len(), 10, "a record and a result per call");
+    assert_eq!(open, ["p", "ar", "ap", "ex", "none", "fin"]);
+    let (entries, sealed) = core.seal(9.0, None, None).unwrap();
+    assert_eq!(
+        entries.len(),
+        11,
+        "a result and a record per sealed call, a result for the restored one"
+    );
+    // The restored call: its message from the record, no new record.
+    let fin = sealed.last().unwrap();
+    assert_eq!(
+        (fin.id.as_str(), fin.prior_state),
+        ("fin", ToolCallState::Completed)
+    );
+    assert_eq!(fin.message["content"][0]["text"], "all good");
+    assert_eq!(fin.message["isError"], false);
+    let sealed = &sealed[..5];
     let prior: Vec<(String, ToolCallState, bool)> = sealed
         .iter()
         .map(|c| (c.id.clone(), c.prior_state, c.recorded))
@@ -122,7 +138,7 @@ fn seal_covers_records_and_the_transcript_in_call_order() {
         core.observe(e, &format!("n{k}")).unwrap();
     }
     assert!(core.open_calls().unwrap().is_empty());
-    assert_eq!(core.last_sfp().unwrap().1, "n9");
+    assert_eq!(core.last_sfp().unwrap().1, "n10");
     let r = core.record("ex").unwrap().unwrap();
     assert_eq!(r.state, ToolCallState::Sealed);
     let states: Vec<ToolCallState> = r.audit.iter().map(|a| a.state).collect();
@@ -134,7 +150,7 @@ fn seal_covers_records_and_the_transcript_in_call_order() {
         .iter()
         .map(|r| r.id.clone())
         .collect();
-    assert_eq!(ids, ["p", "ar", "ap", "ex", "done", "none"]);
+    assert_eq!(ids, ["p", "ar", "ap", "ex", "done", "fin", "none"]);
     assert_eq!(
         core.record("p").unwrap().unwrap().input.get(),
         r#"{"x":1.10}"#
