@@ -635,3 +635,78 @@ test('a manual resume never runs a call that was executing at the crash: it is s
   assert.match(JSON.parse(res.content[0].text).error, /during execution/);
   await a.close();
 });
+
+test('deep JSON: arguments and results as deep as the writer takes are kept; deeper results fail the call, the agent reopens', async () => {
+  const store = freshStore();
+  const deep = (n) => {
+    let v = { leaf: true };
+    for (let i = 0; i < n; i++) v = { d: v };
+    return v;
+  };
+  const toolRegistry = new ToolRegistry()
+    .register({ name: 'echo', description: 'echoes', inputSchema: { type: 'object' }, run: (x) => x })
+    .register({ name: 'deeper', description: 'too deep', inputSchema: { type: 'object' }, run: () => deep(600) });
+  const model = new ScriptedProvider([
+    { toolCalls: [{ id: 'd1', name: 'echo', arguments: deep(200) }] },
+    { toolCalls: [{ id: 'd2', name: 'deeper', arguments: {} }] },
+    { text: 'done' },
+  ]);
+  const agent = await Agent.create({ agentId: 'deep', model, tools: ['echo', 'deeper'] }, { store, toolRegistry });
+  assert.equal((await agent.chat('go')).text, 'done');
+  const calls = await agent.toolCalls();
+  assert.equal(calls[0].state, 'COMPLETED');
+  assert.deepEqual(calls[0].result, deep(200));
+  assert.equal(calls[1].state, 'FAILED');
+  assert.match((await agent.messages()).find((m) => m.toolCallId === 'd2').content[0].text, /cannot be stored/);
+  await agent.close();
+  const again = await Agent.resume('deep', { model: new ScriptedProvider([]) }, { store, toolRegistry }, { strategy: 'crash' });
+  assert.equal((await again.toolCalls()).length, 2);
+  await again.close();
+});
+
+test('a call id reused by a later answer starts afresh: a crash before its record seals it, never hands it the old result', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const model = new ScriptedProvider([{ toolCalls: [{ id: 'call_0', name: 'add', arguments: { a: 1, b: 2 } }] }, { text: 'three' }]);
+  const agent = await Agent.create({ agentId: 'reuse', model, tools: ['add'] }, { store, toolRegistry });
+  await agent.chat('one plus two');
+  await agent.close();
+  // The next answer reuses call_0; the crash came before its PENDING record.
+  const w = await SessionWriter.open(join(store.dir, 'reuse', 'session.jsonl'));
+  await w.append({ type: 'message', message: { role: 'user', content: [{ type: 'text', text: 'ten plus twenty' }], timestamp: 1 } });
+  await w.append({
+    type: 'message',
+    message: {
+      role: 'assistant', content: [{ type: 'toolCall', id: 'call_0', name: 'add', arguments: { a: 10, b: 20 } }],
+      api: 'scripted', provider: 'scripted', model: 'scripted-1',
+      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+      stopReason: 'toolUse', timestamp: 2,
+    },
+  });
+  await w.close();
+  const a = await Agent.resume('reuse', { model: new ScriptedProvider([]) }, { store, toolRegistry }, { strategy: 'crash' });
+  const last = (await a.messages()).at(-1);
+  assert.equal(last.role, 'toolResult');
+  assert.equal(last.isError, true);
+  assert.match(JSON.parse(last.content[0].text).error, /without a result or a record/);
+  const calls = await a.toolCalls();
+  assert.deepEqual(calls.map((c) => [c.id, c.state]), [['call_0', 'COMPLETED'], ['call_0', 'SEALED']]);
+  await a.close();
+});
+
+test('decide works for a call waiting for approval after a checkpoint restore', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const model = new ScriptedProvider([{ toolCalls: [{ id: 'c1', name: 'add', arguments: { a: 1, b: 1 } }] }, { text: 'two' }, { text: 'two again' }]);
+  const agent = await Agent.create({ agentId: 'restore-approval', model, tools: ['add'], permission: { mode: 'approval' } }, { store, toolRegistry });
+  assert.equal((await agent.chat('add')).status, 'paused');
+  await agent.checkpoints.create({ executionId: 'e', stepName: 'waiting', stepIndex: 0 });
+  await agent.decide('c1', 'allow');
+  await agent.idle();
+  await agent.checkpoints.restore('ckpt-e-0');
+  assert.equal((await agent.toolCalls()).find((c) => c.id === 'c1').state, 'APPROVAL_REQUIRED');
+  await agent.decide('c1', 'allow');
+  await agent.idle();
+  assert.equal((await agent.messages()).at(-1).content[0].text, 'two again');
+  await agent.close();
+});

@@ -314,6 +314,25 @@ impl AgentCore {
         Ok(core)
     }
 
+    /// Checks an entry the way [`observe`](Self::observe) will read it (before it
+    /// is queued: an entry the state cannot take in is never written).
+    pub fn check(entry_json: &str) -> Result<()> {
+        let h: Head<'_> = parse_json(entry_json, "agent entry")?;
+        if let Some(m) = &h.message
+            && m.role == "assistant"
+            && let Some(c) = m.content.filter(|c| c.get().contains("\"toolCall\""))
+        {
+            parse_checked::<Vec<Block>>(c.get(), "agent entry")?;
+        }
+        if h.custom_type.as_deref() == Some(TOOLCALL) {
+            let d = h
+                .data
+                .ok_or_else(|| Error::invalid_input("a tool-call record has data"))?;
+            parse_checked::<RecordData>(d.get(), "tool-call record")?;
+        }
+        Ok(())
+    }
+
     /// Takes in an entry the caller appended on the current path, with the id
     /// the writer gave it.
     pub fn observe(&mut self, entry_json: &str, id: &str) -> Result<()> {
@@ -339,8 +358,7 @@ impl AgentCore {
                 if m.role == "assistant" {
                     let content = m.content.map(RawValue::get).unwrap_or("");
                     if content.contains("\"toolCall\"") {
-                        let blocks: Vec<Block> = serde_json::from_str(content)
-                            .map_err(|e| Error::corrupted(format!("agent entry {id}: {e}")))?;
+                        let blocks: Vec<Block> = parse_checked(content, "agent entry")?;
                         for b in blocks.into_iter().filter(|b| b.kind == "toolCall") {
                             calls.push((
                                 b.id.unwrap_or_default(),
@@ -409,6 +427,11 @@ impl AgentCore {
             "assistant" => calls.is_empty() && self.open.is_empty(),
             _ => self.open.is_empty(),
         };
+        // A call id seen before (providers that number calls per answer): the
+        // earlier call's records are set aside, so this call starts afresh.
+        for (c, _, _) in &calls {
+            self.retire_records(c);
+        }
         self.open.extend(calls);
         if safe {
             self.sfps.push((self.messages, id.to_string()));
@@ -417,10 +440,9 @@ impl AgentCore {
         self.path_ids.push(id.to_string());
     }
 
-    fn fold_record(&mut self, d: &RawValue) -> Result<()> {
-        let d: RecordData = serde_json::from_str(d.get())
-            .map_err(|e| Error::corrupted(format!("tool-call record: {e}")))?;
-        let i = match self.by_id.get(&d.id) {
+    fn fold_record(&mut self, d: &RawValue, key: &str) -> Result<()> {
+        let d: RecordData = parse_checked(d.get(), "tool-call record")?;
+        let i = match self.by_id.get(key) {
             Some(&i) => i,
             None => {
                 self.records.push(ToolCallRecord {
@@ -435,7 +457,7 @@ impl AgentCore {
                     completed_at: None,
                     audit: Vec::new(),
                 });
-                self.by_id.insert(d.id, self.records.len() - 1);
+                self.by_id.insert(key.to_string(), self.records.len() - 1);
                 self.records.len() - 1
             }
         };
@@ -478,13 +500,29 @@ impl AgentCore {
         }
     }
 
+    /// Moves the records of call `id` under a key of their own (they stay listed).
+    fn retire_records(&mut self, id: &str) {
+        if !self.by_id.contains_key(id) && !self.unfolded.contains_key(id) {
+            return;
+        }
+        let key = format!("{id}\u{0}{}", self.record_order.len());
+        if let Some(i) = self.by_id.remove(id) {
+            self.by_id.insert(key.clone(), i);
+        }
+        if let Some(lines) = self.unfolded.remove(id) {
+            self.unfolded.insert(key.clone(), lines);
+        }
+        if let Some(o) = self.record_order.iter_mut().find(|o| *o == id) {
+            *o = key;
+        }
+    }
+
     /// Folds the unfolded record entries of call `id`.
     fn fold_id(&mut self, id: &str) -> Result<()> {
         if let Some(lines) = self.unfolded.remove(id) {
             for l in lines {
-                let raw: Box<RawValue> = serde_json::from_str(&l)
-                    .map_err(|e| Error::corrupted(format!("tool-call record: {e}")))?;
-                self.fold_record(&raw)?;
+                let raw: Box<RawValue> = parse_checked(&l, "tool-call record")?;
+                self.fold_record(&raw, id)?;
             }
         }
         Ok(())
@@ -907,8 +945,31 @@ struct Block {
     arguments: Option<Value>,
 }
 
+/// Nesting accepted in agent entries: the session writer's limit, so anything
+/// the writer stored can be read back.
+const MAX_DEPTH: usize = 512;
+
+/// Parses JSON as the session writer accepts it: depth checked first (up to
+/// [`MAX_DEPTH`], iteratively), then serde without its own recursion limit.
+pub fn parse_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T> {
+    json::validate(text.as_bytes(), MAX_DEPTH)
+        .map_err(|e| Error::corrupted(format!("{what}: {}", e.describe())))?;
+    parse_checked(text, what)
+}
+
+/// [`parse_json`] of text whose depth was checked already (read from a session,
+/// whose loader checks it, or passed through [`AgentCore::check`]).
+fn parse_checked<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let v = T::deserialize(&mut de).map_err(|e| Error::corrupted(format!("{what}: {e}")))?;
+    de.end()
+        .map_err(|e| Error::corrupted(format!("{what}: {e}")))?;
+    Ok(v)
+}
+
 fn head(text: &str) -> Result<Head<'_>> {
-    serde_json::from_str(text).map_err(|e| Error::corrupted(format!("agent entry: {e}")))
+    parse_checked(text, "agent entry")
 }
 
 /// `customType` and the `data` JSON of a custom entry, read without decoding the rest.
@@ -942,7 +1003,7 @@ fn member_str(obj: &str, name: &str) -> Option<String> {
 }
 
 fn value(raw: &RawValue) -> Result<Value> {
-    serde_json::from_str(raw.get()).map_err(|e| Error::corrupted(format!("agent record: {e}")))
+    parse_checked(raw.get(), "agent record")
 }
 
 fn check_label(l: &str) -> Result<()> {

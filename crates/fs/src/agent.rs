@@ -528,6 +528,11 @@ impl AgentFiles {
         core: &mut AgentCore,
         entries: &[String],
     ) -> Result<(Vec<String>, u64)> {
+        // Checked whole before anything is queued: the state takes in all of a
+        // batch or none of it is written.
+        for e in entries {
+            AgentCore::check(e)?;
+        }
         let now = now();
         let appended = self.session.submit(|w| {
             let mut out = Vec::with_capacity(entries.len());

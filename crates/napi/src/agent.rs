@@ -122,7 +122,9 @@ fn record_entry(
     guard(|| {
         let state: ToolCallState = serde_json::from_value(Value::String(state.to_string()))
             .map_err(|_| Error::invalid_input(format!("unknown tool-call state '{state}'")))?;
-        let extra = extra_json.map(|e| parse("record", &e)).transpose()?;
+        let extra: Option<Value> = extra_json
+            .map(|e| forkpoint_core::agent::parse_json(&e, "record"))
+            .transpose()?;
         let now = crate::util::now_ms() as f64;
         Ok(AgentCore::record_entry(
             id,

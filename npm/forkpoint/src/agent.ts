@@ -840,8 +840,18 @@ export class Agent {
       [state, text, isError] = ['FAILED', `Error: ${why}`, true];
       recordJson = JSON.stringify({ ...extra, result: { ok: false, error: why }, isError: true });
     }
-    const message = { role: 'toolResult', toolCallId: c.id, toolName: c.name, content: [{ type: 'text', text }], isError, timestamp: Date.now() } as AgentMessage;
-    await callAsync(() => this.n.completeCall(JSON.stringify({ type: 'message', message }), c.id, c.name, state, recordJson));
+    let message = { role: 'toolResult', toolCallId: c.id, toolName: c.name, content: [{ type: 'text', text }], isError, timestamp: Date.now() } as AgentMessage;
+    try {
+      await callAsync(() => this.n.completeCall(JSON.stringify({ type: 'message', message }), c.id, c.name, state, recordJson));
+    } catch (e) {
+      if (!(e instanceof ForkpointError) || !['INVALID_INPUT', 'CORRUPTED_DATA', 'LIMIT_EXCEEDED'].includes(e.code)) throw e;
+      // The result cannot be stored as it is (too deep, too long): the call fails, with why.
+      const why = `the tool's result cannot be stored: ${e.message}`;
+      message = { role: 'toolResult', toolCallId: c.id, toolName: c.name, content: [{ type: 'text', text: `Error: ${why}` }], isError: true, timestamp: Date.now() } as AgentMessage;
+      await callAsync(() =>
+        this.n.completeCall(JSON.stringify({ type: 'message', message }), c.id, c.name, 'FAILED', JSON.stringify({ note: 'result not storable', result: { ok: false, error: why }, isError: true })),
+      );
+    }
     this.msgs.push(message);
     void this.emit({ type: 'tool:end', call: this.snapshotOf(c.id) });
   }
@@ -937,10 +947,15 @@ export class Agent {
       throw new ForkpointError({ code: 'PERMISSION_NOT_PENDING', message: `no call '${permissionId}' waits for a decision` });
     }
     const approval = { required: true, decision, decidedBy: 'api', decidedAt: Date.now(), note };
-    if (decision === 'allow') {
-      await this.record(c.id, c.name, 'APPROVED', { approval, note: note ?? 'approval granted' });
-    } else {
-      await this.finishCall(c, 'DENIED', `Denied by the user${note ? `: ${note}` : ''}.`, true, { ok: false, error: 'denied', note }, { approval, note: note ?? 'approval denied' });
+    try {
+      if (decision === 'allow') {
+        await this.record(c.id, c.name, 'APPROVED', { approval, note: note ?? 'approval granted' });
+      } else {
+        await this.finishCall(c, 'DENIED', `Denied by the user${note ? `: ${note}` : ''}.`, true, { ok: false, error: 'denied', note }, { approval, note: note ?? 'approval denied' });
+      }
+    } catch (e) {
+      this.pendingPermissions.add(permissionId); // not decided: it can be tried again
+      throw e;
     }
     void this.emit({ type: 'permission_decided', callId: permissionId, decision, decidedBy: 'api', note });
     this.setBreakpoint(decision === 'allow' ? 'PRE_TOOL' : 'POST_TOOL');
@@ -1128,6 +1143,7 @@ export class Agent {
     const ctx = JSON.parse(await callAsync(() => this.n.moveLeaf(cp.entryId))) as { messages: AgentMessage[] };
     this.msgs = ctx.messages;
     this.pendingPermissions.clear();
+    for (const c of this.openCalls()) if (c.state === 'APPROVAL_REQUIRED') this.pendingPermissions.add(c.id);
     this.restored = { variables: cp.variables as Record<string, unknown> | undefined, state: cp.state };
     void this.emit({ type: 'checkpoint_restored', channel: 'monitor', checkpointId: cp.id, entryId: cp.entryId });
     this.setBreakpoint('READY');
