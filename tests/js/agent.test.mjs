@@ -11,6 +11,13 @@ import { napi } from './helpers.mjs';
 const { Agent, JSONStore, ToolRegistry, TemplateRegistry, ScriptedProvider, ForkpointError, SessionWriter, SessionLoader, EventLog } = napi;
 const child = fileURLToPath(new URL('./agent-child.mjs', import.meta.url));
 
+const zeroUsage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+/** An assistant answer with `content` (tool calls), as a session entry. */
+const answerEntry = (content, timestamp) => ({
+  type: 'message',
+  message: { role: 'assistant', content, api: 'scripted', provider: 'scripted', model: 'scripted-1', usage: zeroUsage, stopReason: 'toolUse', timestamp },
+});
+
 const freshStore = () => new JSONStore(mkdtempSync(join(tmpdir(), 'fp-agent-')));
 
 function tools() {
@@ -155,16 +162,7 @@ test('crash resume seals calls in PENDING, APPROVAL_REQUIRED and APPROVED, and c
   // The session as a crash leaves it: one answer asking for four calls, records in each open state.
   const w = await SessionWriter.open(join(store.dir, 'states', 'session.jsonl'));
   const calls = ['c_pending', 'c_approval', 'c_approved', 'c_transcript'];
-  await w.append({
-    type: 'message',
-    message: {
-      role: 'assistant',
-      content: calls.map((id) => ({ type: 'toolCall', id, name: 'echo', arguments: { id } })),
-      api: 'scripted', provider: 'scripted', model: 'scripted-1',
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-      stopReason: 'toolUse', timestamp: Date.now(),
-    },
-  });
+  await w.append(answerEntry(calls.map((id) => ({ type: 'toolCall', id, name: 'echo', arguments: { id } })), Date.now()));
   const rec = (id, state) => w.append({ type: 'custom', customType: 'forkpoint.toolcall', data: { id, name: 'echo', state, at: Date.now() } });
   for (const id of calls.slice(0, 3)) await rec(id, 'PENDING');
   await rec('c_approval', 'APPROVAL_REQUIRED');
@@ -537,15 +535,7 @@ test('a terminal record whose result message never reached the file: resume writ
   await agent.chat('hello');
   await agent.close();
   const w = await SessionWriter.open(join(store.dir, 'torn', 'session.jsonl'));
-  await w.append({
-    type: 'message',
-    message: {
-      role: 'assistant', content: [{ type: 'toolCall', id: 'c1', name: 'echo', arguments: { v: 1 } }],
-      api: 'scripted', provider: 'scripted', model: 'scripted-1',
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-      stopReason: 'toolUse', timestamp: Date.now(),
-    },
-  });
+  await w.append(answerEntry([{ type: 'toolCall', id: 'c1', name: 'echo', arguments: { v: 1 } }], Date.now()));
   for (const state of ['PENDING', 'EXECUTING']) await w.append({ type: 'custom', customType: 'forkpoint.toolcall', data: { id: 'c1', name: 'echo', state, at: 1 } });
   await w.append({ type: 'custom', customType: 'forkpoint.toolcall', data: { id: 'c1', name: 'echo', state: 'COMPLETED', at: 2, result: { v: 1 }, isError: false } });
   await w.close();
@@ -674,15 +664,7 @@ test('a call id reused by a later answer starts afresh: a crash before its recor
   // The next answer reuses call_0; the crash came before its PENDING record.
   const w = await SessionWriter.open(join(store.dir, 'reuse', 'session.jsonl'));
   await w.append({ type: 'message', message: { role: 'user', content: [{ type: 'text', text: 'ten plus twenty' }], timestamp: 1 } });
-  await w.append({
-    type: 'message',
-    message: {
-      role: 'assistant', content: [{ type: 'toolCall', id: 'call_0', name: 'add', arguments: { a: 10, b: 20 } }],
-      api: 'scripted', provider: 'scripted', model: 'scripted-1',
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-      stopReason: 'toolUse', timestamp: 2,
-    },
-  });
+  await w.append(answerEntry([{ type: 'toolCall', id: 'call_0', name: 'add', arguments: { a: 10, b: 20 } }], 2));
   await w.close();
   const a = await Agent.resume('reuse', { model: new ScriptedProvider([]) }, { store, toolRegistry }, { strategy: 'crash' });
   const last = (await a.messages()).at(-1);

@@ -250,16 +250,23 @@ pub fn exists(root: &Path, id: &str) -> Result<bool> {
     Ok(root.join(id).join(META).exists())
 }
 
-/// Deletes an agent that no one runs (`AGENT_LOCKED` otherwise). Its forks stay.
-pub fn delete(root: &Path, id: &str) -> Result<()> {
+/// The directory of an existing agent (`INVALID_ID`, `AGENT_NOT_FOUND`).
+fn existing_dir(root: &Path, id: &str) -> Result<PathBuf> {
     validate_id(id)?;
     let dir = root.join(id);
     if !dir.join(META).exists() {
         return Err(Error::new(
             ErrorCode::AgentNotFound,
             format!("no agent '{id}' in the store"),
-        ));
+        )
+        .with_path(root.display().to_string()));
     }
+    Ok(dir)
+}
+
+/// Deletes an agent that no one runs (`AGENT_LOCKED` otherwise). Its forks stay.
+pub fn delete(root: &Path, id: &str) -> Result<()> {
+    let dir = existing_dir(root, id)?;
     let lock = take_lock(&dir, id)?;
     // meta.json first: a crash halfway leaves no half-agent that looks whole.
     fs::remove_file(dir.join(META)).map_err(|e| io_error(e, &dir, "cannot delete agent"))?;
@@ -413,15 +420,7 @@ impl AgentFiles {
 
     /// Opens an agent (`AGENT_NOT_FOUND`, `AGENT_LOCKED`, `CORRUPTED_DATA`).
     pub fn open(root: &Path, id: &str) -> Result<(AgentFiles, Opened)> {
-        validate_id(id)?;
-        let dir = root.join(id);
-        if !dir.join(META).exists() {
-            return Err(Error::new(
-                ErrorCode::AgentNotFound,
-                format!("no agent '{id}' in the store"),
-            )
-            .with_path(root.display().to_string()));
-        }
+        let dir = existing_dir(root, id)?;
         let lock = take_lock(&dir, id)?;
         let meta = read_meta(&dir, id)?;
         Self::finish_open(root, id, lock, meta)
