@@ -59,3 +59,29 @@ test('a second process reads and follows a log another process appends to', asyn
   assert.equal(code, 0);
   await reader.close();
 });
+
+test('live handlers (on) of a read-only log see what another process appends, each once, in order', async () => {
+  const path = tmp();
+  const total = 400;
+  const writer = spawn(process.execPath, [child, path, String(total)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => writer.on('exit', resolve));
+  await new Promise((resolve) => writer.stdout.once('data', resolve));
+  const reader = await EventLog.open(path, { readOnly: true });
+  const bus = new EventBus(reader);
+  const seen = [];
+  const done = new Promise((resolve) => {
+    const off = bus.on('progress', (e) => {
+      seen.push(e.seq);
+      if (e.seq === total) {
+        off();
+        resolve();
+      }
+    });
+  });
+  assert.equal(await exited, 0);
+  await Promise.race([done, new Promise((_, reject) => setTimeout(() => reject(new Error(`only ${seen.length} events seen`)), 5000))]);
+  assert.ok(seen.length > 0);
+  assert.ok(seen.every((s, i) => i === 0 || s === seen[i - 1] + 1), 'consecutive, each once');
+  assert.equal(seen.at(-1), total);
+  await reader.close();
+});

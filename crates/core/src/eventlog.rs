@@ -583,6 +583,19 @@ impl Hub {
         Ok(out.into_events_json())
     }
 
+    /// The last seq live (`on`) handlers were given (`None`: none yet).
+    pub fn live_cursor(&self) -> Option<u64> {
+        self.live_cursor
+    }
+
+    /// Live handlers were given the events up to `seq` (read from storage by a
+    /// read-only log, whose ring holds nothing: another process appends).
+    pub fn set_live_cursor(&mut self, seq: u64) {
+        if self.live_cursor.is_none_or(|c| seq > c) {
+            self.live_cursor = Some(seq);
+        }
+    }
+
     /// The committed events live (`on`) handlers have not seen yet.
     /// As a JSON array.
     pub fn drain_live_json(&mut self) -> String {

@@ -503,6 +503,19 @@ impl FileEventLog {
     /// Committed events not yet handed to live handlers, as a JSON array.
     pub fn drain_live_json(&self) -> Result<String> {
         self.refresh()?;
+        if let Mode::Read(..) = &self.mode {
+            // Another process appends: the new events come from the file (about
+            // FILL_BYTES at a time; the next call goes on).
+            let since = self.with_hub(|h| Ok(h.live_cursor()))?;
+            let part = self.read_from(since, None, &EventFilter::default(), None, FILL_BYTES)?;
+            if let Some(last) = part.out.last_examined {
+                self.with_hub(|h| {
+                    h.set_live_cursor(last);
+                    Ok(())
+                })?;
+            }
+            return Ok(part.out.into_events_json());
+        }
         self.with_hub(|h| Ok(h.drain_live_json()))
     }
 

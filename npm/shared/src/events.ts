@@ -197,16 +197,24 @@ export class EventLog {
   nextCommit(seen: number): Promise<void> {
     if (this.closed || this.commits !== seen) return Promise.resolve();
     const p = new Promise<void>((resolve) => this.waiters.push(resolve));
-    if (this.info.readOnly && this.follow === undefined) {
-      this.follow = setInterval(() => {
-        if (this.waiters.length === 0) {
-          this.stopFollowing();
-          return;
-        }
-        void Promise.resolve(this.native.refresh()).then(() => this.pump(), () => this.pump());
-      }, FOLLOW_MS);
-    }
+    this.startFollowing();
     return p;
+  }
+
+  /**
+   * @internal Read-only logs: looks at the file every 25 ms while someone waits
+   * for events or a live handler is bound (`on`), and hands what another process
+   * appended to them. It keeps the process alive meanwhile, as `tail -f` does.
+   */
+  startFollowing(): void {
+    if (!this.info.readOnly || this.follow !== undefined || this.closed) return;
+    this.follow = setInterval(() => {
+      if (this.waiters.length === 0 && ![...this.buses].some((b) => b.hasHandlers())) {
+        this.stopFollowing();
+        return;
+      }
+      void Promise.resolve(this.native.refresh()).then(() => this.pump(), () => this.pump());
+    }, FOLLOW_MS);
   }
 
   private stopFollowing(): void {
@@ -240,6 +248,8 @@ export class EventBus {
     let set = this.handlers.get(typeOrChannel);
     if (!set) this.handlers.set(typeOrChannel, (set = new Set()));
     set.add(handler);
+    // A read-only log follows the file while a handler is bound.
+    this.log.startFollowing();
     return () => {
       set.delete(handler);
     };
