@@ -559,6 +559,64 @@ impl AgentCore {
         self.todos.as_deref()
     }
 
+    /// The entry replacing the todo list with `todos` (a JSON array of `{id,
+    /// title, status, …}`): each todo needs an id (unique), a title and a status
+    /// (`pending`, `in_progress`, `completed`; at most one in progress);
+    /// `createdAt` is kept from the previous list, `updatedAt` is now. Returns
+    /// the entry, the new list and the previous one.
+    pub fn todos_entry(&self, todos_json: &str, now_ms: f64) -> Result<(String, Value, Value)> {
+        let mut todos: Vec<Value> = parse_json(todos_json, "todos")
+            .map_err(|e| Error::invalid_input(format!("todos are a JSON array: {}", e.message)))?;
+        let previous: Value = match self.todos() {
+            Some(t) => parse_checked::<Value>(t.get(), "todos")?["todos"].take(),
+            None => Value::Array(Vec::new()),
+        };
+        let version = self
+            .todos()
+            .and_then(|t| parse_checked::<Value>(t.get(), "todos").ok())
+            .and_then(|t| t["version"].as_u64())
+            .unwrap_or(0)
+            + 1;
+        let mut ids = std::collections::HashSet::new();
+        let mut in_progress = 0;
+        for t in &mut todos {
+            let ok = t["id"].as_str().is_some_and(|s| !s.is_empty())
+                && t["title"].is_string()
+                && matches!(
+                    t["status"].as_str(),
+                    Some("pending" | "in_progress" | "completed")
+                );
+            if !ok {
+                return Err(Error::invalid_input(
+                    "a todo has an id, a title and a status (pending, in_progress, completed)",
+                ));
+            }
+            let id = t["id"].as_str().unwrap_or_default().to_string();
+            if !ids.insert(id.clone()) {
+                return Err(Error::invalid_input(format!("duplicate todo id '{id}'")));
+            }
+            in_progress += usize::from(t["status"] == "in_progress");
+            let before = previous
+                .as_array()
+                .and_then(|p| p.iter().find(|p| p["id"] == id.as_str()))
+                .and_then(|p| p.get("createdAt").cloned());
+            let o = t
+                .as_object_mut()
+                .ok_or_else(|| Error::invalid_input("a todo is an object"))?;
+            if !o.contains_key("createdAt") {
+                o.insert("createdAt".into(), before.unwrap_or(json!(now_ms)));
+            }
+            o.insert("updatedAt".into(), json!(now_ms));
+        }
+        if in_progress > 1 {
+            return Err(Error::invalid_input("at most one todo is in progress"));
+        }
+        let current = Value::Array(todos);
+        let data = json!({ "todos": current, "version": version, "updatedAt": now_ms });
+        let entry = json!({ "type": "custom", "customType": TODOS, "data": data }).to_string();
+        Ok((entry, current, previous))
+    }
+
     /// Number of messages on the current path.
     pub fn message_count(&self) -> u64 {
         self.messages
@@ -598,6 +656,114 @@ impl AgentCore {
                 (id.clone(), name.clone(), args.clone(), rec)
             })
             .collect())
+    }
+
+    /// The entries of a model's answer: the message entry and a `PENDING`
+    /// record per tool call (with the call's arguments as written), to be
+    /// appended together before any tool is looked at.
+    pub fn answer_entries(message_json: &str, now_ms: f64) -> Result<Vec<String>> {
+        #[derive(Deserialize)]
+        struct Answer<'a> {
+            #[serde(borrow)]
+            content: Option<Vec<AnswerBlock<'a>>>,
+        }
+        #[derive(Deserialize)]
+        struct AnswerBlock<'a> {
+            #[serde(rename = "type", default)]
+            kind: String,
+            #[serde(default)]
+            id: Option<String>,
+            #[serde(default)]
+            name: Option<String>,
+            #[serde(default, borrow)]
+            arguments: Option<&'a RawValue>,
+        }
+        #[derive(Serialize)]
+        struct Pending<'a> {
+            id: &'a str,
+            name: &'a str,
+            state: ToolCallState,
+            at: f64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            input: Option<&'a RawValue>,
+        }
+        let answer: Answer<'_> = parse_json(message_json, "assistant message")?;
+        let mut entries = vec![format!(
+            "{{\"type\":\"message\",\"message\":{}}}",
+            message_json.trim()
+        )];
+        for b in answer
+            .content
+            .unwrap_or_default()
+            .iter()
+            .filter(|b| b.kind == "toolCall")
+        {
+            let data = serde_json::to_string(&Pending {
+                id: b.id.as_deref().unwrap_or(""),
+                name: b.name.as_deref().unwrap_or(""),
+                state: ToolCallState::Pending,
+                at: now_ms,
+                input: b.arguments,
+            })
+            .map_err(|e| Error::internal(format!("record: {e}")))?;
+            entries.push(format!(
+                "{{\"type\":\"custom\",\"customType\":\"{TOOLCALL}\",\"data\":{data}}}"
+            ));
+        }
+        Ok(entries)
+    }
+
+    /// The entry of a user message: delivered now (a `user` message entry
+    /// carrying `queueId`), or queued while the agent is busy (a
+    /// `forkpoint.queued` entry, delivered later under the same `queueId`).
+    /// `content_json` is the message content. Returns the entry and, when
+    /// delivered, the message.
+    pub fn user_entry(
+        queue_id: &str,
+        content_json: &str,
+        queued: bool,
+        now_ms: f64,
+    ) -> Result<(String, Option<Value>)> {
+        let content: Value = parse_json(content_json, "message content")
+            .map_err(|e| Error::invalid_input(e.message))?;
+        if queued {
+            let data = json!({ "queueId": queue_id, "content": content, "timestamp": now_ms });
+            let entry = json!({ "type": "custom", "customType": QUEUED, "data": data });
+            return Ok((entry.to_string(), None));
+        }
+        let message = json!({ "role": "user", "content": content, "timestamp": now_ms });
+        let entry = json!({ "type": "message", "queueId": queue_id, "message": message });
+        Ok((entry.to_string(), Some(message)))
+    }
+
+    /// A `toolResult` message (pi's shape).
+    pub fn result_message(id: &str, name: &str, text: &str, is_error: bool, now_ms: f64) -> Value {
+        json!({
+            "role": "toolResult",
+            "toolCallId": id,
+            "toolName": name,
+            "content": [{ "type": "text", "text": text }],
+            "isError": is_error,
+            "timestamp": now_ms,
+        })
+    }
+
+    /// The entries that finish a call: its result message first (if only it
+    /// reaches the file, the call is closed), then its terminal record. Returns
+    /// the message and the two entries.
+    pub fn result_entries(
+        id: &str,
+        name: &str,
+        state: ToolCallState,
+        text: &str,
+        is_error: bool,
+        extra: Option<&Value>,
+        now_ms: f64,
+    ) -> (Value, [String; 2]) {
+        let message = Self::result_message(id, name, text, is_error, now_ms);
+        let entry = json!({ "type": "message", "message": message }).to_string();
+        let record = Self::record_entry(id, name, state, now_ms, extra);
+        (message, [entry, record])
     }
 
     /// The entry of a tool-call record (one state change).
@@ -640,14 +806,8 @@ impl AgentCore {
             if let Some(r) = rec.filter(|r| r.state.is_terminal()) {
                 let raw = r.result.as_deref().map_or("null", RawValue::get);
                 let text = serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_string());
-                let message = json!({
-                    "role": "toolResult",
-                    "toolCallId": id,
-                    "toolName": name,
-                    "content": [{ "type": "text", "text": text }],
-                    "isError": r.is_error.unwrap_or(r.state != ToolCallState::Completed),
-                    "timestamp": now_ms,
-                });
+                let is_error = r.is_error.unwrap_or(r.state != ToolCallState::Completed);
+                let message = Self::result_message(&id, &name, &text, is_error, now_ms);
                 entries.push(json!({ "type": "message", "message": message }).to_string());
                 sealed.push(SealedCall {
                     id,
@@ -678,15 +838,8 @@ impl AgentCore {
             .map_err(|e| Error::internal(format!("seal payload: {e}")))?;
             let payload: Value = serde_json::from_str(&text)
                 .map_err(|e| Error::internal(format!("seal payload: {e}")))?;
-            let message = json!({
-                "role": "toolResult",
-                "toolCallId": id,
-                "toolName": name,
-                "content": [{ "type": "text", "text": text }],
-                "details": payload,
-                "isError": true,
-                "timestamp": now_ms,
-            });
+            let mut message = Self::result_message(&id, &name, &text, true, now_ms);
+            message["details"] = payload.clone();
             // The message first: if only it reaches the file, the call is closed.
             entries.push(json!({ "type": "message", "message": message }).to_string());
             entries.push(Self::record_entry(

@@ -150,15 +150,21 @@ impl EventScanner {
         }
     }
 
-    /// One line (without its newline) at `offset`; `has_nl` false only at the end of the file.
-    pub fn line(&mut self, bytes: &[u8], offset: u64, has_nl: bool) -> Result<()> {
+    /// One line (without its newline) at `offset`; `has_nl` false only at the end
+    /// of the file. Returns the event's envelope when the line is one.
+    pub fn line<'b>(
+        &mut self,
+        bytes: &'b [u8],
+        offset: u64,
+        has_nl: bool,
+    ) -> Result<Option<events::Envelope<'b>>> {
         let end = offset + bytes.len() as u64 + u64::from(has_nl);
         let line_no = self.index.lines + 1;
         if crate::load::is_blank(bytes) {
             if self.bad.is_none() {
                 self.index.note_blank(end);
             }
-            return Ok(());
+            return Ok(None);
         }
         if let Some((bad, _)) = self.bad.take() {
             return Err(bad);
@@ -192,7 +198,7 @@ impl EventScanner {
                     timestamp: meta.timestamp,
                 };
                 self.index.note_event(at, offset, end);
-                Ok(())
+                Ok(Some(meta))
             }
             Err(why) => {
                 let torn = TornTail {
@@ -201,7 +207,7 @@ impl EventScanner {
                     bytes: 0,
                 };
                 self.bad = Some((self.err(why, line_no, offset), torn));
-                Ok(())
+                Ok(None)
             }
         }
     }
@@ -581,19 +587,6 @@ impl Hub {
             sub.cursor = Some(l);
         }
         Ok(out.into_events_json())
-    }
-
-    /// The last seq live (`on`) handlers were given (`None`: none yet).
-    pub fn live_cursor(&self) -> Option<u64> {
-        self.live_cursor
-    }
-
-    /// Live handlers were given the events up to `seq` (read from storage by a
-    /// read-only log, whose ring holds nothing: another process appends).
-    pub fn set_live_cursor(&mut self, seq: u64) {
-        if self.live_cursor.is_none_or(|c| seq > c) {
-            self.live_cursor = Some(seq);
-        }
     }
 
     /// The committed events live (`on`) handlers have not seen yet.

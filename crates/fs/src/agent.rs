@@ -592,13 +592,6 @@ impl AgentFiles {
         s.context_json(None, false)
     }
 
-    /// The context at the current leaf (`SessionContext` JSON), read from the
-    /// session file (after seals, which append messages the caller did not write).
-    pub fn context_json(&self) -> Result<String> {
-        let _core = self.core()?;
-        read_session(self.session.path(), &LoadOptions::default())?.context_json(None, false)
-    }
-
     /// Creates agent `new_id` from snapshot `snapshot_id`: a sibling directory
     /// whose session is the path up to the snapshot's safe-fork-point (a fork
     /// never holds a call without its result) and whose event log continues

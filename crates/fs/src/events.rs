@@ -10,7 +10,7 @@ use forkpoint_core::eventlog::{
     EventBatch, EventIndex, EventLogCore, EventReader, EventScanner, Hub, MemoryLog, RING_BYTES,
     RING_EVENTS, ReadOut, ReadPos, index_path,
 };
-use forkpoint_core::events::{Bookmark, EventFilter};
+use forkpoint_core::events::{Bookmark, Envelope, EventFilter};
 use forkpoint_core::{Durability, Error, ErrorCode, EventLogInfo, EventLogOptions, Result};
 
 use crate::commit::{Appender, Queue};
@@ -260,16 +260,23 @@ fn scan(
     len: u64,
     max_line: u64,
     take_unterminated: bool,
+    mut on_event: impl FnMut(Envelope<'_>, &[u8]),
 ) -> Result<()> {
     let from = scanner.index.covered;
     let end = for_lines(file, path, from, len, max_line, |line, off| {
-        scanner.line(line, off, true).map(|()| true)
+        if let Some(meta) = scanner.line(line, off, true)? {
+            on_event(meta, line);
+        }
+        Ok(true)
     })?;
     if take_unterminated && end < len {
         if len - end > max_line {
             return Err(line_too_long(max_line, end, path));
         }
-        scanner.line(&read_at(file, path, end, len - end)?, end, false)?;
+        let line = read_at(file, path, end, len - end)?;
+        if let Some(meta) = scanner.line(&line, end, false)? {
+            on_event(meta, &line);
+        }
     }
     Ok(())
 }
@@ -370,6 +377,7 @@ impl FileEventLog {
             len,
             opts.max_line_bytes,
             !opts.read_only,
+            |_, _| {},
         )?;
         info.repaired = scanner.finish(len);
         if !opts.read_only {
@@ -503,19 +511,6 @@ impl FileEventLog {
     /// Committed events not yet handed to live handlers, as a JSON array.
     pub fn drain_live_json(&self) -> Result<String> {
         self.refresh()?;
-        if let Mode::Read(..) = &self.mode {
-            // Another process appends: the new events come from the file (about
-            // FILL_BYTES at a time; the next call goes on).
-            let since = self.with_hub(|h| Ok(h.live_cursor()))?;
-            let part = self.read_from(since, None, &EventFilter::default(), None, FILL_BYTES)?;
-            if let Some(last) = part.out.last_examined {
-                self.with_hub(|h| {
-                    h.set_live_cursor(last);
-                    Ok(())
-                })?;
-            }
-            return Ok(part.out.into_events_json());
-        }
         self.with_hub(|h| Ok(h.drain_live_json()))
     }
 
@@ -531,7 +526,9 @@ impl FileEventLog {
             if len > st.scanner.index.covered {
                 // Scan whole lines only: a partial last line may still be being written.
                 let ReadState { scanner, hub } = st;
-                let before = scanner.index.covered;
+                // The writer's new events enter the hub as a writer's commits do:
+                // subscriptions and live handlers are served from its ring.
+                let mut items = Vec::new();
                 scan(
                     file,
                     &self.path,
@@ -539,15 +536,13 @@ impl FileEventLog {
                     len,
                     self.opts.max_line_bytes,
                     false,
+                    |env, line| {
+                        items.push((env.into_meta(), Arc::from(String::from_utf8_lossy(line))))
+                    },
                 )?;
                 // An incomplete (or not yet parsable) last line: left for the next refresh.
                 let _ = scanner.finish(len);
-                if scanner.index.covered != before {
-                    hub.set_durable(
-                        scanner.index.last,
-                        scanner.index.entries.first().map(|e| e[0]),
-                    );
-                }
+                hub.committed(items);
             } else if len < st.scanner.index.covered {
                 return Err(Error::corrupted("the event log shrank while it was read")
                     .with_path(self.path.display().to_string()));
@@ -762,6 +757,7 @@ impl FileEventLog {
                     end,
                     self.opts.max_line_bytes,
                     true,
+                    |_, _| {},
                 )?;
                 st.q.persisted = scanner.index.entries.len();
                 st.q.index = scanner.index;
@@ -779,6 +775,7 @@ impl FileEventLog {
                     end,
                     self.opts.max_line_bytes,
                     false,
+                    |_, _| {},
                 )?;
                 st.scanner = scanner;
             }

@@ -12,7 +12,7 @@ use napi_derive::napi;
 use serde_json::{Value, json};
 
 use crate::events::NativeEventLog;
-use crate::util::{JsonText, guard, json_text};
+use crate::util::{JsonText, guard, json_text, now_ms};
 
 fn to_json<T: serde::Serialize>(v: &T) -> forkpoint_core::Result<String> {
     forkpoint_core::types::to_json_text(v)
@@ -112,6 +112,19 @@ impl Task for StaticTask {
     }
 }
 
+/// A record's state and extra fields from the binding's arguments.
+fn record_args(
+    state: &str,
+    extra_json: Option<String>,
+) -> forkpoint_core::Result<(ToolCallState, Option<Value>)> {
+    let state: ToolCallState = serde_json::from_value(Value::String(state.to_string()))
+        .map_err(|_| Error::invalid_input(format!("unknown tool-call state '{state}'")))?;
+    let extra = extra_json
+        .map(|e| forkpoint_core::agent::parse_json(&e, "record"))
+        .transpose()?;
+    Ok((state, extra))
+}
+
 /// A tool-call record entry from the binding's arguments (checked here, on the JS thread).
 fn record_entry(
     id: &str,
@@ -120,17 +133,12 @@ fn record_entry(
     extra_json: Option<String>,
 ) -> napi::Result<String> {
     guard(|| {
-        let state: ToolCallState = serde_json::from_value(Value::String(state.to_string()))
-            .map_err(|_| Error::invalid_input(format!("unknown tool-call state '{state}'")))?;
-        let extra: Option<Value> = extra_json
-            .map(|e| forkpoint_core::agent::parse_json(&e, "record"))
-            .transpose()?;
-        let now = crate::util::now_ms() as f64;
+        let (state, extra) = record_args(state, extra_json)?;
         Ok(AgentCore::record_entry(
             id,
             name,
             state,
-            now,
+            now_ms() as f64,
             extra.as_ref(),
         ))
     })
@@ -228,18 +236,6 @@ impl NativeAgent {
         })
     }
 
-    /// Appends session entries (JSON objects) in order; resolves to their ids
-    /// (JSON array) once all are durable.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn append(&self, entries: Vec<String>) -> napi::Result<AsyncTask<AgentTask>> {
-        // Queued here, on the JS thread: the file's order is the order of the calls.
-        let (ids, ticket) = guard(|| self.inner.submit(&entries))?;
-        Ok(self.task(move |a| {
-            a.wait(ticket)?;
-            to_json(&ids)
-        }))
-    }
-
     /// Records a tool call's new state (`extra`: JSON object of fields such as
     /// `input`, `approval`, `result`, `isError`, `note`); durable when it resolves.
     #[napi(ts_return_type = "Promise<string>")]
@@ -258,24 +254,63 @@ impl NativeAgent {
         }))
     }
 
-    /// Appends the result message of a call and its terminal record together;
-    /// resolves to the message's entry id once both are durable.
+    /// Appends a user message (`content` JSON) now, or queued while busy;
+    /// resolves once durable to the message (JSON; `null` when queued).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn send(
+        &self,
+        queue_id: String,
+        content_json: String,
+        queued: bool,
+    ) -> napi::Result<AsyncTask<AgentTask>> {
+        let (message, ticket) = guard(|| {
+            let (entry, message) =
+                AgentCore::user_entry(&queue_id, &content_json, queued, now_ms() as f64)?;
+            let (_, ticket) = self.inner.submit(&[entry])?;
+            Ok((to_json(&message)?, ticket))
+        })?;
+        Ok(self.task(move |a| a.wait(ticket).map(|()| message)))
+    }
+
+    /// Appends a model's answer (an assistant message, JSON) and a `PENDING`
+    /// record per tool call in it; resolves once all are durable.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn answer(&self, message_json: String) -> napi::Result<AsyncTask<AgentTask>> {
+        let (_, ticket) = guard(|| {
+            let entries = AgentCore::answer_entries(&message_json, now_ms() as f64)?;
+            self.inner.submit(&entries)
+        })?;
+        Ok(self.task(move |a| a.wait(ticket).map(|()| String::new())))
+    }
+
+    /// Finishes a call: appends its result message (`text`, `isError`) and its
+    /// terminal record (`extra`: JSON of `result`, `note`, …) together; resolves
+    /// to the message (JSON) once both are durable.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn complete_call(
         &self,
-        message_json: String,
         id: String,
         name: String,
         state: String,
+        text: String,
+        is_error: bool,
         extra_json: Option<String>,
     ) -> napi::Result<AsyncTask<AgentTask>> {
-        let rec = record_entry(&id, &name, &state, extra_json)?;
-        // The message first: if only it reaches the file, the call is closed.
-        let (ids, ticket) = guard(|| self.inner.submit(&[message_json, rec]))?;
-        Ok(self.task(move |a| {
-            a.wait(ticket)?;
-            to_json(&ids[0])
-        }))
+        let (message, ticket) = guard(|| {
+            let (state, extra) = record_args(&state, extra_json)?;
+            let (message, entries) = AgentCore::result_entries(
+                &id,
+                &name,
+                state,
+                &text,
+                is_error,
+                extra.as_ref(),
+                now_ms() as f64,
+            );
+            let (_, ticket) = self.inner.submit(&entries)?;
+            Ok((to_json(&message)?, ticket))
+        })?;
+        Ok(self.task(move |a| a.wait(ticket).map(|()| message)))
     }
 
     /// Seals every call without a result on the current path (crash resume,
@@ -317,20 +352,12 @@ impl NativeAgent {
         self.task(move |a| a.move_leaf(&entry_id))
     }
 
-    /// The context at the current leaf (`SessionContext` JSON).
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn context_json(&self) -> AsyncTask<AgentTask> {
-        self.task(|a| a.context_json())
-    }
-
     /// Creates a checkpoint at the current leaf; resolves to it (JSON).
     #[napi(ts_return_type = "Promise<string>")]
     pub fn checkpoint(&self, args_json: String) -> AsyncTask<AgentTask> {
         self.task(move |a| {
             let args = parse("checkpoint", &args_json)?;
-            let (entry, c) = a
-                .core()?
-                .checkpoint_entry(&args, crate::util::now_ms() as f64)?;
+            let (entry, c) = a.core()?.checkpoint_entry(&args, now_ms() as f64)?;
             a.append(&[entry])?;
             to_json(&c)
         })
@@ -390,6 +417,23 @@ impl NativeAgent {
     #[napi]
     pub fn todos_json(&self) -> napi::Result<String> {
         guard(|| to_json(&self.inner.core()?.todos()))
+    }
+
+    /// Replaces the todo list (JSON array; checked: `INVALID_INPUT`); resolves to
+    /// `{current, previous}` (JSON) once durable.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn set_todos(&self, todos_json: String) -> napi::Result<AsyncTask<AgentTask>> {
+        let (out, ticket) = guard(|| {
+            let core = self.inner.core()?;
+            let (entry, current, previous) = core.todos_entry(&todos_json, now_ms() as f64)?;
+            drop(core);
+            let (_, ticket) = self.inner.submit(&[entry])?;
+            Ok((
+                to_json(&json!({ "current": current, "previous": previous }))?,
+                ticket,
+            ))
+        })?;
+        Ok(self.task(move |a| a.wait(ticket).map(|()| out)))
     }
 
     /// Messages sent while busy and not yet delivered (JSON array of `{queueId, …}`).

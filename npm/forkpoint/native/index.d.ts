@@ -35,20 +35,26 @@ export declare class NativeAgent {
   /** The agent's event log. */
   events(): NativeEventLog
   /**
-   * Appends session entries (JSON objects) in order; resolves to their ids
-   * (JSON array) once all are durable.
-   */
-  append(entries: Array<string>): Promise<string>
-  /**
    * Records a tool call's new state (`extra`: JSON object of fields such as
    * `input`, `approval`, `result`, `isError`, `note`); durable when it resolves.
    */
   record(id: string, name: string, state: string, extraJson?: string | undefined | null): Promise<string>
   /**
-   * Appends the result message of a call and its terminal record together;
-   * resolves to the message's entry id once both are durable.
+   * Appends a user message (`content` JSON) now, or queued while busy;
+   * resolves once durable to the message (JSON; `null` when queued).
    */
-  completeCall(messageJson: string, id: string, name: string, state: string, extraJson?: string | undefined | null): Promise<string>
+  send(queueId: string, contentJson: string, queued: boolean): Promise<string>
+  /**
+   * Appends a model's answer (an assistant message, JSON) and a `PENDING`
+   * record per tool call in it; resolves once all are durable.
+   */
+  answer(messageJson: string): Promise<string>
+  /**
+   * Finishes a call: appends its result message (`text`, `isError`) and its
+   * terminal record (`extra`: JSON of `result`, `note`, …) together; resolves
+   * to the message (JSON) once both are durable.
+   */
+  completeCall(id: string, name: string, state: string, text: string, isError: boolean, extraJson?: string | undefined | null): Promise<string>
   /**
    * Seals every call without a result on the current path (crash resume,
    * interrupt), or only call `only`; resolves to the sealed calls (JSON) once durable.
@@ -60,8 +66,6 @@ export declare class NativeAgent {
   fork(root: string, newId: string, snapshotId: string, metaJson: string): Promise<NativeAgent>
   /** Moves the leaf to an entry (history kept); resolves to the context there. */
   moveLeaf(entryId: string): Promise<string>
-  /** The context at the current leaf (`SessionContext` JSON). */
-  contextJson(): Promise<string>
   /** Creates a checkpoint at the current leaf; resolves to it (JSON). */
   checkpoint(argsJson: string): Promise<string>
   /** Checkpoints grouped by execution: `[{executionId, checkpoints}]` (JSON). */
@@ -83,6 +87,11 @@ export declare class NativeAgent {
   openCallsJson(): string
   /** The todo list of the current path (`{todos, version, updatedAt}` JSON, or `null`). */
   todosJson(): string
+  /**
+   * Replaces the todo list (JSON array; checked: `INVALID_INPUT`); resolves to
+   * `{current, previous}` (JSON) once durable.
+   */
+  setTodos(todosJson: string): Promise<string>
   /** Messages sent while busy and not yet delivered (JSON array of `{queueId, …}`). */
   queuedJson(): string
   /** `{messageCount, userMessages, lastSfpIndex, lastSfpEntryId}` (JSON). */

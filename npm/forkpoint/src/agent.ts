@@ -619,18 +619,15 @@ export class Agent {
     this.checkOpen();
     const content = typeof input === 'string' ? [{ type: 'text', text: input }] : input;
     const queueId = newId('msg');
-    if (this.processing || this.pendingPermissions.size > 0 || this.openCalls().length > 0) {
-      await callAsync(() => this.n.append([JSON.stringify({ type: 'custom', customType: 'forkpoint.queued', data: { queueId, content, timestamp: Date.now() } })]));
-    } else {
-      await this.appendUser(queueId, content);
-    }
+    const busy = !!this.processing || this.pendingPermissions.size > 0 || this.openCalls().length > 0;
+    if (busy) await callAsync(() => this.n.send(queueId, JSON.stringify(content), true));
+    else await this.appendUser(queueId, content);
     this.kick();
     return queueId;
   }
 
   private async appendUser(queueId: string, content: unknown): Promise<void> {
-    const message = { role: 'user', content, timestamp: Date.now() } as AgentMessage;
-    await callAsync(() => this.n.append([JSON.stringify({ type: 'message', queueId, message })]));
+    const message = JSON.parse(await callAsync(() => this.n.send(queueId, JSON.stringify(content), false))) as AgentMessage;
     this.msgs.push(message);
   }
 
@@ -771,13 +768,9 @@ export class Agent {
       ...reply,
       content,
     } as unknown as AgentMessage;
-    const calls = content.filter((b) => (b as { type?: string }).type === 'toolCall') as Array<{ id: string; name: string; arguments: unknown }>;
+    const calls = content.filter((b) => (b as { type?: string }).type === 'toolCall');
     // The answer and a PENDING record per call, durable together before anything runs.
-    const entries = [JSON.stringify({ type: 'message', message })];
-    for (const c of calls) {
-      entries.push(JSON.stringify({ type: 'custom', customType: 'forkpoint.toolcall', data: { id: c.id, name: c.name, state: 'PENDING', at: Date.now(), input: c.arguments } }));
-    }
-    await callAsync(() => this.n.append(entries));
+    await callAsync(() => this.n.answer(JSON.stringify(message)));
     this.msgs.push(message);
     for (const b of content as Array<{ type: string; text?: string; thinking?: string }>) {
       if (b.type === 'thinking') {
@@ -840,19 +833,17 @@ export class Agent {
       [state, text, isError] = ['FAILED', `Error: ${why}`, true];
       recordJson = JSON.stringify({ ...extra, result: { ok: false, error: why }, isError: true });
     }
-    let message = { role: 'toolResult', toolCallId: c.id, toolName: c.name, content: [{ type: 'text', text }], isError, timestamp: Date.now() } as AgentMessage;
+    let message: string;
     try {
-      await callAsync(() => this.n.completeCall(JSON.stringify({ type: 'message', message }), c.id, c.name, state, recordJson));
+      message = await callAsync(() => this.n.completeCall(c.id, c.name, state, text, isError, recordJson));
     } catch (e) {
       if (!(e instanceof ForkpointError) || !['INVALID_INPUT', 'CORRUPTED_DATA', 'LIMIT_EXCEEDED'].includes(e.code)) throw e;
       // The result cannot be stored as it is (too deep, too long): the call fails, with why.
       const why = `the tool's result cannot be stored: ${e.message}`;
-      message = { role: 'toolResult', toolCallId: c.id, toolName: c.name, content: [{ type: 'text', text: `Error: ${why}` }], isError: true, timestamp: Date.now() } as AgentMessage;
-      await callAsync(() =>
-        this.n.completeCall(JSON.stringify({ type: 'message', message }), c.id, c.name, 'FAILED', JSON.stringify({ note: 'result not storable', result: { ok: false, error: why }, isError: true })),
-      );
+      const failed = JSON.stringify({ note: 'result not storable', result: { ok: false, error: why }, isError: true });
+      message = await callAsync(() => this.n.completeCall(c.id, c.name, 'FAILED', `Error: ${why}`, true, failed));
     }
-    this.msgs.push(message);
+    this.msgs.push(JSON.parse(message) as AgentMessage);
     void this.emit({ type: 'tool:end', call: this.snapshotOf(c.id) });
   }
 
@@ -1065,22 +1056,7 @@ export class Agent {
   /** Replaces the todo list (`INVALID_INPUT` for duplicate ids or more than one in progress); durable on resolve. */
   async setTodos(todos: TodoItem[]): Promise<void> {
     this.checkOpen();
-    const ids = new Set<string>();
-    for (const t of todos) {
-      if (!t || typeof t.id !== 'string' || !t.id || typeof t.title !== 'string' || !['pending', 'in_progress', 'completed'].includes(t.status)) {
-        throw new ForkpointError({ code: 'INVALID_INPUT', message: 'a todo has an id, a title and a status (pending, in_progress, completed)' });
-      }
-      if (ids.has(t.id)) throw new ForkpointError({ code: 'INVALID_INPUT', message: `duplicate todo id '${t.id}'` });
-      ids.add(t.id);
-    }
-    if (todos.filter((t) => t.status === 'in_progress').length > 1) {
-      throw new ForkpointError({ code: 'INVALID_INPUT', message: 'at most one todo is in progress' });
-    }
-    const previous = this.getTodos();
-    const now = Date.now();
-    const current = todos.map((t) => ({ ...t, createdAt: t.createdAt ?? previous.find((p) => p.id === t.id)?.createdAt ?? now, updatedAt: now }));
-    const version = ((JSON.parse(call(() => this.n.todosJson())) as { version?: number } | null)?.version ?? 0) + 1;
-    await callAsync(() => this.n.append([JSON.stringify({ type: 'custom', customType: 'forkpoint.todos', data: { todos: current, version, updatedAt: now } })]));
+    const { current, previous } = JSON.parse(await callAsync(() => this.n.setTodos(JSON.stringify(todos)))) as { current: TodoItem[]; previous: TodoItem[] };
     void this.emit({ type: 'todo_changed', current, previous });
     await this.flush();
   }
