@@ -879,6 +879,195 @@ export type SessionContext = { messages: Array<AgentMessage>,
 thinkingLevel: string | null, model: ModelRef | null, };
 
 /**
+ * A provider wire format: Anthropic Messages, OpenAI Chat Completions, OpenAI
+ * Responses, Google Gemini `generateContent`.
+ */
+export type ProviderName = "anthropic" | "openai" | "openai-responses" | "google";
+
+/**
+ * Text. `textSignature`: OpenAI Responses message id/phase (pi's `{"v":1,…}`
+ * JSON) or a Gemini `thoughtSignature`. `vendor`: provider-specific members
+ * kept for that provider only (`{"anthropic": {"cache_control": …}}`).
+ */
+export type NormalizedText = { text: string, textSignature?: string, vendor?: Record<string, Record<string, unknown>>, };
+
+/**
+ * Reasoning. `thinkingSignature`: Anthropic signature (or redacted data with
+ * `redacted`), the whole Responses reasoning item as JSON text, a Gemini
+ * thought signature, or the OpenAI-compatible field name it came from.
+ */
+export type NormalizedThinking = { thinking: string, thinkingSignature?: string, redacted?: boolean, vendor?: Record<string, Record<string, unknown>>, };
+
+/**
+ * An image: base64 `data` + `mimeType`, or a `url`, or a provider `fileId`.
+ */
+export type NormalizedImage = { data?: string, mimeType?: string, url?: string, fileId?: string, 
+/**
+ * OpenAI's `detail` (`auto`, `low`, `high`).
+ */
+detail?: string, vendor?: Record<string, Record<string, unknown>>, };
+
+/**
+ * A document (PDF, text): base64 `data`, inline `text`, a `url` or a `fileId`.
+ */
+export type NormalizedDocument = { data?: string, mimeType?: string, text?: string, url?: string, fileId?: string, title?: string, vendor?: Record<string, Record<string, unknown>>, };
+
+/**
+ * A tool call. `arguments` is always an object; when the model's arguments
+ * were not a JSON object, `argumentsRaw` holds their original text.
+ * Responses calls have the id `call_id|item_id` (as pi). `syntheticId`:
+ * Gemini sent no id, one was made up (and is never sent back to Gemini).
+ */
+export type NormalizedToolCall = { id: string, name: string, arguments: Record<string, unknown>, argumentsRaw?: string, thoughtSignature?: string, syntheticId?: boolean, vendor?: Record<string, Record<string, unknown>>, };
+
+/**
+ * A provider's own block kept as it was (`serverTool`: server-side tool use
+ * and results; `unknown`: a block type this version does not know). Sent
+ * only back to that provider.
+ */
+export type RawBlock = { provider: ProviderName, raw: unknown, };
+
+/**
+ * A block of canonical content.
+ */
+export type NormalizedBlock = { "type": "text" } & NormalizedText | { "type": "thinking" } & NormalizedThinking | { "type": "image" } & NormalizedImage | { "type": "document" } & NormalizedDocument | { "type": "toolCall" } & NormalizedToolCall | { "type": "serverTool" } & RawBlock | { "type": "unknown" } & RawBlock;
+
+/**
+ * Content given as a string or as blocks.
+ */
+export type NormalizedContent = string | Array<NormalizedBlock>;
+
+/**
+ * The exact provider JSON a message (and the `count - 1` after it) was
+ * decoded from, when a fresh encoding would not give the same bytes.
+ * Sent instead of re-encoding when the target is that provider and the
+ * messages are unchanged (`hash` of what they were).
+ */
+export type OriginalJson = { provider: ProviderName, json: string, count: number, hash: string, };
+
+/**
+ * A user turn.
+ */
+export type NormalizedUserMessage = { content: NormalizedContent, timestamp?: number, original?: OriginalJson, vendor?: Record<string, Record<string, unknown>>, };
+
+/**
+ * A model turn, with its origin (`api`, `provider`, `model`).
+ */
+export type NormalizedAssistantMessage = { content: Array<NormalizedBlock>, api?: string, provider?: string, model?: string, stopReason?: StopReason, errorMessage?: string, usage?: Usage, timestamp?: number, original?: OriginalJson, vendor?: Record<string, Record<string, unknown>>, };
+
+/**
+ * The result of one tool call.
+ */
+export type NormalizedToolResultMessage = { toolCallId: string, toolName: string, content: Array<NormalizedBlock>, isError: boolean, syntheticId?: boolean, timestamp?: number, original?: OriginalJson, vendor?: Record<string, Record<string, unknown>>, };
+
+/**
+ * A system or developer message inside the conversation (OpenAI).
+ */
+export type NormalizedSystemMessage = { content: NormalizedContent, developer?: boolean, original?: OriginalJson, vendor?: Record<string, Record<string, unknown>>, };
+
+/**
+ * A canonical message (pi-ai's `user`/`assistant`/`toolResult` shapes, extended).
+ */
+export type NormalizedMessage = { "role": "user" } & NormalizedUserMessage | { "role": "assistant" } & NormalizedAssistantMessage | { "role": "toolResult" } & NormalizedToolResultMessage | { "role": "system" } & NormalizedSystemMessage;
+
+/**
+ * A tool the model may call.
+ */
+export type ToolDeclaration = { name: string, description?: string, 
+/**
+ * JSON Schema of the arguments.
+ */
+parameters: Record<string, unknown>, };
+
+/**
+ * A conversation in canonical form (`fromProvider`'s result).
+ */
+export type NormalizedConversation = { system?: NormalizedContent, 
+/**
+ * Set when the system prompt was an OpenAI `system`/`developer` message.
+ */
+systemRole?: string, messages: Array<NormalizedMessage>, tools?: Array<ToolDeclaration>, };
+
+/**
+ * Options of `toProvider`.
+ */
+export type ToProviderOptions = { 
+/**
+ * The target model: messages from the same provider but another model
+ * do not replay their signatures; Gemini 3 rules (call ids, signature
+ * placeholder) apply to `gemini-3…` and later.
+ */
+model?: string, 
+/**
+ * The system prompt.
+ */
+system?: NormalizedContent, 
+/**
+ * Send the system prompt as a `system` or `developer` message (OpenAI
+ * Chat, Responses) instead of the default (Chat: `system`; Responses: `instructions`).
+ */
+systemRole?: string, 
+/**
+ * Tool definitions, converted to the target's shape.
+ */
+tools?: Array<ToolDeclaration>, };
+
+/**
+ * Progress of `SessionMigrator.migrate`.
+ */
+export type MigrationProgress = { bytesRead: number, totalBytes: number, messagesChanged: number, };
+
+/**
+ * One change a conversion made.
+ */
+export type ConversionStep = { 
+/**
+ * Stable code: `thinking_to_text`, `thinking_dropped`, `signature_dropped`,
+ * `redacted_thinking_dropped`, `reasoning_item_dropped`, `tool_call_id_mapped`,
+ * `missing_tool_result_filled`, `orphan_tool_result_dropped`,
+ * `duplicate_tool_result_dropped`, `tool_result_image_moved`, `tool_error_flag_lost`,
+ * `invalid_arguments_wrapped`, `aborted_turn_dropped`, `lone_surrogates_replaced`,
+ * `provider_fields_dropped`, `server_tool_dropped`, `unknown_block_dropped`,
+ * `system_hoisted`, `thought_signature_sentinel`, `calls_pending_at_end`,
+ * `document_dropped`, `image_dropped`, `turns_merged`.
+ */
+code: string, 
+/**
+ * Index of the canonical message it concerns (in the input to the conversion).
+ */
+message?: number, 
+/**
+ * What happened, for people.
+ */
+detail: string, 
+/**
+ * Whether information was lost (and not only reshaped).
+ */
+lossy: boolean, };
+
+/**
+ * What a conversion could not carry over, and every step it took.
+ */
+export type CompatibilityReport = { 
+/**
+ * `true` when nothing was lost (reshaping such as id mapping is not a loss).
+ */
+compatible: boolean, 
+/**
+ * One line per kind of problem, for people.
+ */
+warnings: Array<string>, 
+/**
+ * Canonical fields whose content was lost or changed (`thinking`,
+ * `thinkingSignature`, `toolCall.id`, …), each once.
+ */
+lossyFields: Array<string>, 
+/**
+ * Every step, in order.
+ */
+steps: Array<ConversionStep>, };
+
+/**
  * Where the agent's loop is. Persisted before the step it announces.
  */
 export type Breakpoint = "READY" | "PRE_MODEL" | "STREAMING_MODEL" | "TOOL_PENDING" | "AWAITING_APPROVAL" | "PRE_TOOL" | "TOOL_EXECUTING" | "POST_TOOL";

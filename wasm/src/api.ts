@@ -4,14 +4,32 @@
  * The same API runs in Node (`import('forkpoint-web')` picks the Node build).
  */
 import type { EventLogOptions, LoadOptions } from '@forkpoint/types';
-import { SessionView, EventLog as SharedEventLog, call, callAsync, type NativeSessionLike, type NativeEventLogLike } from '@forkpoint/shared';
+import {
+  SessionView,
+  EventLog as SharedEventLog,
+  call,
+  callAsync,
+  createNormalizer,
+  type NativeSessionLike,
+  type NativeEventLogLike,
+  type NativeNormalizerLike,
+  type Normalizer,
+} from '@forkpoint/shared';
+import type { CompatibilityReport, MigrationProgress, ProviderName } from '@forkpoint/types';
 
 export { ForkpointError, EventBus } from '@forkpoint/shared';
 export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';
+export type { ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from '@forkpoint/shared';
 export type * from '@forkpoint/types';
 
 /** The wasm-bindgen module, Node or web build. */
-export interface WasmBackend {
+export interface WasmBackend extends NativeNormalizerLike {
+  NativeMigration: new (from: string, to: string, model: string | null, nowIso: string) => {
+    push(text: string): string;
+    readonly messagesChanged: number;
+    resultJson(): string;
+    free(): void;
+  };
   NativeSession: { fromBytes(bytes: Uint8Array, opts?: string | null, path?: string | null): NativeSessionLike };
   NativeEventLog: { openIndexedDb(db: string, log: string, opts?: string | null): Promise<NativeEventLogLike> };
   NativeSessionBuilder: new () => {
@@ -22,11 +40,89 @@ export interface WasmBackend {
 }
 
 let backend: WasmBackend | undefined;
+let normalizer: Normalizer | undefined;
 
 /** @internal Set by the entry module once the wasm module is ready. */
 export function setBackend(b: WasmBackend): void {
   backend = b;
+  normalizer = createNormalizer(b);
 }
+
+function norm(): Normalizer {
+  if (!normalizer) throw new Error('forkpoint-web: the WebAssembly module is not initialized');
+  return normalizer;
+}
+
+/** Canonical messages → a request body for `target`, with a report of every step. */
+export const toProvider: Normalizer['toProvider'] = (messages, target, opts) => norm().toProvider(messages, target, opts);
+/** A provider request body → canonical messages (`{system?, messages, tools?}`). */
+export const fromProvider: Normalizer['fromProvider'] = (request, provider) => norm().fromProvider(request, provider);
+/** One message at a time (the seed API): `normalize(message, provider)`, `denormalize(normalized, provider)`. */
+export const MessageNormalizer: Normalizer['MessageNormalizer'] = {
+  normalize: (m, p) => norm().MessageNormalizer.normalize(m, p),
+  denormalize: (m, p, o) => norm().MessageNormalizer.denormalize(m, p, o),
+  denormalizeWithReport: (m, p, o) => norm().MessageNormalizer.denormalizeWithReport(m, p, o),
+};
+
+/** What `SessionMigrator.migrate` did, with the migrated session. */
+export interface WebMigrationResult {
+  /** The migrated session file. */
+  text: string;
+  report: CompatibilityReport;
+  /** Target tool-call id → original id, for every id that had to change. */
+  idMap: Record<string, string>;
+  messagesChanged: number;
+}
+
+/** Moving whole sessions between providers. */
+export const SessionMigrator = {
+  /** What moving any conversation from `source` to `target` may lose (before looking at one). */
+  checkCompatibility(source: ProviderName, target: ProviderName): CompatibilityReport {
+    return norm().checkCompatibility(source, target);
+  },
+  /**
+   * Rewrites a session (text, bytes or a `Blob`, read in slices) so every
+   * message can be sent to `targetProvider`; the tree is kept. Messages
+   * without an origin are taken to come from `sourceProvider`.
+   */
+  async migrate(
+    source: string | Uint8Array | Blob,
+    sourceProvider: ProviderName,
+    targetProvider: ProviderName,
+    opts: { model?: string; onProgress?: (p: MigrationProgress) => void } = {},
+  ): Promise<WebMigrationResult> {
+    const m = call(() => new (wasm().NativeMigration)(sourceProvider, targetProvider, opts.model ?? null, new Date().toISOString()));
+    try {
+      const parts: string[] = [];
+      const decoder = new TextDecoder('utf-8', { fatal: true });
+      let pending = '';
+      const total = typeof source === 'string' ? source.length : source instanceof Uint8Array ? source.byteLength : source.size;
+      const feed = (chunk: string, last: boolean) => {
+        pending += chunk;
+        const cut = last ? pending.length : pending.lastIndexOf('\n') + 1;
+        if (cut > 0) {
+          parts.push(call(() => m.push(pending.slice(0, cut))));
+          pending = pending.slice(cut);
+        }
+      };
+      if (typeof source === 'string') feed(source, true);
+      else {
+        const blob = source instanceof Uint8Array ? new Blob([source as Uint8Array<ArrayBuffer>]) : source;
+        for (let off = 0; off < blob.size; off += BLOB_CHUNK) {
+          const bytes = new Uint8Array(await blob.slice(off, off + BLOB_CHUNK).arrayBuffer());
+          const last = off + BLOB_CHUNK >= blob.size;
+          feed(call(() => decoder.decode(bytes, { stream: !last })), last);
+          opts.onProgress?.({ bytesRead: Math.min(off + BLOB_CHUNK, blob.size), totalBytes: total, messagesChanged: m.messagesChanged });
+        }
+        if (blob.size === 0) feed('', true);
+      }
+      const r = JSON.parse(call(() => m.resultJson())) as { report: CompatibilityReport; idMap: Record<string, string> };
+      return { text: parts.join(''), ...r, messagesChanged: m.messagesChanged };
+    } finally {
+      m.free();
+    }
+  },
+};
 
 function wasm(): WasmBackend {
   if (!backend) throw new Error('forkpoint-web: the WebAssembly module is not initialized');

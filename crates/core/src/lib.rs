@@ -23,6 +23,7 @@ pub mod json;
 pub mod lazy;
 pub mod listing;
 pub mod load;
+pub mod normalize;
 pub mod schema;
 pub mod session;
 pub mod time;

@@ -13,6 +13,7 @@ pub mod incremental;
 pub mod io;
 pub mod lazy;
 pub mod list;
+pub mod migrate;
 pub mod writer;
 
 pub use io::{io_error, read_session};

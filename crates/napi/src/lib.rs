@@ -10,6 +10,7 @@ mod events;
 mod incremental;
 mod lazy;
 mod list;
+mod normalize;
 mod session;
 mod util;
 mod writer;

@@ -5,8 +5,10 @@
 
 mod events;
 mod idb;
+mod normalize;
 mod session;
 mod util;
 
 pub use events::NativeEventLog;
+pub use normalize::NativeMigration;
 pub use session::{NativeSession, NativeSessionBuilder};

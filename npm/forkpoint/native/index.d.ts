@@ -180,6 +180,22 @@ export declare class NativeLazySession {
   loadMoreHistory(n: number): Promise<string>
 }
 
+/** A session file being migrated to another provider, step by step. */
+export declare class NativeMigration {
+  /** Opens `src` and a temporary file beside `dst`. */
+  constructor(src: string, from: string, to: string, dst: string, model?: string | undefined | null)
+  /**
+   * Migrates about `budget` more bytes on a worker thread; when the source is
+   * done, makes the target durable and moves it into place.
+   * Resolves `{done, bytesRead, totalBytes, messagesChanged}` (JSON).
+   */
+  step(budget: number): Promise<string>
+  /** `{report, idMap}` (JSON). */
+  resultJson(): string
+  /** Stops and removes the temporary file (the target is untouched). */
+  abort(): void
+}
+
 /** A loaded session file. */
 export declare class NativeSession {
   /** Loads a session file on the libuv thread pool. `opts` is LoadOptions as JSON. */
@@ -232,5 +248,20 @@ export declare class NativeWriter {
   close(): Promise<void>
 }
 
+/** `SessionMigrator.checkCompatibility` (CompatibilityReport as JSON). */
+export declare function checkCompatibilityJson(source: string, target: string): string
+
+/** `MessageNormalizer.denormalize`: canonical message(s) → `{message, report}` (JSON). */
+export declare function denormalizeMessageJson(normalized: string, provider: string, model?: string | undefined | null): string
+
+/** `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON). */
+export declare function fromProviderJson(request: string, provider: string): string
+
 /** Lists the sessions of a directory (SessionInfo[] as JSON). */
 export declare function listSessionsJson(dir: string): Promise<string>
+
+/** `MessageNormalizer.normalize`: one provider message → canonical message(s) (JSON). */
+export declare function normalizeMessageJson(message: string, provider: string): string
+
+/** `toProvider`: canonical messages → the request's JSON, a newline, `{report, idMap}` (JSON). */
+export declare function toProviderJson(messages: string, target: string, options?: string | undefined | null): string

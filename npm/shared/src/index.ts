@@ -3,3 +3,5 @@ export { SessionView } from './session.js';
 export type { NativeSessionLike, SessionBranch, ContextOptions } from './session.js';
 export { EventLog, EventBus } from './events.js';
 export type { NativeEventLogLike, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from './events.js';
+export { createNormalizer } from './normalize.js';
+export type { NativeNormalizerLike, Normalizer, ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from './normalize.js';

@@ -6,4 +6,5 @@ mod common;
 mod events_props;
 mod fixtures;
 mod lazy_props;
+mod providers;
 mod writer_core;

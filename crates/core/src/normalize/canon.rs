@@ -1,0 +1,301 @@
+//! The canonical message model (pi-ai's message shapes, extended; FORMAT.md §15)
+//! as [`J`] values, and helpers shared by the codecs.
+
+use std::borrow::Cow;
+
+use super::ids::fnv64;
+use super::jv::J;
+use crate::{Error, Result};
+
+/// A provider wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// Anthropic Messages.
+    Anthropic,
+    /// OpenAI Chat Completions.
+    OpenAi,
+    /// OpenAI Responses.
+    Responses,
+    /// Google Gemini `generateContent`.
+    Google,
+}
+
+impl Provider {
+    pub const ALL: [Provider; 4] = [
+        Provider::Anthropic,
+        Provider::OpenAi,
+        Provider::Responses,
+        Provider::Google,
+    ];
+
+    /// Parses a provider name (`anthropic`, `openai`, `openai-responses`, `google`,
+    /// and the pi `api` names that mean the same wire format).
+    pub fn parse(name: &str) -> Result<Provider> {
+        Ok(match name {
+            "anthropic" | "anthropic-messages" => Provider::Anthropic,
+            "openai" | "openai-chat" | "openai-completions" => Provider::OpenAi,
+            "openai-responses" | "openai-codex-responses" | "azure-openai-responses" => {
+                Provider::Responses
+            }
+            "google"
+            | "gemini"
+            | "google-generative-ai"
+            | "google-vertex"
+            | "google-gemini-cli" => Provider::Google,
+            other => {
+                return Err(Error::invalid_input(format!(
+                    "unknown provider {other:?}: expected anthropic, openai, openai-responses or google"
+                )));
+            }
+        })
+    }
+
+    /// The name used in reports and `original.provider`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::OpenAi => "openai",
+            Provider::Responses => "openai-responses",
+            Provider::Google => "google",
+        }
+    }
+
+    /// The pi `api` value of messages decoded from this format.
+    pub fn api(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic-messages",
+            Provider::OpenAi => "openai-completions",
+            Provider::Responses => "openai-responses",
+            Provider::Google => "google-generative-ai",
+        }
+    }
+
+    /// The pi `provider` value of messages decoded from this format.
+    pub fn vendor(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::OpenAi | Provider::Responses => "openai",
+            Provider::Google => "google",
+        }
+    }
+}
+
+/// The wire format an assistant message came from (its `api`, else its `provider`).
+pub fn origin(msg: &J) -> Option<Provider> {
+    if let Some(api) = msg.str_of("api") {
+        return match api.as_ref() {
+            "anthropic-messages" | "bedrock-anthropic" => Some(Provider::Anthropic),
+            "openai-completions" => Some(Provider::OpenAi),
+            a if a.ends_with("-responses") => Some(Provider::Responses),
+            a if a.starts_with("google-") => Some(Provider::Google),
+            _ => None,
+        };
+    }
+    match msg.str_of("provider")?.as_ref() {
+        "anthropic" => Some(Provider::Anthropic),
+        "openai" => Some(Provider::OpenAi),
+        "google" => Some(Provider::Google),
+        _ => None,
+    }
+}
+
+/// Whether a block belongs to the given provider (server-tool and unknown blocks).
+pub fn block_provider(block: &J) -> Option<Provider> {
+    block
+        .str_of("provider")
+        .and_then(|p| Provider::parse(&p).ok())
+}
+
+/// The role of a canonical message.
+pub fn role(msg: &J) -> Cow<'_, str> {
+    msg.str_of("role").unwrap_or(Cow::Borrowed(""))
+}
+
+/// The blocks of a message (`content` as a string is one text block).
+pub fn blocks(msg: &J) -> Vec<J> {
+    match msg.get("content") {
+        Some(J::Arr(a)) => a.clone(),
+        Some(s @ J::Str(_)) => vec![J::Obj(vec![
+            ("type".into(), J::s("text")),
+            ("text".into(), s.clone()),
+        ])],
+        _ => Vec::new(),
+    }
+}
+
+/// A text block.
+pub fn text_block(text: &str) -> J {
+    J::obj([("type", J::s("text")), ("text", J::s(text))])
+}
+
+/// A text block from an already-escaped JSON string value.
+pub fn text_block_j(text: J) -> J {
+    J::obj([("type", J::s("text")), ("text", text)])
+}
+
+/// `type` of a block.
+pub fn btype(block: &J) -> Cow<'_, str> {
+    block.str_of("type").unwrap_or(Cow::Borrowed(""))
+}
+
+/// The members of `v` whose keys are not in `known`, as `{"<provider>": {…}}`, or `None`.
+pub fn vendor_of(v: &J, known: &[&str], p: Provider) -> Option<J> {
+    let J::Obj(m) = v else { return None };
+    let rest: Vec<(String, J)> = m
+        .iter()
+        .filter(|(k, _)| !known.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    if rest.is_empty() {
+        None
+    } else {
+        Some(J::Obj(vec![(p.name().to_string(), J::Obj(rest))]))
+    }
+}
+
+/// Adds `vendor` to a canonical object when there is any.
+pub fn with_vendor(mut obj: J, vendor: Option<J>) -> J {
+    if let Some(v) = vendor {
+        obj.set("vendor", v);
+    }
+    obj
+}
+
+/// The provider-specific members kept for `p` on a canonical object.
+pub fn vendor_members(obj: &J, p: Provider) -> Vec<(String, J)> {
+    match obj.get("vendor").and_then(|v| v.get(p.name())) {
+        Some(J::Obj(m)) => m.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Names of provider-specific members kept for providers other than `p`.
+pub fn foreign_vendor_keys(obj: &J, p: Provider) -> Vec<String> {
+    match obj.get("vendor") {
+        Some(J::Obj(m)) => m
+            .iter()
+            .filter(|(k, _)| k != p.name())
+            .flat_map(|(k, v)| v.keys().into_iter().map(move |f| format!("{k}.{f}")))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Appends members to an object.
+pub fn extend(obj: &mut J, members: Vec<(String, J)>) {
+    if let J::Obj(m) = obj {
+        m.extend(members);
+    }
+}
+
+/// Splits a `data:<mime>;base64,<data>` URL.
+pub fn parse_data_url(url: &str) -> Option<(String, String)> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    let mime = meta.strip_suffix(";base64")?;
+    Some((mime.to_string(), data.to_string()))
+}
+
+/// A hash of what JavaScript would see of these values (numbers by value,
+/// strings decoded, object members by key): the same after a trip through
+/// `JSON.parse`/`JSON.stringify`. The `original` member of messages is ignored.
+pub fn semantic_hash(msgs: &[J]) -> String {
+    let mut buf = Vec::new();
+    for m in msgs {
+        feed(m, &mut buf, true);
+        buf.push(0xff);
+    }
+    format!(
+        "{:016x}{:016x}",
+        fnv64(&buf, 0),
+        fnv64(&buf, 0x9e37_79b9_7f4a_7c15)
+    )
+}
+
+fn feed(v: &J, buf: &mut Vec<u8>, top: bool) {
+    match v {
+        J::Null => buf.push(b'n'),
+        J::Bool(b) => buf.extend_from_slice(if *b { b"T" } else { b"F" }),
+        J::Num(n) => {
+            buf.push(b'#');
+            let f: f64 = n.parse().unwrap_or(f64::NAN);
+            buf.extend_from_slice(&f.to_bits().to_le_bytes());
+        }
+        J::Str(_) => {
+            buf.push(b'"');
+            let s = v.as_str().unwrap_or_default();
+            buf.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            buf.extend_from_slice(s.as_bytes());
+        }
+        J::Arr(a) => {
+            buf.push(b'[');
+            for x in a {
+                feed(x, buf, false);
+            }
+            buf.push(b']');
+        }
+        J::Obj(_) => {
+            let mut keys: Vec<Cow<str>> = v.keys();
+            keys.sort();
+            keys.dedup();
+            buf.push(b'{');
+            for k in keys {
+                if top && k == "original" {
+                    continue;
+                }
+                buf.extend_from_slice(&(k.len() as u64).to_le_bytes());
+                buf.extend_from_slice(k.as_bytes());
+                if let Some(x) = v.get(&k) {
+                    feed(x, buf, false);
+                }
+            }
+            buf.push(b'}');
+        }
+    }
+}
+
+/// Marks the first of `msgs` with the exact provider JSON they were decoded from.
+pub fn attach_original(msgs: &mut [J], p: Provider, raw: &J) {
+    let hash = semantic_hash(msgs);
+    let count = msgs.len();
+    if let Some(first) = msgs.first_mut() {
+        first.set(
+            "original",
+            J::obj([
+                ("provider", J::s(p.name())),
+                ("json", J::s(&raw.text())),
+                ("count", J::num_u(count)),
+                ("hash", J::s(&hash)),
+            ]),
+        );
+    }
+}
+
+/// If `msgs[0]` carries an `original` for `p` whose messages are unchanged, the
+/// original JSON and how many messages it covers.
+pub fn unchanged_original(msgs: &[J], p: Provider) -> Option<(J, usize)> {
+    let o = msgs.first()?.get("original")?;
+    if !o.is("provider", p.name()) {
+        return None;
+    }
+    let count: usize = match o.get("count") {
+        Some(J::Num(n)) => n.parse().ok()?,
+        _ => return None,
+    };
+    if count == 0 || count > msgs.len() {
+        return None;
+    }
+    if msgs[1..count].iter().any(|m| m.get("original").is_some()) {
+        return None;
+    }
+    if o.str_of("hash")? != semantic_hash(&msgs[..count]) {
+        return None;
+    }
+    let raw = J::parse(&o.str_of("json")?).ok()?;
+    Some((raw, count))
+}
+
+/// An `INVALID_INPUT` error about the request.
+pub fn bad(what: impl Into<String>) -> Error {
+    Error::invalid_input(what.into())
+}

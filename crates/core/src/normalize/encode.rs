@@ -1,0 +1,1277 @@
+//! Canonical messages → provider requests. The messages are expected to have
+//! been through [`super::transform`] for the target; the encoders only reshape.
+
+use std::collections::HashSet;
+
+use super::canon::*;
+use super::jv::J;
+use super::report::CompatibilityReport;
+
+/// What the encoders need besides the messages.
+#[derive(Debug, Default)]
+pub struct Ctx {
+    /// Target model (decides Gemini ids).
+    pub model: Option<String>,
+    /// System messages met mid-conversation, for targets that only have a top-level system.
+    hoisted: Vec<J>,
+    /// Gemini call ids that were sent (their responses carry them too).
+    sent_ids: HashSet<String>,
+    /// Gemini: the assistant turn being encoded sends its call ids.
+    ids_now: bool,
+}
+
+impl Ctx {
+    pub fn new(model: Option<String>) -> Self {
+        Ctx {
+            model,
+            ..Default::default()
+        }
+    }
+}
+
+/// Whether the target Gemini model is version 3 or later (ids and signatures required).
+pub fn gemini3(model: Option<&str>) -> bool {
+    let Some(m) = model else { return false };
+    let m = m.rsplit('/').next().unwrap_or(m);
+    m.strip_prefix("gemini-")
+        .and_then(|v| v.split(['-', '.']).next())
+        .and_then(|v| v.parse::<u32>().ok())
+        .is_some_and(|v| v >= 3)
+}
+
+/// Encodes messages decoded from one provider message (a decode group) afresh,
+/// as the single provider value the group came from.
+pub fn encode_group(p: Provider, msgs: &[J]) -> Option<J> {
+    let mut rep = CompatibilityReport::new();
+    let mut ctx = Ctx::new(None);
+    if p == Provider::Google {
+        for m in msgs {
+            for b in blocks(m) {
+                if btype(&b) == "toolCall" && b.get("syntheticId").is_none() {
+                    ctx.sent_ids
+                        .insert(b.str_of("id").unwrap_or_default().to_string());
+                }
+            }
+        }
+    }
+    let (mut list, _) = encode_messages(p, msgs, &mut rep, &mut ctx);
+    if !ctx.hoisted.is_empty() {
+        return None;
+    }
+    let responses_assistant =
+        p == Provider::Responses && msgs.first().is_some_and(|m| role(m) == "assistant");
+    if responses_assistant {
+        Some(J::Arr(list))
+    } else if list.len() == 1 {
+        list.pop()
+    } else {
+        None
+    }
+}
+
+/// Encodes a whole request fragment for `p`.
+pub fn encode_request(
+    p: Provider,
+    msgs: &[J],
+    system: Option<&J>,
+    system_role: Option<&str>,
+    tools: Option<&[J]>,
+    rep: &mut CompatibilityReport,
+    ctx: &mut Ctx,
+) -> J {
+    let (list, _) = encode_messages(p, msgs, rep, ctx);
+    let mut system = system.cloned();
+    if !ctx.hoisted.is_empty() {
+        let mut texts: Vec<J> = match system.take() {
+            Some(J::Arr(b)) => b,
+            Some(s @ J::Str(_)) => vec![text_block_j(s)],
+            _ => Vec::new(),
+        };
+        texts.append(&mut ctx.hoisted);
+        system = Some(J::Arr(texts));
+    }
+    let mut req = J::Obj(vec![]);
+    match p {
+        Provider::Anthropic => {
+            if let Some(s) = system {
+                req.set("system", anthropic_system(&s));
+            }
+            req.set("messages", J::Arr(list));
+        }
+        Provider::OpenAi => {
+            let mut all = Vec::new();
+            if let Some(s) = system {
+                all.push(J::obj([
+                    ("role", J::s(system_role.unwrap_or("system"))),
+                    ("content", openai_system(&s)),
+                ]));
+            }
+            all.extend(list);
+            req.set("messages", J::Arr(all));
+        }
+        Provider::Responses => {
+            if let Some(s) = system {
+                req.set("instructions", J::s(&system_text(&s)));
+            }
+            let string_input = msgs.len() == 1
+                && role(&msgs[0]) == "user"
+                && matches!(msgs[0].get("content"), Some(J::Str(_)))
+                && vendor_members(&msgs[0], p)
+                    .iter()
+                    .any(|(k, _)| k == "inputString");
+            if string_input {
+                req.set("input", msgs[0].get("content").cloned().unwrap_or(J::s("")));
+            } else {
+                req.set("input", J::Arr(list));
+            }
+        }
+        Provider::Google => {
+            if let Some(s) = system {
+                let parts: Vec<J> = match &s {
+                    J::Arr(b) => b
+                        .iter()
+                        .map(|t| J::obj([("text", t.get("text").cloned().unwrap_or(J::s("")))]))
+                        .collect(),
+                    other => vec![J::obj([("text", other.clone())])],
+                };
+                req.set("systemInstruction", J::obj([("parts", J::Arr(parts))]));
+            }
+            req.set("contents", J::Arr(list));
+        }
+    }
+    if let Some(tools) = tools {
+        req.set("tools", encode_tools(p, tools));
+    }
+    req
+}
+
+fn system_text(s: &J) -> String {
+    match s {
+        J::Arr(b) => b
+            .iter()
+            .filter_map(|t| t.str_of("text").map(|x| x.to_string()))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        other => other.as_str().unwrap_or_default().to_string(),
+    }
+}
+
+fn anthropic_system(s: &J) -> J {
+    match s {
+        J::Arr(b) => J::Arr(
+            b.iter()
+                .map(|t| {
+                    let mut o = J::obj([
+                        ("type", J::s("text")),
+                        ("text", t.get("text").cloned().unwrap_or(J::s(""))),
+                    ]);
+                    extend(&mut o, vendor_members(t, Provider::Anthropic));
+                    o
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn openai_system(s: &J) -> J {
+    match s {
+        J::Arr(b) => J::Arr(
+            b.iter()
+                .map(|t| {
+                    J::obj([
+                        ("type", J::s("text")),
+                        ("text", t.get("text").cloned().unwrap_or(J::s(""))),
+                    ])
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn encode_tools(p: Provider, tools: &[J]) -> J {
+    let field = |t: &J, k: &str| t.get(k).cloned();
+    match p {
+        Provider::Google => {
+            let decls: Vec<J> = tools
+                .iter()
+                .map(|t| {
+                    let mut d = J::obj([("name", field(t, "name").unwrap_or(J::s("")))]);
+                    if let Some(x) = field(t, "description") {
+                        d.set("description", x);
+                    }
+                    d.set(
+                        "parameters",
+                        field(t, "parameters").unwrap_or(J::Obj(vec![])),
+                    );
+                    d
+                })
+                .collect();
+            J::Arr(vec![J::obj([("functionDeclarations", J::Arr(decls))])])
+        }
+        _ => J::Arr(
+            tools
+                .iter()
+                .map(|t| {
+                    let mut d = J::obj([("name", field(t, "name").unwrap_or(J::s("")))]);
+                    if let Some(x) = field(t, "description") {
+                        d.set("description", x);
+                    }
+                    let params = field(t, "parameters").unwrap_or(J::Obj(vec![]));
+                    match p {
+                        Provider::Anthropic => {
+                            d.set("input_schema", params);
+                            d
+                        }
+                        Provider::OpenAi => {
+                            d.set("parameters", params);
+                            J::obj([("type", J::s("function")), ("function", d)])
+                        }
+                        _ => {
+                            let mut r = J::obj([("type", J::s("function"))]);
+                            if let J::Obj(m) = d {
+                                extend(&mut r, m);
+                            }
+                            r.set("parameters", params);
+                            r
+                        }
+                    }
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Encodes the message list; returns the provider messages and, for each, the
+/// index of the canonical message it started from.
+fn encode_messages(
+    p: Provider,
+    msgs: &[J],
+    rep: &mut CompatibilityReport,
+    ctx: &mut Ctx,
+) -> (Vec<J>, Vec<usize>) {
+    let mut out: Vec<J> = Vec::new();
+    let mut from: Vec<usize> = Vec::new();
+    let mut st = State::default();
+    let mut i = 0;
+    while i < msgs.len() {
+        if let Some((raw, n)) = unchanged_original(&msgs[i..], p) {
+            st.close(p, &mut out, &mut from, rep);
+            match raw {
+                J::Arr(items) if p == Provider::Responses => {
+                    for it in items {
+                        out.push(it);
+                        from.push(i);
+                    }
+                }
+                other => {
+                    out.push(other);
+                    from.push(i);
+                }
+            }
+            if p == Provider::Google {
+                for m in &msgs[i..i + n] {
+                    for b in blocks(m) {
+                        if btype(&b) == "toolCall" && b.get("syntheticId").is_none() {
+                            ctx.sent_ids
+                                .insert(b.str_of("id").unwrap_or_default().to_string());
+                        }
+                    }
+                }
+            }
+            i += n;
+            continue;
+        }
+        let before = out.len();
+        match p {
+            Provider::Anthropic => anthropic_one(&msgs[i], i, &mut out, &mut st, rep, ctx),
+            Provider::OpenAi => openai_one(&msgs[i], i, &mut out, &mut from, &mut st, rep),
+            Provider::Responses => responses_one(&msgs[i], i, &mut out, rep),
+            Provider::Google => google_one(&msgs[i], i, &mut out, &mut st, rep, ctx),
+        }
+        for m in out.iter_mut().skip(before) {
+            let n = m.replace_lone_surrogates();
+            if n > 0 {
+                rep.lossy(
+                    "lone_surrogates_replaced",
+                    Some(i),
+                    "text",
+                    format!("{n} lone UTF-16 surrogate(s) replaced with U+FFFD"),
+                );
+            }
+        }
+        from.resize(out.len(), i);
+        i += 1;
+    }
+    st.close(p, &mut out, &mut from, rep);
+    (out, from)
+}
+
+/// Merging state between messages.
+#[derive(Default)]
+struct State {
+    /// The last provider message is a fresh user turn holding tool results
+    /// (Anthropic, Gemini): more results and a following user message join it.
+    open_results: bool,
+    /// OpenAI Chat: images from tool results waiting for a user message after the tool messages.
+    images: Vec<J>,
+    image_from: usize,
+}
+
+impl State {
+    fn close(
+        &mut self,
+        p: Provider,
+        out: &mut Vec<J>,
+        from: &mut Vec<usize>,
+        rep: &mut CompatibilityReport,
+    ) {
+        self.open_results = false;
+        if p == Provider::OpenAi && !self.images.is_empty() {
+            let mut parts = vec![J::obj([
+                ("type", J::s("text")),
+                ("text", J::s("Attached image(s) from tool result:")),
+            ])];
+            parts.append(&mut self.images);
+            out.push(J::obj([("role", J::s("user")), ("content", J::Arr(parts))]));
+            from.push(self.image_from);
+            rep.warn_step(
+                "tool_result_image_moved",
+                Some(self.image_from),
+                "OpenAI Chat tool messages hold text only: images of tool results moved to a user message after them".into(),
+            );
+        }
+    }
+}
+
+fn dropped(rep: &mut CompatibilityReport, i: usize, b: &J, target: Provider) {
+    let t = btype(b);
+    let code = match t.as_ref() {
+        "serverTool" => "server_tool_dropped",
+        "document" => "document_dropped",
+        "image" => "image_dropped",
+        _ => "unknown_block_dropped",
+    };
+    rep.lossy(
+        code,
+        Some(i),
+        &t,
+        format!("a {t} block cannot be sent to {}", target.name()),
+    );
+}
+
+fn own_raw(b: &J, p: Provider) -> Option<J> {
+    let t = btype(b);
+    if (t == "unknown" || t == "serverTool") && block_provider(b) == Some(p) {
+        b.get("raw").cloned()
+    } else {
+        None
+    }
+}
+
+// ---------------------------------------------------------------- Anthropic
+
+fn anthropic_media(b: &J) -> Option<J> {
+    let kind = btype(b).to_string();
+    let source = if let Some(d) = b.get("data") {
+        J::obj([
+            ("type", J::s("base64")),
+            ("media_type", b.get("mimeType").cloned().unwrap_or(J::s(""))),
+            ("data", d.clone()),
+        ])
+    } else if let Some(u) = b.get("url") {
+        J::obj([("type", J::s("url")), ("url", u.clone())])
+    } else if let Some(f) = b.get("fileId") {
+        J::obj([("type", J::s("file")), ("file_id", f.clone())])
+    } else if let (Some(t), "document") = (b.get("text"), kind.as_str()) {
+        J::obj([
+            ("type", J::s("text")),
+            (
+                "media_type",
+                b.get("mimeType").cloned().unwrap_or(J::s("text/plain")),
+            ),
+            ("data", t.clone()),
+        ])
+    } else {
+        return None;
+    };
+    let mut o = J::obj([("type", J::s(&kind)), ("source", source)]);
+    if let Some(t) = b.get("title")
+        && kind == "document"
+    {
+        o.set("title", t.clone());
+    }
+    extend(&mut o, vendor_members(b, Provider::Anthropic));
+    Some(o)
+}
+
+fn anthropic_block(b: &J, i: usize, rep: &mut CompatibilityReport) -> Option<J> {
+    let p = Provider::Anthropic;
+    if let Some(raw) = own_raw(b, p) {
+        return Some(raw);
+    }
+    let mut o = match btype(b).as_ref() {
+        "text" => J::obj([
+            ("type", J::s("text")),
+            ("text", b.get("text").cloned().unwrap_or(J::s(""))),
+        ]),
+        "thinking" => {
+            if b.get("redacted").and_then(J::as_bool) == Some(true) {
+                J::obj([
+                    ("type", J::s("redacted_thinking")),
+                    (
+                        "data",
+                        b.get("thinkingSignature").cloned().unwrap_or(J::s("")),
+                    ),
+                ])
+            } else {
+                J::obj([
+                    ("type", J::s("thinking")),
+                    ("thinking", b.get("thinking").cloned().unwrap_or(J::s(""))),
+                    (
+                        "signature",
+                        b.get("thinkingSignature").cloned().unwrap_or(J::s("")),
+                    ),
+                ])
+            }
+        }
+        "toolCall" => J::obj([
+            ("type", J::s("tool_use")),
+            ("id", b.get("id").cloned().unwrap_or(J::s(""))),
+            ("name", b.get("name").cloned().unwrap_or(J::s(""))),
+            ("input", object_args(b)),
+        ]),
+        "image" | "document" => match anthropic_media(b) {
+            Some(m) => return Some(m),
+            None => {
+                dropped(rep, i, b, p);
+                return None;
+            }
+        },
+        _ => {
+            dropped(rep, i, b, p);
+            return None;
+        }
+    };
+    extend(&mut o, vendor_members(b, p));
+    Some(o)
+}
+
+/// Arguments for targets that need an object: the original text when it is an
+/// object (its numbers as written), else `{"invalid_arguments": text}`.
+fn object_args(b: &J) -> J {
+    match b.get("argumentsRaw") {
+        Some(raw) => match raw.as_str().and_then(|t| J::parse(&t).ok()) {
+            Some(o @ J::Obj(_)) => o,
+            _ => J::obj([("invalid_arguments", raw.clone())]),
+        },
+        None => b.get("arguments").cloned().unwrap_or(J::Obj(vec![])),
+    }
+}
+
+fn anthropic_one(
+    m: &J,
+    i: usize,
+    out: &mut Vec<J>,
+    st: &mut State,
+    rep: &mut CompatibilityReport,
+    ctx: &mut Ctx,
+) {
+    let p = Provider::Anthropic;
+    match role(m).as_ref() {
+        "user" => {
+            let content = match m.get("content") {
+                Some(s @ J::Str(_)) if !st.open_results => s.clone(),
+                _ => J::Arr(
+                    blocks(m)
+                        .iter()
+                        .filter_map(|b| anthropic_block(b, i, rep))
+                        .collect(),
+                ),
+            };
+            if st.open_results
+                && let (Some(J::Arr(c)), J::Arr(more)) =
+                    (out.last_mut().and_then(|l| l.get_mut("content")), &content)
+            {
+                c.extend(more.iter().cloned());
+                st.open_results = false;
+                return;
+            }
+            let mut msg = J::obj([("role", J::s("user")), ("content", content)]);
+            extend(&mut msg, vendor_members(m, p));
+            out.push(msg);
+            st.open_results = false;
+        }
+        "toolResult" => {
+            let mut content: Vec<J> = blocks(m)
+                .iter()
+                .filter_map(|b| anthropic_block(b, i, rep))
+                .collect();
+            let mut r = J::obj([
+                ("type", J::s("tool_result")),
+                (
+                    "tool_use_id",
+                    m.get("toolCallId").cloned().unwrap_or(J::s("")),
+                ),
+            ]);
+            if content.len() == 1 && content[0].is("type", "text") && content[0].keys().len() == 2 {
+                r.set(
+                    "content",
+                    content.remove(0).get("text").cloned().unwrap_or(J::s("")),
+                );
+            } else if !content.is_empty() {
+                r.set("content", J::Arr(content));
+            }
+            if m.get("isError").and_then(J::as_bool) == Some(true) {
+                r.set("is_error", J::Bool(true));
+            }
+            extend(&mut r, vendor_members(m, p));
+            if st.open_results
+                && let Some(J::Arr(c)) = out.last_mut().and_then(|l| l.get_mut("content"))
+            {
+                let at = c.iter().take_while(|b| b.is("type", "tool_result")).count();
+                c.insert(at, r);
+                return;
+            }
+            out.push(J::obj([
+                ("role", J::s("user")),
+                ("content", J::Arr(vec![r])),
+            ]));
+            st.open_results = true;
+        }
+        "assistant" => {
+            st.open_results = false;
+            let content: Vec<J> = match m.get("content") {
+                Some(J::Arr(a)) => a
+                    .iter()
+                    .filter_map(|b| anthropic_block(b, i, rep))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let mut msg = J::obj([("role", J::s("assistant")), ("content", J::Arr(content))]);
+            extend(&mut msg, vendor_members(m, p));
+            out.push(msg);
+        }
+        "system" => hoist(m, i, p, !out.is_empty(), rep, ctx),
+        other => rep.lossy(
+            "unknown_block_dropped",
+            Some(i),
+            "message",
+            format!("a message with role {other:?} cannot be sent to anthropic"),
+        ),
+    }
+}
+
+fn hoist(
+    m: &J,
+    i: usize,
+    p: Provider,
+    after_others: bool,
+    rep: &mut CompatibilityReport,
+    ctx: &mut Ctx,
+) {
+    for b in blocks(m) {
+        ctx.hoisted
+            .push(text_block_j(b.get("text").cloned().unwrap_or(J::s(""))));
+    }
+    let detail = format!(
+        "{} has no system messages inside the conversation: appended to the system prompt",
+        p.name()
+    );
+    if after_others {
+        rep.lossy("system_hoisted", Some(i), "system position", detail);
+    } else {
+        rep.step("system_hoisted", Some(i), detail);
+    }
+}
+
+// ---------------------------------------------------------------- OpenAI Chat
+
+fn data_url(b: &J) -> Option<String> {
+    Some(format!(
+        "data:{};base64,{}",
+        b.str_of("mimeType")?,
+        b.str_of("data")?
+    ))
+}
+
+fn openai_part(b: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> Option<J> {
+    if let Some(raw) = own_raw(b, p) {
+        return Some(raw);
+    }
+    let responses = p == Provider::Responses;
+    let mut o = match btype(b).as_ref() {
+        "text" => J::obj([
+            ("type", J::s(if responses { "input_text" } else { "text" })),
+            ("text", b.get("text").cloned().unwrap_or(J::s(""))),
+        ]),
+        "image" => {
+            let url = match (b.get("url"), data_url(b), b.get("fileId")) {
+                (Some(u), _, _) => Some(u.clone()),
+                (None, Some(d), _) => Some(J::s(&d)),
+                _ => None,
+            };
+            if responses {
+                let mut o = J::obj([("type", J::s("input_image"))]);
+                match (url, b.get("fileId")) {
+                    (Some(u), _) => o.set("image_url", u),
+                    (None, Some(f)) => o.set("file_id", f.clone()),
+                    _ => {
+                        dropped(rep, i, b, p);
+                        return None;
+                    }
+                }
+                o.set("detail", b.get("detail").cloned().unwrap_or(J::s("auto")));
+                o
+            } else {
+                let Some(u) = url else {
+                    dropped(rep, i, b, p);
+                    return None;
+                };
+                let mut iu = J::obj([("url", u)]);
+                if let Some(d) = b.get("detail") {
+                    iu.set("detail", d.clone());
+                }
+                J::obj([("type", J::s("image_url")), ("image_url", iu)])
+            }
+        }
+        "document" => {
+            if let Some(t) = b.get("text") {
+                J::obj([
+                    ("type", J::s(if responses { "input_text" } else { "text" })),
+                    ("text", t.clone()),
+                ])
+            } else {
+                let mut f = J::Obj(vec![]);
+                if let Some(d) = data_url(b) {
+                    f.set("file_data", J::s(&d));
+                } else if let Some(id) = b.get("fileId") {
+                    f.set("file_id", id.clone());
+                } else if let (Some(u), true) = (b.get("url"), responses) {
+                    f.set("file_url", u.clone());
+                } else {
+                    dropped(rep, i, b, p);
+                    return None;
+                }
+                if let Some(t) = b.get("title") {
+                    f.set("filename", t.clone());
+                }
+                if responses {
+                    let mut o = J::obj([("type", J::s("input_file"))]);
+                    if let J::Obj(m) = f {
+                        extend(&mut o, m);
+                    }
+                    o
+                } else {
+                    J::obj([("type", J::s("file")), ("file", f)])
+                }
+            }
+        }
+        _ => {
+            dropped(rep, i, b, p);
+            return None;
+        }
+    };
+    extend(&mut o, vendor_members(b, p));
+    Some(o)
+}
+
+fn user_content(m: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> J {
+    match m.get("content") {
+        Some(s @ J::Str(_)) => s.clone(),
+        _ => J::Arr(
+            blocks(m)
+                .iter()
+                .filter_map(|b| openai_part(b, i, p, rep))
+                .collect(),
+        ),
+    }
+}
+
+fn is_refusal(b: &J, p: Provider) -> bool {
+    vendor_members(b, p)
+        .iter()
+        .any(|(k, v)| k == "refusal" && *v == J::Bool(true))
+}
+
+fn openai_one(
+    m: &J,
+    i: usize,
+    out: &mut Vec<J>,
+    from: &mut Vec<usize>,
+    st: &mut State,
+    rep: &mut CompatibilityReport,
+) {
+    let p = Provider::OpenAi;
+    let r = role(m).to_string();
+    if r != "toolResult" {
+        st.close(p, out, from, rep);
+        from.resize(out.len(), i);
+    }
+    match r.as_str() {
+        "system" => {
+            let dev = m.get("developer").and_then(J::as_bool) == Some(true);
+            let mut msg = J::obj([
+                ("role", J::s(if dev { "developer" } else { "system" })),
+                (
+                    "content",
+                    openai_system(m.get("content").unwrap_or(&J::s(""))),
+                ),
+            ]);
+            extend(&mut msg, vendor_members(m, p));
+            out.push(msg);
+        }
+        "user" => {
+            let mut msg = J::obj([
+                ("role", J::s("user")),
+                ("content", user_content(m, i, p, rep)),
+            ]);
+            extend(&mut msg, vendor_members(m, p));
+            out.push(msg);
+        }
+        "assistant" => {
+            let bl = blocks(m);
+            let mut msg = J::obj([("role", J::s("assistant"))]);
+            let mut texts = Vec::new();
+            let mut refusal = false;
+            let mut calls = Vec::new();
+            let mut reasoning: Option<(String, Vec<String>)> = None;
+            for b in &bl {
+                match btype(b).as_ref() {
+                    "text" => {
+                        refusal |= is_refusal(b, p);
+                        texts.push(b.clone());
+                    }
+                    "thinking" => {
+                        let field = b
+                            .str_of("thinkingSignature")
+                            .filter(|f| {
+                                ["reasoning_content", "reasoning", "reasoning_text"]
+                                    .contains(&f.as_ref())
+                            })
+                            .map(|f| f.to_string())
+                            .unwrap_or_else(|| "reasoning_content".into());
+                        let r = reasoning.get_or_insert((field, Vec::new()));
+                        r.1.push(b.str_of("thinking").unwrap_or_default().to_string());
+                    }
+                    "toolCall" => {
+                        let args = match b.get("argumentsRaw") {
+                            Some(raw) => raw.clone(),
+                            None => {
+                                J::s(&b.get("arguments").cloned().unwrap_or(J::Obj(vec![])).text())
+                            }
+                        };
+                        let mut c = J::obj([
+                            ("id", b.get("id").cloned().unwrap_or(J::s(""))),
+                            ("type", J::s("function")),
+                            (
+                                "function",
+                                J::obj([
+                                    ("name", b.get("name").cloned().unwrap_or(J::s(""))),
+                                    ("arguments", args),
+                                ]),
+                            ),
+                        ]);
+                        extend(&mut c, vendor_members(b, p));
+                        calls.push(c);
+                    }
+                    _ => {
+                        if let Some(raw) = own_raw(b, p) {
+                            calls.push(raw);
+                        } else {
+                            dropped(rep, i, b, p);
+                        }
+                    }
+                }
+            }
+            let content = if texts.is_empty() {
+                if calls.is_empty() { J::s("") } else { J::Null }
+            } else if texts.len() == 1 && !refusal && texts[0].keys().len() == 2 {
+                texts[0].get("text").cloned().unwrap_or(J::s(""))
+            } else if !refusal {
+                // One string, as OpenAI-compatible servers expect (not all take parts here).
+                rep.step(
+                    "text_joined",
+                    Some(i),
+                    format!("{} text blocks joined with a blank line", texts.len()),
+                );
+                let joined: Vec<String> = texts
+                    .iter()
+                    .map(|t| t.str_of("text").unwrap_or_default().to_string())
+                    .collect();
+                J::s(&joined.join("\n\n"))
+            } else {
+                J::Arr(
+                    texts
+                        .iter()
+                        .map(|t| {
+                            if is_refusal(t, p) {
+                                J::obj([
+                                    ("type", J::s("refusal")),
+                                    ("refusal", t.get("text").cloned().unwrap_or(J::s(""))),
+                                ])
+                            } else {
+                                J::obj([
+                                    ("type", J::s("text")),
+                                    ("text", t.get("text").cloned().unwrap_or(J::s(""))),
+                                ])
+                            }
+                        })
+                        .collect(),
+                )
+            };
+            msg.set("content", content);
+            if let Some((field, parts)) = reasoning {
+                msg.set(&field, J::s(&parts.join("\n\n")));
+            }
+            if !calls.is_empty() {
+                msg.set("tool_calls", J::Arr(calls));
+            }
+            extend(&mut msg, vendor_members(m, p));
+            out.push(msg);
+        }
+        "toolResult" => {
+            let bl = blocks(m);
+            let texts: Vec<J> = bl.iter().filter(|b| btype(b) == "text").cloned().collect();
+            for b in &bl {
+                match btype(b).as_ref() {
+                    "text" => {}
+                    "image" => {
+                        if st.images.is_empty() {
+                            st.image_from = i;
+                        }
+                        if let Some(part) = openai_part(b, i, p, rep) {
+                            st.images.push(part);
+                        }
+                    }
+                    _ => dropped(rep, i, b, p),
+                }
+            }
+            let content = match texts.len() {
+                0 if bl.iter().any(|b| btype(b) == "image") => J::s("(see attached image)"),
+                0 => J::s(""),
+                1 => texts[0].get("text").cloned().unwrap_or(J::s("")),
+                _ => J::Arr(
+                    texts
+                        .iter()
+                        .map(|t| {
+                            J::obj([
+                                ("type", J::s("text")),
+                                ("text", t.get("text").cloned().unwrap_or(J::s(""))),
+                            ])
+                        })
+                        .collect(),
+                ),
+            };
+            let mut msg = J::obj([
+                ("role", J::s("tool")),
+                (
+                    "tool_call_id",
+                    m.get("toolCallId").cloned().unwrap_or(J::s("")),
+                ),
+                ("content", content),
+            ]);
+            extend(&mut msg, vendor_members(m, p));
+            out.push(msg);
+        }
+        other => rep.lossy(
+            "unknown_block_dropped",
+            Some(i),
+            "message",
+            format!("a message with role {other:?} cannot be sent to openai"),
+        ),
+    }
+}
+
+// ---------------------------------------------------------------- OpenAI Responses
+
+fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityReport) {
+    let p = Provider::Responses;
+    match role(m).as_ref() {
+        "system" => {
+            let dev = m.get("developer").and_then(J::as_bool) == Some(true);
+            let mut msg = J::obj([
+                ("role", J::s(if dev { "developer" } else { "system" })),
+                (
+                    "content",
+                    openai_system(m.get("content").unwrap_or(&J::s(""))),
+                ),
+            ]);
+            extend(&mut msg, vendor_members(m, p));
+            out.push(msg);
+        }
+        "user" => {
+            let mut msg = J::obj([
+                ("role", J::s("user")),
+                ("content", user_content(m, i, p, rep)),
+            ]);
+            extend(
+                &mut msg,
+                vendor_members(m, p)
+                    .into_iter()
+                    .filter(|(k, _)| k != "inputString")
+                    .collect(),
+            );
+            out.push(msg);
+        }
+        "toolResult" => {
+            let bl = blocks(m);
+            let simple = bl.len() == 1 && bl[0].is("type", "text") && bl[0].keys().len() == 2;
+            let output = if simple {
+                bl[0].get("text").cloned().unwrap_or(J::s(""))
+            } else if bl.is_empty() {
+                J::s("")
+            } else {
+                J::Arr(
+                    bl.iter()
+                        .filter_map(|b| openai_part(b, i, p, rep))
+                        .collect(),
+                )
+            };
+            let id = m.str_of("toolCallId").unwrap_or_default().to_string();
+            let mut item = J::obj([
+                ("type", J::s("function_call_output")),
+                ("call_id", J::s(id.split('|').next().unwrap_or(""))),
+                ("output", output),
+            ]);
+            extend(&mut item, vendor_members(m, p));
+            out.push(item);
+        }
+        "assistant" => {
+            let bl = blocks(m);
+            let mut k = 0;
+            while k < bl.len() {
+                let b = &bl[k];
+                if let Some(raw) = own_raw(b, p) {
+                    out.push(raw);
+                    k += 1;
+                    continue;
+                }
+                match btype(b).as_ref() {
+                    "thinking" => {
+                        match b
+                            .str_of("thinkingSignature")
+                            .and_then(|s| J::parse(&s).ok())
+                        {
+                            Some(item) if item.is("type", "reasoning") => out.push(item),
+                            _ => rep.lossy(
+                                "thinking_dropped",
+                                Some(i),
+                                "thinking",
+                                "reasoning without a Responses reasoning item cannot be replayed"
+                                    .into(),
+                            ),
+                        }
+                        k += 1;
+                    }
+                    "text" => {
+                        // Consecutive text blocks of one message item (same signature) go together.
+                        let sig = b.get("textSignature").cloned();
+                        let mut parts = Vec::new();
+                        let first = k;
+                        while k < bl.len()
+                            && btype(&bl[k]) == "text"
+                            && bl[k].get("textSignature").cloned() == sig
+                        {
+                            let t = &bl[k];
+                            let mut part = if is_refusal(t, p) {
+                                J::obj([
+                                    ("type", J::s("refusal")),
+                                    ("refusal", t.get("text").cloned().unwrap_or(J::s(""))),
+                                ])
+                            } else {
+                                J::obj([
+                                    ("type", J::s("output_text")),
+                                    ("text", t.get("text").cloned().unwrap_or(J::s(""))),
+                                ])
+                            };
+                            extend(
+                                &mut part,
+                                vendor_members(t, p)
+                                    .into_iter()
+                                    .filter(|(key, _)| {
+                                        key != "refusal" && !key.starts_with("item.")
+                                    })
+                                    .collect(),
+                            );
+                            parts.push(part);
+                            k += 1;
+                            if sig.is_none() {
+                                break;
+                            }
+                        }
+                        let parsed = sig
+                            .as_ref()
+                            .and_then(J::as_str)
+                            .map(|s| parse_text_signature(&s));
+                        let mut item = J::obj([("type", J::s("message"))]);
+                        let id = parsed.as_ref().and_then(|x| x.0.clone());
+                        if let Some(id) = &id {
+                            item.set("id", J::s(id));
+                        }
+                        item.set("role", J::s("assistant"));
+                        let item_extra: Vec<(String, J)> = vendor_members(&bl[first], p)
+                            .into_iter()
+                            .filter_map(|(key, v)| {
+                                key.strip_prefix("item.").map(|s| (s.to_string(), v))
+                            })
+                            .collect();
+                        if id.is_none()
+                            && item_extra.is_empty()
+                            && parts.len() == 1
+                            && parts[0].keys().len() == 2
+                            && parts[0].is("type", "output_text")
+                        {
+                            // No item id: the short form the API accepts for earlier assistant turns.
+                            out.push(J::obj([
+                                ("role", J::s("assistant")),
+                                ("content", parts[0].get("text").cloned().unwrap_or(J::s(""))),
+                            ]));
+                            continue;
+                        }
+                        item.set("content", J::Arr(parts));
+                        extend(&mut item, item_extra);
+                        if let Some(ph) = parsed.and_then(|x| x.1) {
+                            item.set("phase", ph);
+                        }
+                        out.push(item);
+                    }
+                    "toolCall" => {
+                        let full = b.str_of("id").unwrap_or_default().to_string();
+                        let (call_id, item_id) = match full.split_once('|') {
+                            Some((c, it)) => (c.to_string(), Some(it.to_string())),
+                            None => (full.clone(), None),
+                        };
+                        let mut item = J::obj([("type", J::s("function_call"))]);
+                        if let Some(it) = item_id {
+                            item.set("id", J::s(&it));
+                        }
+                        item.set("call_id", J::s(&call_id));
+                        item.set("name", b.get("name").cloned().unwrap_or(J::s("")));
+                        let args = match b.get("argumentsRaw") {
+                            Some(raw) => raw.clone(),
+                            None => {
+                                J::s(&b.get("arguments").cloned().unwrap_or(J::Obj(vec![])).text())
+                            }
+                        };
+                        item.set("arguments", args);
+                        extend(&mut item, vendor_members(b, p));
+                        out.push(item);
+                        k += 1;
+                    }
+                    _ => {
+                        dropped(rep, i, b, p);
+                        k += 1;
+                    }
+                }
+            }
+        }
+        other => rep.lossy(
+            "unknown_block_dropped",
+            Some(i),
+            "message",
+            format!("a message with role {other:?} cannot be sent to openai-responses"),
+        ),
+    }
+}
+
+/// pi's text signature for Responses: `{"v":1,"id","phase"?}` or a bare message id.
+fn parse_text_signature(s: &str) -> (Option<String>, Option<J>) {
+    if s.starts_with('{')
+        && let Ok(v) = J::parse(s)
+        && let Some(id) = v.str_of("id")
+    {
+        return (Some(id.to_string()), v.get("phase").cloned());
+    }
+    (Some(s.to_string()), None)
+}
+
+// ---------------------------------------------------------------- Google Gemini
+
+fn google_media(b: &J) -> Option<J> {
+    if let Some(d) = b.get("data") {
+        Some(J::obj([(
+            "inlineData",
+            J::obj([
+                ("mimeType", b.get("mimeType").cloned().unwrap_or(J::s(""))),
+                ("data", d.clone()),
+            ]),
+        )]))
+    } else if let Some(u) = b.get("url") {
+        let mut fd = J::Obj(vec![]);
+        if let Some(mt) = b.get("mimeType") {
+            fd.set("mimeType", mt.clone());
+        }
+        fd.set("fileUri", u.clone());
+        Some(J::obj([("fileData", fd)]))
+    } else if let (Some(t), "document") = (b.get("text"), btype(b).as_ref()) {
+        Some(J::obj([("text", t.clone())]))
+    } else {
+        None
+    }
+}
+
+fn google_part(b: &J, i: usize, rep: &mut CompatibilityReport, ctx: &mut Ctx) -> Option<J> {
+    let p = Provider::Google;
+    if let Some(raw) = own_raw(b, p) {
+        return Some(raw);
+    }
+    let mut o = match btype(b).as_ref() {
+        "text" => {
+            let mut o = J::obj([("text", b.get("text").cloned().unwrap_or(J::s("")))]);
+            if let Some(s) = b.get("textSignature") {
+                o.set("thoughtSignature", s.clone());
+            }
+            o
+        }
+        "thinking" => {
+            let mut o = J::obj([
+                ("text", b.get("thinking").cloned().unwrap_or(J::s(""))),
+                ("thought", J::Bool(true)),
+            ]);
+            if let Some(s) = b.get("thinkingSignature") {
+                o.set("thoughtSignature", s.clone());
+            }
+            o
+        }
+        "toolCall" => {
+            let mut fc = J::Obj(vec![]);
+            let id = b.str_of("id").unwrap_or_default().to_string();
+            let synthetic = b.get("syntheticId").and_then(J::as_bool) == Some(true);
+            if !synthetic && ctx.ids_now {
+                fc.set("id", J::s(&id));
+                ctx.sent_ids.insert(id);
+            }
+            fc.set("name", b.get("name").cloned().unwrap_or(J::s("")));
+            fc.set("args", object_args(b));
+            let mut o = J::obj([("functionCall", fc)]);
+            if let Some(s) = b.get("thoughtSignature") {
+                o.set("thoughtSignature", s.clone());
+            }
+            o
+        }
+        "image" | "document" => match google_media(b) {
+            Some(m) => m,
+            None => {
+                dropped(rep, i, b, p);
+                return None;
+            }
+        },
+        _ => {
+            dropped(rep, i, b, p);
+            return None;
+        }
+    };
+    extend(&mut o, vendor_members(b, p));
+    Some(o)
+}
+
+fn google_response(m: &J) -> J {
+    let bl = blocks(m);
+    let text: String = bl
+        .iter()
+        .filter(|b| btype(b) == "text")
+        .filter_map(|b| b.str_of("text").map(|t| t.to_string()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let is_error = m.get("isError").and_then(J::as_bool) == Some(true);
+    let parsed = J::parse(&text).ok().filter(J::is_obj);
+    match (is_error, parsed) {
+        (true, Some(o)) if o.get("error").is_some() => o,
+        (true, _) => J::obj([("error", J::s(&text))]),
+        (false, Some(o)) if o.get("error").is_none() => o,
+        (false, _) => J::obj([("output", J::s(&text))]),
+    }
+}
+
+fn google_one(
+    m: &J,
+    i: usize,
+    out: &mut Vec<J>,
+    st: &mut State,
+    rep: &mut CompatibilityReport,
+    ctx: &mut Ctx,
+) {
+    let p = Provider::Google;
+    match role(m).as_ref() {
+        "user" => {
+            // A separate user turn after the function responses (as the Gemini SDKs send it).
+            let parts: Vec<J> = blocks(m)
+                .iter()
+                .filter_map(|b| google_part(b, i, rep, ctx))
+                .collect();
+            let no_role = vendor_members(m, p).iter().any(|(k, _)| k == "noRole");
+            let msg = if no_role {
+                J::obj([("parts", J::Arr(parts))])
+            } else {
+                J::obj([("role", J::s("user")), ("parts", J::Arr(parts))])
+            };
+            out.push(msg);
+            st.open_results = false;
+        }
+        "toolResult" => {
+            let part = match vendor_members(m, p).into_iter().find(|(k, _)| k == "part") {
+                Some((_, raw)) => raw,
+                None => {
+                    let mut fr = J::Obj(vec![]);
+                    let id = m.str_of("toolCallId").unwrap_or_default().to_string();
+                    let synthetic = m.get("syntheticId").and_then(J::as_bool) == Some(true);
+                    if !synthetic && ctx.sent_ids.contains(&id) {
+                        fr.set("id", J::s(&id));
+                    }
+                    fr.set("name", m.get("toolName").cloned().unwrap_or(J::s("")));
+                    fr.set("response", google_response(m));
+                    let media: Vec<J> = blocks(m)
+                        .iter()
+                        .filter(|b| btype(b) != "text")
+                        .filter_map(|b| match google_media(b) {
+                            Some(x) => Some(x),
+                            None => {
+                                dropped(rep, i, b, p);
+                                None
+                            }
+                        })
+                        .collect();
+                    if !media.is_empty() {
+                        fr.set("parts", J::Arr(media));
+                    }
+                    J::obj([("functionResponse", fr)])
+                }
+            };
+            if st.open_results
+                && let Some(J::Arr(c)) = out.last_mut().and_then(|l| l.get_mut("parts"))
+            {
+                let at = c
+                    .iter()
+                    .take_while(|x| x.get("functionResponse").is_some())
+                    .count();
+                c.insert(at, part);
+                return;
+            }
+            out.push(J::obj([
+                ("role", J::s("user")),
+                ("parts", J::Arr(vec![part])),
+            ]));
+            st.open_results = true;
+        }
+        "assistant" => {
+            st.open_results = false;
+            ctx.ids_now = origin(m) == Some(p) || gemini3(ctx.model.as_deref());
+            let parts: Vec<J> = blocks(m)
+                .iter()
+                .filter_map(|b| google_part(b, i, rep, ctx))
+                .collect();
+            let mut msg = J::obj([("role", J::s("model")), ("parts", J::Arr(parts))]);
+            extend(&mut msg, vendor_members(m, p));
+            out.push(msg);
+        }
+        "system" => hoist(m, i, p, !out.is_empty(), rep, ctx),
+        other => rep.lossy(
+            "unknown_block_dropped",
+            Some(i),
+            "message",
+            format!("a message with role {other:?} cannot be sent to google"),
+        ),
+    }
+}

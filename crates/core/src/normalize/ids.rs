@@ -1,0 +1,219 @@
+//! Tool-call ids mapped to a target's constraints with a reversible,
+//! collision-free map.
+
+use std::collections::HashMap;
+
+/// What a target accepts as a tool-call id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdRule {
+    /// Longest id accepted.
+    pub max_len: usize,
+    /// Exact length required (Mistral: 9).
+    pub exact_len: Option<usize>,
+    /// `_` and `-` allowed besides ASCII letters and digits.
+    pub punct: bool,
+    /// Any character allowed (only the length is limited).
+    pub any: bool,
+}
+
+impl IdRule {
+    /// Anthropic `tool_use.id`: `^[a-zA-Z0-9_-]+$`, at most 64 (pi-ai's limit).
+    pub const ANTHROPIC: IdRule = IdRule {
+        max_len: 64,
+        exact_len: None,
+        punct: true,
+        any: false,
+    };
+    /// OpenAI Chat `tool_calls[].id`: at most 40 (no documented character set).
+    pub const OPENAI: IdRule = IdRule {
+        max_len: 40,
+        exact_len: None,
+        punct: true,
+        any: true,
+    };
+    /// OpenAI Responses `call_id`, Gemini `functionCall.id`: at most 64.
+    pub const WIDE: IdRule = IdRule {
+        max_len: 64,
+        exact_len: None,
+        punct: true,
+        any: false,
+    };
+    /// Mistral: exactly 9 of `[a-zA-Z0-9]`.
+    pub const MISTRAL: IdRule = IdRule {
+        max_len: 9,
+        exact_len: Some(9),
+        punct: false,
+        any: false,
+    };
+
+    fn char_ok(&self, c: char) -> bool {
+        self.any || c.is_ascii_alphanumeric() || (self.punct && (c == '_' || c == '-'))
+    }
+
+    /// Whether `id` is accepted as it is.
+    pub fn accepts(&self, id: &str) -> bool {
+        let n = id.len();
+        !id.is_empty()
+            && n <= self.max_len
+            && self.exact_len.is_none_or(|e| e == n)
+            && id.chars().all(|c| self.char_ok(c))
+    }
+}
+
+/// FNV-1a, 64 bit: a stable hash (the same in every build and version).
+pub fn fnv64(data: &[u8], seed: u64) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
+    for &b in data {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+const B62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+fn base62(mut n: u64, len: usize) -> String {
+    let mut out = Vec::with_capacity(len);
+    for _ in 0..len {
+        out.push(B62[(n % 62) as usize]);
+        n /= 62;
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Maps original ids to target ids: deterministic (the same input gives the same
+/// map), collision-free and reversible.
+#[derive(Debug, Default, Clone)]
+pub struct IdMap {
+    forward: HashMap<String, String>,
+    taken: HashMap<String, String>,
+    /// `(target, original)` in the order ids were first mapped (changed ids only).
+    pub changed: Vec<(String, String)>,
+}
+
+impl IdMap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The target id for `original` (assigning one on first sight).
+    pub fn map(&mut self, original: &str, rule: &IdRule) -> String {
+        if let Some(t) = self.forward.get(original) {
+            return t.clone();
+        }
+        let mut candidate = if rule.accepts(original) {
+            original.to_string()
+        } else if rule.exact_len.is_some() {
+            base62(fnv64(original.as_bytes(), 0), rule.max_len)
+        } else {
+            let mut s: String = original
+                .chars()
+                .map(|c| if rule.char_ok(c) { c } else { '_' })
+                .collect();
+            if s.is_empty() {
+                s.push_str("call");
+            }
+            if s.len() > rule.max_len {
+                let mut cut = rule.max_len;
+                while !s.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                s.truncate(cut);
+            }
+            s
+        };
+        let mut attempt = 0u64;
+        while self.taken.get(&candidate).is_some_and(|o| o != original) {
+            attempt += 1;
+            let h = fnv64(original.as_bytes(), attempt);
+            candidate = if rule.exact_len.is_some() {
+                base62(h, rule.max_len)
+            } else {
+                let suffix = format!("_{}", base62(h, 6));
+                let first = self.forward_base(original, rule);
+                let room = rule.max_len.saturating_sub(suffix.len());
+                let mut cut = room.min(first.len());
+                while !first.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                format!("{}{suffix}", &first[..cut])
+            };
+        }
+        self.taken.insert(candidate.clone(), original.to_string());
+        self.forward.insert(original.to_string(), candidate.clone());
+        if candidate != original {
+            self.changed.push((candidate.clone(), original.to_string()));
+        }
+        candidate
+    }
+
+    /// The sanitized form of `original` before any collision suffix.
+    fn forward_base(&self, original: &str, rule: &IdRule) -> String {
+        let s: String = original
+            .chars()
+            .map(|c| if rule.char_ok(c) { c } else { '_' })
+            .collect();
+        if s.is_empty() { "call".into() } else { s }
+    }
+
+    /// The target id already assigned to `original`.
+    pub fn get(&self, original: &str) -> Option<&str> {
+        self.forward.get(original).map(String::as_str)
+    }
+
+    /// Reserves ids that are already used as they are (so a mapped id never takes them).
+    pub fn reserve(&mut self, id: &str) {
+        self.taken
+            .entry(id.to_string())
+            .or_insert_with(|| id.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_ids_stay_and_invalid_ones_are_sanitized() {
+        let mut m = IdMap::new();
+        assert_eq!(m.map("toolu_01", &IdRule::ANTHROPIC), "toolu_01");
+        assert_eq!(m.map("call:1/abc", &IdRule::ANTHROPIC), "call_1_abc");
+        assert_eq!(m.changed, vec![("call_1_abc".into(), "call:1/abc".into())]);
+    }
+
+    #[test]
+    fn collisions_get_distinct_ids_and_the_map_is_stable() {
+        let mut m = IdMap::new();
+        let a = m.map("a:b", &IdRule::ANTHROPIC);
+        let b = m.map("a/b", &IdRule::ANTHROPIC);
+        let c = m.map("a_b", &IdRule::ANTHROPIC);
+        assert_ne!(a, b);
+        assert_ne!(b, c);
+        assert_ne!(a, c);
+        for id in [&a, &b, &c] {
+            assert!(IdRule::ANTHROPIC.accepts(id), "{id}");
+        }
+        assert_eq!(m.map("a/b", &IdRule::ANTHROPIC), b);
+        let mut again = IdMap::new();
+        assert_eq!(again.map("a:b", &IdRule::ANTHROPIC), a);
+        assert_eq!(again.map("a/b", &IdRule::ANTHROPIC), b);
+    }
+
+    #[test]
+    fn length_limits_and_mistral() {
+        let long = "x".repeat(100);
+        let mut m = IdMap::new();
+        let t = m.map(&long, &IdRule::OPENAI);
+        assert_eq!(t.len(), 40);
+        let t2 = m.map(&"x".repeat(101), &IdRule::OPENAI);
+        assert_eq!(t2.len(), 40);
+        assert_ne!(t, t2);
+        let mut mm = IdMap::new();
+        let ids: Vec<String> = (0..500)
+            .map(|i| mm.map(&format!("toolu_{i}"), &IdRule::MISTRAL))
+            .collect();
+        let set: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(set.len(), 500);
+        assert!(ids.iter().all(|i| IdRule::MISTRAL.accepts(i)));
+    }
+}

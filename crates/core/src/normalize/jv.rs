@@ -1,0 +1,457 @@
+//! A small JSON tree that keeps what the codecs must not change: numbers as
+//! their source text (`1.10` stays `1.10`, big integers keep every digit),
+//! strings as their escaped source text (lone-surrogate escapes survive), and
+//! object members in source order with duplicates. Written back compactly,
+//! a parsed document gives the bytes `JSON.stringify` would have written.
+
+use std::borrow::Cow;
+
+use crate::json::{self, decode_escaped, push_escaped, scan_number, scan_string, skip_ws};
+
+/// A JSON value with source-exact scalars.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum J {
+    Null,
+    Bool(bool),
+    /// The number's source text.
+    Num(String),
+    /// The escaped text between the quotes.
+    Str(String),
+    Arr(Vec<J>),
+    /// Members in order; keys are escaped text as in the source.
+    Obj(Vec<(String, J)>),
+}
+
+/// Why text is not JSON: the byte offset and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl J {
+    /// Parses one JSON document (depth limit 512, as JSON.parse-compatible input).
+    pub fn parse(text: &str) -> Result<J, ParseError> {
+        let b = text.as_bytes();
+        json::validate(b, json::DEFAULT_MAX_DEPTH).map_err(|e| ParseError {
+            offset: e.at(),
+            message: e.describe(),
+        })?;
+        Ok(build(b, text, skip_ws(b, 0)).0)
+    }
+
+    /// A string value from plain text.
+    pub fn s(text: &str) -> J {
+        let mut out = String::with_capacity(text.len());
+        push_escaped(&mut out, text);
+        J::Str(out)
+    }
+
+    /// An object from members with plain keys.
+    pub fn obj<const N: usize>(members: [(&str, J); N]) -> J {
+        J::Obj(
+            members
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
+    }
+
+    pub fn num_u(n: usize) -> J {
+        J::Num(n.to_string())
+    }
+
+    /// The member `key` of an object.
+    pub fn get(&self, key: &str) -> Option<&J> {
+        match self {
+            J::Obj(m) => m.iter().rev().find(|(k, _)| key_eq(k, key)).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The member `key`, mutable.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut J> {
+        match self {
+            J::Obj(m) => m
+                .iter_mut()
+                .rev()
+                .find(|(k, _)| key_eq(k, key))
+                .map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// Sets (replaces in place, or appends) the member `key`.
+    pub fn set(&mut self, key: &str, value: J) {
+        if let J::Obj(m) = self {
+            if let Some(slot) = m.iter_mut().rev().find(|(k, _)| key_eq(k, key)) {
+                slot.1 = value;
+            } else {
+                m.push((key.to_string(), value));
+            }
+        }
+    }
+
+    /// Removes every member `key`; returns the last one.
+    pub fn remove(&mut self, key: &str) -> Option<J> {
+        if let J::Obj(m) = self {
+            let mut out = None;
+            m.retain_mut(|(k, v)| {
+                if key_eq(k, key) {
+                    out = Some(std::mem::replace(v, J::Null));
+                    false
+                } else {
+                    true
+                }
+            });
+            out
+        } else {
+            None
+        }
+    }
+
+    /// The decoded text of a string value (lone surrogates become U+FFFD).
+    pub fn as_str(&self) -> Option<Cow<'_, str>> {
+        match self {
+            J::Str(raw) if raw.contains('\\') => Some(Cow::Owned(decode_escaped(raw))),
+            J::Str(raw) => Some(Cow::Borrowed(raw.as_str())),
+            _ => None,
+        }
+    }
+
+    /// The string member `key`, decoded.
+    pub fn str_of(&self, key: &str) -> Option<Cow<'_, str>> {
+        self.get(key).and_then(J::as_str)
+    }
+
+    /// Whether the member `key` is the string `value`.
+    pub fn is(&self, key: &str, value: &str) -> bool {
+        self.str_of(key).is_some_and(|s| s == value)
+    }
+
+    pub fn as_arr(&self) -> Option<&Vec<J>> {
+        match self {
+            J::Arr(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            J::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn is_obj(&self) -> bool {
+        matches!(self, J::Obj(_))
+    }
+
+    /// Keys of an object, decoded.
+    pub fn keys(&self) -> Vec<Cow<'_, str>> {
+        match self {
+            J::Obj(m) => m.iter().map(|(k, _)| unescape(k)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The compact JSON text.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    /// Appends the compact JSON text.
+    pub fn write(&self, out: &mut String) {
+        match self {
+            J::Null => out.push_str("null"),
+            J::Bool(true) => out.push_str("true"),
+            J::Bool(false) => out.push_str("false"),
+            J::Num(n) => out.push_str(n),
+            J::Str(s) => {
+                out.push('"');
+                out.push_str(s);
+                out.push('"');
+            }
+            J::Arr(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write(out);
+                }
+                out.push(']');
+            }
+            J::Obj(members) => {
+                out.push('{');
+                for (i, (k, v)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push('"');
+                    out.push_str(k);
+                    out.push_str("\":");
+                    v.write(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    /// The JSON text indented by two spaces (as `JSON.stringify(v, null, 2)`).
+    pub fn pretty(&self) -> String {
+        let mut out = String::new();
+        self.write_pretty(&mut out, 0);
+        out
+    }
+
+    fn write_pretty(&self, out: &mut String, depth: usize) {
+        let pad = |out: &mut String, d: usize| {
+            out.push('\n');
+            for _ in 0..d {
+                out.push_str("  ");
+            }
+        };
+        match self {
+            J::Arr(items) if !items.is_empty() => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    pad(out, depth + 1);
+                    v.write_pretty(out, depth + 1);
+                }
+                pad(out, depth);
+                out.push(']');
+            }
+            J::Obj(members) if !members.is_empty() => {
+                out.push('{');
+                for (i, (k, v)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    pad(out, depth + 1);
+                    out.push('"');
+                    out.push_str(k);
+                    out.push_str("\": ");
+                    v.write_pretty(out, depth + 1);
+                }
+                pad(out, depth);
+                out.push('}');
+            }
+            other => other.write(out),
+        }
+    }
+
+    /// The value at an RFC 6901 JSON Pointer (`/a/0/b`).
+    pub fn pointer(&self, ptr: &str) -> Option<&J> {
+        if ptr.is_empty() {
+            return Some(self);
+        }
+        let mut cur = self;
+        for raw in ptr.strip_prefix('/')?.split('/') {
+            let tok = raw.replace("~1", "/").replace("~0", "~");
+            cur = match cur {
+                J::Obj(_) => cur.get(&tok)?,
+                J::Arr(a) => a.get(tok.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+
+    /// Whether a string value holds an escape of a lone UTF-16 surrogate.
+    pub fn has_lone_surrogate(&self) -> bool {
+        match self {
+            J::Str(raw) => raw.contains("\\u") && lone_surrogates(raw).1,
+            J::Arr(a) => a.iter().any(J::has_lone_surrogate),
+            J::Obj(m) => m.iter().any(|(_, v)| v.has_lone_surrogate()),
+            _ => false,
+        }
+    }
+
+    /// Replaces lone-surrogate escapes in every string with U+FFFD; returns how many.
+    pub fn replace_lone_surrogates(&mut self) -> usize {
+        match self {
+            J::Str(raw) => {
+                if !raw.contains("\\u") {
+                    return 0;
+                }
+                let (fixed, found) = lone_surrogates(raw);
+                if found {
+                    let n = count_lone(raw);
+                    *raw = fixed;
+                    n
+                } else {
+                    0
+                }
+            }
+            J::Arr(a) => a.iter_mut().map(J::replace_lone_surrogates).sum(),
+            J::Obj(m) => m.iter_mut().map(|(_, v)| v.replace_lone_surrogates()).sum(),
+            _ => 0,
+        }
+    }
+}
+
+fn unescape(k: &str) -> Cow<'_, str> {
+    if k.contains('\\') {
+        Cow::Owned(decode_escaped(k))
+    } else {
+        Cow::Borrowed(k)
+    }
+}
+
+fn key_eq(raw: &str, key: &str) -> bool {
+    if raw.contains('\\') {
+        decode_escaped(raw) == key
+    } else {
+        raw == key
+    }
+}
+
+fn hex4(s: &[u8]) -> Option<u32> {
+    let mut v = 0u32;
+    for &c in s.get(..4)? {
+        v = v * 16 + (c as char).to_digit(16)?;
+    }
+    Some(v)
+}
+
+/// The escaped text with lone-surrogate escapes replaced by `\ufffd`, and whether any was found.
+fn lone_surrogates(raw: &str) -> (String, bool) {
+    let b = raw.as_bytes();
+    let mut out = String::with_capacity(raw.len());
+    let mut found = false;
+    let mut i = 0;
+    let mut from = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        let cu = b.get(i + 2..).and_then(hex4).unwrap_or(0);
+        let is_pair_hi = (0xD800..0xDC00).contains(&cu)
+            && b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
+            && b.get(i + 8..)
+                .and_then(hex4)
+                .is_some_and(|lo| (0xDC00..0xE000).contains(&lo));
+        if is_pair_hi {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&cu) {
+            out.push_str(&raw[from..i]);
+            out.push_str("\\ufffd");
+            found = true;
+            i += 6;
+            from = i;
+        } else {
+            i += 6;
+        }
+    }
+    out.push_str(&raw[from..]);
+    (out, found)
+}
+
+fn count_lone(raw: &str) -> usize {
+    let (fixed, _) = lone_surrogates(raw);
+    fixed.matches("\\ufffd").count() - raw.matches("\\ufffd").count()
+}
+
+/// Builds the value at `i` of validated input; returns it and the index after it.
+fn build(b: &[u8], src: &str, i: usize) -> (J, usize) {
+    match b.get(i) {
+        Some(b'{') => {
+            let mut members = Vec::new();
+            let mut i = skip_ws(b, i + 1);
+            if b.get(i) == Some(&b'}') {
+                return (J::Obj(members), i + 1);
+            }
+            loop {
+                let (end, _) = scan_string(b, i).unwrap_or((i + 2, false));
+                let key = src.get(i + 1..end - 1).unwrap_or("").to_string();
+                let colon = skip_ws(b, end);
+                let (v, after) = build(b, src, skip_ws(b, colon + 1));
+                members.push((key, v));
+                i = skip_ws(b, after);
+                if b.get(i) == Some(&b',') {
+                    i = skip_ws(b, i + 1);
+                } else {
+                    return (J::Obj(members), i + 1);
+                }
+            }
+        }
+        Some(b'[') => {
+            let mut items = Vec::new();
+            let mut i = skip_ws(b, i + 1);
+            if b.get(i) == Some(&b']') {
+                return (J::Arr(items), i + 1);
+            }
+            loop {
+                let (v, after) = build(b, src, i);
+                items.push(v);
+                i = skip_ws(b, after);
+                if b.get(i) == Some(&b',') {
+                    i = skip_ws(b, i + 1);
+                } else {
+                    return (J::Arr(items), i + 1);
+                }
+            }
+        }
+        Some(b'"') => {
+            let (end, _) = scan_string(b, i).unwrap_or((i + 2, false));
+            (
+                J::Str(src.get(i + 1..end - 1).unwrap_or("").to_string()),
+                end,
+            )
+        }
+        Some(b't') => (J::Bool(true), i + 4),
+        Some(b'f') => (J::Bool(false), i + 5),
+        Some(b'n') => (J::Null, i + 4),
+        _ => {
+            let end = scan_number(b, i).unwrap_or(i + 1);
+            (J::Num(src.get(i..end).unwrap_or("0").to_string()), end)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_source_exact() {
+        for t in [
+            r#"{"a":1.10,"b":[1e2,123456789012345678901234567890],"a":2,"c":"\ud83d x \u00e9","d":null}"#,
+            r#"[]"#,
+            r#"{}"#,
+            r#""x""#,
+        ] {
+            assert_eq!(J::parse(t).unwrap().text(), t);
+        }
+        let spaced = J::parse(" { \"a\" : [ 1 , true ] } ").unwrap();
+        assert_eq!(spaced.text(), r#"{"a":[1,true]}"#);
+        assert_eq!(spaced.get("a").unwrap().as_arr().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn lone_surrogates_found_and_replaced() {
+        let mut v = J::parse(r#"["ok \ud83d\ude00", "bad \ud83d x", "\udc00"]"#).unwrap();
+        assert!(v.has_lone_surrogate());
+        assert_eq!(v.replace_lone_surrogates(), 2);
+        assert_eq!(v.text(), r#"["ok \ud83d\ude00","bad \ufffd x","\ufffd"]"#);
+        assert!(!v.has_lone_surrogate());
+    }
+
+    #[test]
+    fn errors_have_offsets() {
+        let e = J::parse("{\"a\":}").unwrap_err();
+        assert_eq!(e.offset, 5);
+    }
+}

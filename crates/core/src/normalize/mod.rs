@@ -1,0 +1,457 @@
+//! Moving conversations between providers (FORMAT.md §15): a canonical message
+//! model (pi-ai's shapes, extended), codecs for Anthropic Messages, OpenAI Chat
+//! Completions, OpenAI Responses and Gemini `generateContent` in both
+//! directions, the rules applied when the target is not the origin, and a
+//! report of every step. JSON goes in and out as text, so numbers and escapes
+//! inside arguments, signatures and unknown blocks are never re-spelled.
+
+pub mod canon;
+pub mod decode;
+pub mod encode;
+pub mod ids;
+pub mod jv;
+pub mod migrate;
+pub mod report;
+pub mod transform;
+pub mod types;
+
+pub use canon::Provider;
+pub use decode::Conversation;
+pub use jv::J;
+pub use report::{CompatibilityReport, ConversionStep};
+
+use crate::Result;
+use canon::{bad, role};
+
+/// Parses JSON text given by a caller (`INVALID_INPUT` with the offset if it is not JSON).
+pub fn parse(text: &str, what: &str) -> Result<J> {
+    J::parse(text).map_err(|e| {
+        crate::Error::invalid_input(format!("{what} is not valid JSON: {}", e.message))
+            .at(None, e.offset as u64)
+    })
+}
+
+/// Decodes a provider request fragment into a canonical conversation.
+pub fn decode(request: &J, p: Provider) -> Result<Conversation> {
+    if !request.is_obj() {
+        return Err(bad(format!("a {} request must be a JSON object", p.name())));
+    }
+    let model = request.get("model").cloned();
+    match p {
+        Provider::Anthropic => decode::anthropic(request, model),
+        Provider::OpenAi => decode::openai(request, model),
+        Provider::Responses => decode::responses(request, model),
+        Provider::Google => decode::google(request, model),
+    }
+}
+
+/// `fromProvider`: a request fragment as JSON text → `{system?, systemRole?, messages, tools?}`.
+pub fn from_provider(request: &str, provider: &str) -> Result<String> {
+    let p = Provider::parse(provider)?;
+    let conv = decode(&parse(request, "the request")?, p)?;
+    Ok(conversation_json(&conv).text())
+}
+
+/// A conversation as the JSON object the bindings return.
+pub fn conversation_json(conv: &Conversation) -> J {
+    let mut o = J::Obj(vec![]);
+    if let Some(s) = &conv.system {
+        o.set("system", s.clone());
+    }
+    if let Some(r) = &conv.system_role {
+        o.set("systemRole", J::s(r));
+    }
+    o.set("messages", J::Arr(conv.messages.clone()));
+    if let Some(t) = &conv.tools {
+        o.set("tools", J::Arr(t.clone()));
+    }
+    o
+}
+
+/// Options of [`to_provider`].
+#[derive(Debug, Default, Clone)]
+pub struct ToOptions {
+    /// Target model: decides whether same-provider messages count as the same
+    /// origin (signatures of another model are not replayed) and Gemini 3 rules.
+    pub model: Option<String>,
+    /// System prompt (string or text blocks).
+    pub system: Option<J>,
+    /// `"system"` or `"developer"`: send the system prompt as a message of that role
+    /// (OpenAI Chat, Responses) instead of the default.
+    pub system_role: Option<String>,
+    /// Tool definitions `{name, description?, parameters}`.
+    pub tools: Option<Vec<J>>,
+    /// Pair calls and results (fill missing results, drop orphans). Off for single messages.
+    pub pairing: bool,
+}
+
+impl ToOptions {
+    /// Reads `{model?, system?, systemRole?, tools?}` (absent → defaults).
+    pub fn from_json(text: Option<&str>) -> Result<ToOptions> {
+        let mut o = ToOptions {
+            pairing: true,
+            ..Default::default()
+        };
+        let Some(text) = text
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && *t != "null" && *t != "undefined")
+        else {
+            return Ok(o);
+        };
+        let v = parse(text, "the options")?;
+        if !v.is_obj() {
+            return Err(bad("options must be an object"));
+        }
+        o.model = v.str_of("model").map(|s| s.to_string());
+        o.system = v.get("system").filter(|s| !matches!(s, J::Null)).cloned();
+        o.system_role = v.str_of("systemRole").map(|s| s.to_string());
+        if let Some(r) = &o.system_role
+            && r != "system"
+            && r != "developer"
+        {
+            return Err(bad("systemRole must be \"system\" or \"developer\""));
+        }
+        if let Some(t) = v.get("tools").filter(|t| !matches!(t, J::Null)) {
+            o.tools = Some(
+                t.as_arr()
+                    .ok_or_else(|| bad("tools must be an array"))?
+                    .clone(),
+            );
+        }
+        Ok(o)
+    }
+}
+
+/// The result of a conversion.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    pub request: J,
+    pub report: CompatibilityReport,
+    /// Target id → original id, for every id that had to change.
+    pub id_map: Vec<(String, String)>,
+}
+
+impl Converted {
+    /// `{"request", "report", "idMap"}` as JSON text.
+    pub fn to_json(&self) -> String {
+        let mut o = J::obj([("request", self.request.clone())]);
+        let rep = serde_json::to_string(&self.report).unwrap_or_else(|_| "{}".into());
+        o.set("report", J::parse(&rep).unwrap_or(J::Null));
+        o.set("idMap", id_map_json(&self.id_map));
+        o.text()
+    }
+}
+
+/// An id map (target id → original id) as a JSON object.
+pub fn id_map_json(pairs: &[(String, String)]) -> J {
+    J::Obj(
+        pairs
+            .iter()
+            .map(|(t, orig)| {
+                let mut k = String::new();
+                crate::json::push_escaped(&mut k, t);
+                (k, J::s(orig))
+            })
+            .collect(),
+    )
+}
+
+/// Converts canonical messages to a request for `target`.
+pub fn convert(msgs: &[J], target: Provider, opts: &ToOptions) -> Result<Converted> {
+    for (i, m) in msgs.iter().enumerate() {
+        if !m.is_obj() || m.str_of("role").is_none() {
+            return Err(bad(format!("messages[{i}] must be an object with a role")));
+        }
+    }
+    let mut report = CompatibilityReport::new();
+    let (msgs, ids) = if opts.pairing {
+        transform::transform(msgs, target, opts.model.as_deref(), &mut report)
+    } else {
+        transform::transform_each(msgs, target, opts.model.as_deref(), &mut report)
+    };
+    let mut system = opts.system.clone();
+    if let Some(J::Arr(blocks)) = &mut system {
+        for b in blocks.iter_mut() {
+            let foreign = canon::foreign_vendor_keys(b, target);
+            if !foreign.is_empty() {
+                let own = b.get("vendor").and_then(|v| v.get(target.name())).cloned();
+                b.remove("vendor");
+                if let Some(o) = own {
+                    b.set("vendor", J::Obj(vec![(target.name().to_string(), o)]));
+                }
+                report.warn_step(
+                    "provider_fields_dropped",
+                    None,
+                    format!(
+                        "system prompt fields not sent to {}: {}",
+                        target.name(),
+                        foreign.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    let mut ctx = encode::Ctx::new(opts.model.clone());
+    let request = encode::encode_request(
+        target,
+        &msgs,
+        system.as_ref(),
+        opts.system_role.as_deref(),
+        opts.tools.as_deref(),
+        &mut report,
+        &mut ctx,
+    );
+    Ok(Converted {
+        request,
+        report,
+        id_map: ids.changed.clone(),
+    })
+}
+
+/// Reads what `toProvider` accepts: an array of messages or `{messages, system?, systemRole?, tools?}`.
+pub fn read_input(text: &str, opts: &mut ToOptions) -> Result<Vec<J>> {
+    match parse(text, "the messages")? {
+        J::Arr(a) => Ok(a),
+        o @ J::Obj(_) => {
+            if opts.system.is_none() {
+                opts.system = o.get("system").filter(|s| !matches!(s, J::Null)).cloned();
+            }
+            if opts.system_role.is_none() {
+                opts.system_role = o.str_of("systemRole").map(|s| s.to_string());
+            }
+            if opts.tools.is_none() {
+                opts.tools = o.get("tools").and_then(J::as_arr).cloned();
+            }
+            o.get("messages")
+                .and_then(J::as_arr)
+                .cloned()
+                .ok_or_else(|| bad("expected an array of messages or an object with messages"))
+        }
+        _ => Err(bad(
+            "expected an array of messages or an object with messages",
+        )),
+    }
+}
+
+/// `toProvider`: canonical messages (JSON text) → `{request, report, idMap}` (JSON text).
+pub fn to_provider(messages: &str, target: &str, options: Option<&str>) -> Result<String> {
+    let p = Provider::parse(target)?;
+    let mut opts = ToOptions::from_json(options)?;
+    let msgs = read_input(messages, &mut opts)?;
+    Ok(convert(&msgs, p, &opts)?.to_json())
+}
+
+/// [`to_provider`] for the bindings: the request's JSON text, a newline (which
+/// compact JSON never contains), then `{report, idMap}`.
+pub fn to_provider_lines(messages: &str, target: &str, options: Option<&str>) -> Result<String> {
+    let p = Provider::parse(target)?;
+    let mut opts = ToOptions::from_json(options)?;
+    let msgs = read_input(messages, &mut opts)?;
+    let c = convert(&msgs, p, &opts)?;
+    let rep =
+        serde_json::to_string(&c.report).map_err(|e| crate::Error::internal(e.to_string()))?;
+    let mut out = c.request.text();
+    out.push('\n');
+    out.push_str("{\"report\":");
+    out.push_str(&rep);
+    out.push_str(",\"idMap\":");
+    out.push_str(&id_map_json(&c.id_map).text());
+    out.push('}');
+    Ok(out)
+}
+
+/// `MessageNormalizer.normalize`: one provider message → one canonical message,
+/// or an array when the provider message holds several (an Anthropic user turn
+/// with tool results, a Gemini turn with several function responses).
+pub fn normalize_message(message: &str, provider: &str) -> Result<String> {
+    let p = Provider::parse(provider)?;
+    let m = parse(message, "the message")?;
+    if !m.is_obj() {
+        return Err(bad("a message must be a JSON object"));
+    }
+    let wrapped = match p {
+        Provider::Anthropic | Provider::OpenAi => J::obj([("messages", J::Arr(vec![m]))]),
+        Provider::Responses => J::obj([("input", J::Arr(vec![m]))]),
+        Provider::Google => J::obj([("contents", J::Arr(vec![m]))]),
+    };
+    let conv = decode(&wrapped, p)?;
+    let mut msgs = conv.messages;
+    if let Some(s) = conv.system {
+        let mut sys = J::obj([("role", J::s("system")), ("content", s)]);
+        if conv.system_role.as_deref() == Some("developer") {
+            sys.set("developer", J::Bool(true));
+        }
+        msgs.insert(0, sys);
+    }
+    Ok(match msgs.len() {
+        1 => msgs.remove(0).text(),
+        _ => J::Arr(msgs).text(),
+    })
+}
+
+/// `MessageNormalizer.denormalize`: canonical message(s) → the provider message,
+/// or an array when the target needs several (Responses items, one OpenAI tool
+/// message per result). Per-message rules apply; calls and results are not paired.
+/// Returns `{"message", "report"}`.
+pub fn denormalize_message(
+    normalized: &str,
+    provider: &str,
+    model: Option<&str>,
+) -> Result<String> {
+    let p = Provider::parse(provider)?;
+    let msgs = match parse(normalized, "the message")? {
+        J::Arr(a) => a,
+        o => vec![o],
+    };
+    if msgs.iter().any(|m| role(m) == "system")
+        && matches!(p, Provider::Anthropic | Provider::Google)
+    {
+        return Err(bad(format!(
+            "{} has no system messages inside a conversation: pass the system prompt to toProvider",
+            p.name()
+        )));
+    }
+    let opts = ToOptions {
+        model: model.map(str::to_string),
+        pairing: false,
+        ..Default::default()
+    };
+    let c = convert(&msgs, p, &opts)?;
+    let list = match p {
+        Provider::Anthropic | Provider::OpenAi => c.request.get("messages"),
+        Provider::Responses => c.request.get("input"),
+        Provider::Google => c.request.get("contents"),
+    }
+    .and_then(J::as_arr)
+    .cloned()
+    .unwrap_or_default();
+    let message = match list.len() {
+        1 => list.into_iter().next().unwrap_or(J::Null),
+        _ => J::Arr(list),
+    };
+    let rep = serde_json::to_string(&c.report).unwrap_or_else(|_| "{}".into());
+    let mut o = J::obj([("message", message)]);
+    o.set("report", J::parse(&rep).unwrap_or(J::Null));
+    Ok(o.text())
+}
+
+/// `SessionMigrator.checkCompatibility`: what moving any conversation from
+/// `source` to `target` may lose, before looking at one.
+pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityReport> {
+    let s = Provider::parse(source)?;
+    let t = Provider::parse(target)?;
+    let mut r = CompatibilityReport::new();
+    if s == t {
+        return Ok(r);
+    }
+    use Provider::*;
+    r.lossy(
+        "thinking_to_text",
+        None,
+        "thinking",
+        format!(
+            "{}'s reasoning is sent to {} as plain text (or left out when empty)",
+            s.name(),
+            t.name()
+        ),
+    );
+    r.lossy(
+        "signature_dropped",
+        None,
+        "thinkingSignature",
+        "reasoning signatures and encrypted reasoning only verify with their origin".into(),
+    );
+    if s == Anthropic {
+        r.lossy(
+            "redacted_thinking_dropped",
+            None,
+            "thinking",
+            "redacted thinking cannot be sent elsewhere".into(),
+        );
+    }
+    if s == Responses {
+        r.lossy(
+            "reasoning_item_dropped",
+            None,
+            "thinkingSignature",
+            "Responses reasoning items (encrypted_content) are not sent elsewhere".into(),
+        );
+    }
+    if matches!(s, Responses | Google) {
+        r.lossy(
+            "signature_dropped",
+            None,
+            "textSignature",
+            "message ids / text signatures belong to their origin".into(),
+        );
+    }
+    if s == Google {
+        r.lossy(
+            "signature_dropped",
+            None,
+            "thoughtSignature",
+            "Gemini thought signatures on calls belong to their model".into(),
+        );
+    }
+    if matches!(t, OpenAi | Responses) && matches!(s, Anthropic | Google) {
+        r.lossy(
+            "tool_error_flag_lost",
+            None,
+            "isError",
+            format!("{} has no error flag on tool results", t.name()),
+        );
+    }
+    if t == OpenAi {
+        r.warn_step(
+            "tool_result_image_moved",
+            None,
+            "images in tool results move to a user message after the tool messages".into(),
+        );
+    }
+    if matches!(t, Anthropic | Google) && matches!(s, OpenAi | Responses) {
+        r.lossy(
+            "system_hoisted",
+            None,
+            "system position",
+            "system/developer messages inside the conversation join the system prompt".into(),
+        );
+        r.warn_step(
+            "invalid_arguments_wrapped",
+            None,
+            "arguments that are not a JSON object are sent as {\"invalid_arguments\": text}".into(),
+        );
+    }
+    r.step(
+        "tool_call_id_mapped",
+        None,
+        format!(
+            "tool-call ids that {} does not accept are mapped (reversibly)",
+            t.name()
+        ),
+    );
+    r.lossy(
+        "server_tool_dropped",
+        None,
+        "serverTool",
+        format!(
+            "{}'s server-tool blocks cannot be replayed to {}",
+            s.name(),
+            t.name()
+        ),
+    );
+    r.lossy(
+        "unknown_block_dropped",
+        None,
+        "unknown",
+        "blocks of types this version does not know are kept only for their origin".into(),
+    );
+    r.warn_step(
+        "provider_fields_dropped",
+        None,
+        format!(
+            "{}-specific fields (cache_control, citations, detail, …) are not sent",
+            s.name()
+        ),
+    );
+    Ok(r)
+}

@@ -1,0 +1,538 @@
+//! The rules applied to canonical messages before they are encoded for a
+//! target (FORMAT.md §15.4): what survives when the target is not the origin,
+//! tool-call ids, pairing of calls and results. Every change is reported.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use super::canon::*;
+use super::encode::gemini3;
+use super::ids::{IdMap, IdRule};
+use super::jv::J;
+use super::report::CompatibilityReport;
+
+/// Gemini's documented placeholder for calls that have no signature of their own.
+pub const GEMINI_SENTINEL: &str = "skip_thought_signature_validator";
+
+/// The id rule of a target.
+pub fn id_rule(p: Provider) -> IdRule {
+    match p {
+        Provider::Anthropic => IdRule::ANTHROPIC,
+        Provider::OpenAi => IdRule::OPENAI,
+        Provider::Responses | Provider::Google => IdRule::WIDE,
+    }
+}
+
+fn key(id: &str) -> &str {
+    id.split('|').next().unwrap_or(id)
+}
+
+/// Whether `m` (an assistant message) was produced by the target itself, so its
+/// signatures, reasoning items and provider fields may be replayed.
+pub fn same_origin(m: &J, target: Provider, model: Option<&str>) -> bool {
+    if origin(m) != Some(target) {
+        return false;
+    }
+    match (model, m.str_of("model")) {
+        (Some(want), Some(had)) => want == had.as_ref() || had.is_empty(),
+        _ => true,
+    }
+}
+
+/// pi's non-LLM roles turned into what pi sends (`convertToLlm`).
+fn llm_messages(msgs: &[J], rep: &mut CompatibilityReport) -> Vec<(usize, J)> {
+    let mut out = Vec::with_capacity(msgs.len());
+    for (i, m) in msgs.iter().enumerate() {
+        match role(m).as_ref() {
+            "user" | "assistant" | "toolResult" | "system" => out.push((i, m.clone())),
+            r @ ("bashExecution" | "custom" | "branchSummary" | "compactionSummary") => {
+                let text = m.text();
+                let conv = crate::context::to_llm(&[Cow::Borrowed(text.as_str())], 512)
+                    .unwrap_or_default();
+                match conv.first().and_then(|t| J::parse(t).ok()) {
+                    Some(u) => {
+                        rep.step(
+                            "pi_message_converted",
+                            Some(i),
+                            format!("a {r} message sent as a user message, as pi does"),
+                        );
+                        out.push((i, u));
+                    }
+                    None => rep.step(
+                        "excluded_from_context",
+                        Some(i),
+                        format!("a {r} message marked excludeFromContext is not sent, as in pi"),
+                    ),
+                }
+            }
+            other => rep.lossy(
+                "unknown_block_dropped",
+                Some(i),
+                "message",
+                format!("a message with role {other:?} has no LLM form"),
+            ),
+        }
+    }
+    out
+}
+
+fn strip_foreign_vendor(obj: &mut J, target: Provider, i: usize, rep: &mut CompatibilityReport) {
+    let foreign = foreign_vendor_keys(obj, target);
+    if foreign.is_empty() {
+        return;
+    }
+    let own = obj
+        .get("vendor")
+        .and_then(|v| v.get(target.name()))
+        .cloned();
+    match own {
+        Some(o) => obj.set("vendor", J::Obj(vec![(target.name().to_string(), o)])),
+        None => {
+            obj.remove("vendor");
+        }
+    }
+    rep.warn_step(
+        "provider_fields_dropped",
+        Some(i),
+        format!(
+            "provider-specific fields not sent to {}: {}",
+            target.name(),
+            foreign.join(", ")
+        ),
+    );
+}
+
+/// Applies the target's rules; returns the messages to encode and the id map.
+pub fn transform(
+    msgs: &[J],
+    target: Provider,
+    model: Option<&str>,
+    rep: &mut CompatibilityReport,
+) -> (Vec<J>, IdMap) {
+    run(msgs, target, model, rep, true)
+}
+
+/// The per-message rules only: calls and results are not paired (for single messages
+/// and for rewriting a session file, whose branches pair differently).
+pub fn transform_each(
+    msgs: &[J],
+    target: Provider,
+    model: Option<&str>,
+    rep: &mut CompatibilityReport,
+) -> (Vec<J>, IdMap) {
+    run(msgs, target, model, rep, false)
+}
+
+fn run(
+    msgs: &[J],
+    target: Provider,
+    model: Option<&str>,
+    rep: &mut CompatibilityReport,
+    pairing: bool,
+) -> (Vec<J>, IdMap) {
+    let mut ids = IdMap::new();
+    let out = apply(msgs, target, model, rep, pairing, &mut ids);
+    (out, ids)
+}
+
+/// [`transform`] with an id map kept across calls (a session rewritten message by message).
+pub fn apply(
+    msgs: &[J],
+    target: Provider,
+    model: Option<&str>,
+    rep: &mut CompatibilityReport,
+    pairing: bool,
+    ids: &mut IdMap,
+) -> Vec<J> {
+    let rule = id_rule(target);
+    let input = llm_messages(msgs, rep);
+    for (_, m) in &input {
+        if role(m) == "assistant" {
+            for b in blocks(m) {
+                if btype(&b) == "toolCall" {
+                    let id = b.str_of("id").unwrap_or_default();
+                    if rule.accepts(key(&id)) {
+                        ids.reserve(key(&id));
+                    }
+                }
+            }
+        }
+    }
+    let mut out: Vec<J> = Vec::with_capacity(input.len());
+    // Calls of the last assistant turn still waiting for a result: (key, name).
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    let mut dropped_calls: HashSet<String> = HashSet::new();
+
+    let fill = |out: &mut Vec<J>,
+                pending: &mut Vec<(String, String)>,
+                ids: &mut IdMap,
+                i: usize,
+                rep: &mut CompatibilityReport| {
+        if !pairing {
+            pending.clear();
+            return;
+        }
+        for (k, name) in pending.drain(..) {
+            let mapped = ids.map(&k, &rule);
+            out.push(J::obj([
+                ("role", J::s("toolResult")),
+                ("toolCallId", J::s(&mapped)),
+                ("toolName", J::s(&name)),
+                ("content", J::Arr(vec![text_block("No result provided")])),
+                ("isError", J::Bool(true)),
+            ]));
+            rep.warn_step(
+                "missing_tool_result_filled",
+                Some(i),
+                format!("call {k} ({name}) had no result: an error result \"No result provided\" was added"),
+            );
+        }
+    };
+
+    for (i, m) in input {
+        match role(&m).as_ref() {
+            "assistant" => {
+                let stop = m.str_of("stopReason").map(|s| s.to_string());
+                if matches!(stop.as_deref(), Some("error" | "aborted")) {
+                    for b in blocks(&m) {
+                        if btype(&b) == "toolCall" {
+                            dropped_calls
+                                .insert(key(&b.str_of("id").unwrap_or_default()).to_string());
+                        }
+                    }
+                    rep.lossy(
+                        "aborted_turn_dropped",
+                        Some(i),
+                        "message",
+                        format!("an assistant turn that ended with stopReason {:?} is not sent (it may be partial)", stop.unwrap_or_default()),
+                    );
+                    continue;
+                }
+                fill(&mut out, &mut pending, ids, i, rep);
+                answered.clear();
+                let same = same_origin(&m, target, model);
+                let mut msg = m.clone();
+                let mut new_blocks = Vec::new();
+                let mut skipped_thinking = false;
+                let mut changed = false;
+                for mut b in blocks(&m) {
+                    match btype(&b).as_ref() {
+                        "thinking" => {
+                            let redacted = b.get("redacted").and_then(J::as_bool) == Some(true);
+                            let sig = b
+                                .str_of("thinkingSignature")
+                                .map(|s| s.to_string())
+                                .filter(|s| !s.is_empty());
+                            let text = b.str_of("thinking").unwrap_or_default().to_string();
+                            let keep = same
+                                && match target {
+                                    Provider::Anthropic => sig.is_some(),
+                                    Provider::Responses => sig
+                                        .as_deref()
+                                        .and_then(|s| J::parse(s).ok())
+                                        .is_some_and(|v| v.is("type", "reasoning")),
+                                    Provider::OpenAi => !redacted,
+                                    Provider::Google => !redacted,
+                                };
+                            if keep {
+                                new_blocks.push(b);
+                                continue;
+                            }
+                            changed = true;
+                            skipped_thinking = true;
+                            if redacted {
+                                rep.lossy(
+                                    "redacted_thinking_dropped",
+                                    Some(i),
+                                    "thinking",
+                                    format!(
+                                        "redacted thinking cannot be sent to {}",
+                                        target.name()
+                                    ),
+                                );
+                            } else if !text.trim().is_empty() {
+                                report_signature(rep, i, sig.as_deref());
+                                rep.lossy(
+                                    "thinking_to_text",
+                                    Some(i),
+                                    "thinking",
+                                    format!(
+                                        "thinking from {} sent to {} as plain text",
+                                        origin_name(&m),
+                                        target.name()
+                                    ),
+                                );
+                                new_blocks.push(text_block(&text));
+                            } else if sig.is_some() {
+                                report_signature(rep, i, sig.as_deref());
+                                rep.lossy("thinking_dropped", Some(i), "thinkingSignature", "empty thinking kept only for its signature, which the target cannot verify".into());
+                            } else {
+                                rep.step(
+                                    "thinking_dropped",
+                                    Some(i),
+                                    "empty thinking without a signature".into(),
+                                );
+                            }
+                        }
+                        "text" => {
+                            if !same {
+                                if b.remove("textSignature").is_some() {
+                                    changed = true;
+                                    rep.lossy("signature_dropped", Some(i), "textSignature", "a text signature (message id / Gemini signature) belongs to its origin".into());
+                                }
+                                strip_foreign_vendor(&mut b, target, i, rep);
+                            }
+                            new_blocks.push(b);
+                        }
+                        "toolCall" => {
+                            let id = b.str_of("id").unwrap_or_default().to_string();
+                            let name = b.str_of("name").unwrap_or_default().to_string();
+                            let k = key(&id).to_string();
+                            let mapped = ids.map(&k, &rule);
+                            let item = id.split_once('|').map(|(_, it)| it.to_string());
+                            let new_id = match (target, item) {
+                                (Provider::Responses, Some(it)) if same && !skipped_thinking => {
+                                    format!("{mapped}|{it}")
+                                }
+                                _ => mapped.clone(),
+                            };
+                            if mapped != k {
+                                rep.step(
+                                    "tool_call_id_mapped",
+                                    Some(i),
+                                    format!(
+                                        "call id {k:?} → {mapped:?} ({} accepts no other)",
+                                        target.name()
+                                    ),
+                                );
+                            }
+                            if new_id != id {
+                                b.set("id", J::s(&new_id));
+                                changed = true;
+                            }
+                            if !same {
+                                if b.remove("thoughtSignature").is_some() {
+                                    changed = true;
+                                    rep.lossy("signature_dropped", Some(i), "thoughtSignature", "a Gemini thought signature only verifies with the model that produced it".into());
+                                }
+                                strip_foreign_vendor(&mut b, target, i, rep);
+                            }
+                            let raw_not_object = b
+                                .str_of("argumentsRaw")
+                                .is_some_and(|r| !J::parse(&r).is_ok_and(|v| v.is_obj()));
+                            if raw_not_object
+                                && matches!(target, Provider::Anthropic | Provider::Google)
+                            {
+                                rep.warn_step("invalid_arguments_wrapped", Some(i), format!("arguments of call {k} are not a JSON object: sent as {{\"invalid_arguments\": <the original text>}}"));
+                            }
+                            pending.push((k, name));
+                            new_blocks.push(b);
+                        }
+                        "serverTool" | "unknown" => {
+                            if block_provider(&b) == Some(target) {
+                                new_blocks.push(b);
+                            } else {
+                                changed = true;
+                                let kind = btype(&b).to_string();
+                                let code = if kind == "serverTool" {
+                                    "server_tool_dropped"
+                                } else {
+                                    "unknown_block_dropped"
+                                };
+                                rep.lossy(
+                                    code,
+                                    Some(i),
+                                    &kind,
+                                    format!(
+                                        "a {} block from {} cannot be sent to {}",
+                                        kind,
+                                        b.str_of("provider").unwrap_or_default(),
+                                        target.name()
+                                    ),
+                                );
+                            }
+                        }
+                        _ => new_blocks.push(b),
+                    }
+                }
+                if target == Provider::Google
+                    && gemini3(model)
+                    && !same
+                    && let Some(first) = new_blocks.iter_mut().find(|b| btype(b) == "toolCall")
+                    && first.get("thoughtSignature").is_none()
+                {
+                    first.set("thoughtSignature", J::s(GEMINI_SENTINEL));
+                    changed = true;
+                    rep.step("thought_signature_sentinel", Some(i), format!("Gemini 3 requires a signature on the first call of a turn: {GEMINI_SENTINEL:?} used"));
+                }
+                if new_blocks.is_empty() {
+                    pending.clear();
+                    rep.step(
+                        "empty_turn_dropped",
+                        Some(i),
+                        "an assistant turn with nothing left to send was left out".into(),
+                    );
+                    continue;
+                }
+                if !same {
+                    strip_foreign_vendor(&mut msg, target, i, rep);
+                }
+                if changed || !same {
+                    msg.set("content", J::Arr(new_blocks));
+                }
+                out.push(msg);
+            }
+            "toolResult" => {
+                let id = m.str_of("toolCallId").unwrap_or_default().to_string();
+                let k = key(&id).to_string();
+                let found = pending.iter().position(|(p, _)| *p == k);
+                let found = if pairing {
+                    found
+                } else {
+                    Some(found.unwrap_or(usize::MAX))
+                };
+                let Some(pos) = found else {
+                    if dropped_calls.contains(&k) {
+                        rep.lossy(
+                            "orphan_tool_result_dropped",
+                            Some(i),
+                            "toolResult",
+                            format!("the result of call {k} belongs to a turn that was left out"),
+                        );
+                    } else if answered.contains(&k) {
+                        rep.lossy(
+                            "duplicate_tool_result_dropped",
+                            Some(i),
+                            "toolResult",
+                            format!("a second result for call {k}: the first one is kept"),
+                        );
+                    } else {
+                        rep.lossy(
+                            "orphan_tool_result_dropped",
+                            Some(i),
+                            "toolResult",
+                            format!("a result for call {k}, which the turn before did not make"),
+                        );
+                    }
+                    continue;
+                };
+                let name = if pos < pending.len() {
+                    pending.remove(pos).1
+                } else {
+                    String::new()
+                };
+                answered.insert(k.clone());
+                let mut r = m.clone();
+                let mapped = ids.map(&k, &rule);
+                let new_id = if target == Provider::Responses && mapped == k {
+                    id.clone()
+                } else {
+                    mapped
+                };
+                if new_id != id {
+                    r.set("toolCallId", J::s(&new_id));
+                }
+                if r.str_of("toolName").is_none_or(|n| n.is_empty()) && !name.is_empty() {
+                    r.set("toolName", J::s(&name));
+                }
+                if r.get("isError").and_then(J::as_bool) == Some(true)
+                    && matches!(target, Provider::OpenAi | Provider::Responses)
+                {
+                    rep.lossy("tool_error_flag_lost", Some(i), "isError", format!("{} has no error flag on tool results: call {k} failed, only its text says so", target.name()));
+                }
+                strip_foreign_vendor(&mut r, target, i, rep);
+                out.push(r);
+            }
+            _ => {
+                fill(&mut out, &mut pending, ids, i, rep);
+                answered.clear();
+                let mut u = m.clone();
+                strip_foreign_vendor(&mut u, target, i, rep);
+                if let Some(J::Arr(bl)) = u.get_mut("content") {
+                    let mut kept = Vec::with_capacity(bl.len());
+                    for mut b in bl.drain(..) {
+                        let t = btype(&b).to_string();
+                        if (t == "unknown" || t == "serverTool")
+                            && block_provider(&b) != Some(target)
+                        {
+                            let code = if t == "serverTool" {
+                                "server_tool_dropped"
+                            } else {
+                                "unknown_block_dropped"
+                            };
+                            rep.lossy(
+                                code,
+                                Some(i),
+                                &t,
+                                format!(
+                                    "a {t} block from {} cannot be sent to {}",
+                                    b.str_of("provider").unwrap_or_default(),
+                                    target.name()
+                                ),
+                            );
+                            continue;
+                        }
+                        strip_foreign_vendor(&mut b, target, i, rep);
+                        if matches!(target, Provider::Anthropic | Provider::Google)
+                            && b.remove("detail").is_some()
+                        {
+                            rep.warn_step(
+                                "provider_fields_dropped",
+                                Some(i),
+                                format!(
+                                    "image detail is an OpenAI setting: not sent to {}",
+                                    target.name()
+                                ),
+                            );
+                        }
+                        kept.push(b);
+                    }
+                    *bl = kept;
+                }
+                out.push(u);
+            }
+        }
+    }
+    if pairing && !pending.is_empty() {
+        let list: Vec<String> = pending.iter().map(|(k, _)| k.clone()).collect();
+        rep.warn_step(
+            "calls_pending_at_end",
+            Some(msgs.len().saturating_sub(1)),
+            format!(
+                "the conversation ends with calls waiting for results: {}",
+                list.join(", ")
+            ),
+        );
+        for (k, _) in &pending {
+            ids.map(k, &rule);
+        }
+    }
+    out
+}
+
+/// Reports the signature a block loses: a whole Responses reasoning item
+/// (`reasoning_item_dropped`) or an opaque signature (`signature_dropped`).
+fn report_signature(rep: &mut CompatibilityReport, i: usize, sig: Option<&str>) {
+    let Some(sig) = sig else { return };
+    if J::parse(sig).is_ok_and(|v| v.is("type", "reasoning")) {
+        rep.lossy("reasoning_item_dropped", Some(i), "thinkingSignature", "a Responses reasoning item (and its encrypted_content) only goes back to OpenAI Responses".into());
+    } else {
+        rep.lossy(
+            "signature_dropped",
+            Some(i),
+            "thinkingSignature",
+            "the thinking signature only verifies with the model that produced it".into(),
+        );
+    }
+}
+
+fn origin_name(m: &J) -> String {
+    match origin(m) {
+        Some(p) => p.name().to_string(),
+        None => m
+            .str_of("api")
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "an unknown origin".into()),
+    }
+}

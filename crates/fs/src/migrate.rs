@@ -1,0 +1,244 @@
+//! `SessionMigrator.migrate` on files: the source is read as a stream (plain or
+//! gzip), each line goes through the core's [`Migration`], and the output is
+//! written to a temporary file beside the target that is fsynced and renamed
+//! into place only when the whole source has been read — so the target is
+//! either the complete migration or untouched.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use forkpoint_core::normalize::migrate::Migration;
+use forkpoint_core::normalize::{CompatibilityReport, Provider};
+use forkpoint_core::{Error, Result};
+
+use crate::io::{io_error, sync_dir};
+
+/// Counts bytes read through it (the compressed bytes for gzip sources).
+struct Counting<R> {
+    inner: R,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// A migration from one file to another, advanced in steps.
+pub struct FileMigration {
+    src: PathBuf,
+    dst: PathBuf,
+    tmp: PathBuf,
+    reader: Option<Box<dyn BufRead + Send>>,
+    writer: Option<BufWriter<File>>,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Size of the source file in bytes.
+    pub total: u64,
+    core: Migration,
+    line: Vec<u8>,
+    done: bool,
+}
+
+impl FileMigration {
+    /// Opens the source and creates the temporary output.
+    pub fn open(
+        src: &Path,
+        dst: &Path,
+        from: Provider,
+        to: Provider,
+        model: Option<String>,
+        now_iso: &str,
+    ) -> Result<Self> {
+        if src == dst {
+            return Err(Error::invalid_input(
+                "the target path must differ from the source path",
+            ));
+        }
+        let f = File::open(src).map_err(|e| io_error(e, src, "cannot open session file"))?;
+        let total = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counting = Counting {
+            inner: f,
+            read: read.clone(),
+        };
+        let gz = src.extension().is_some_and(|e| e == "gz");
+        let reader: Box<dyn BufRead + Send> = if gz {
+            Box::new(BufReader::with_capacity(
+                1 << 20,
+                flate2::read::MultiGzDecoder::new(counting),
+            ))
+        } else {
+            Box::new(BufReader::with_capacity(1 << 20, counting))
+        };
+        let dir = dst
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = dst
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(
+            ".{name}.migrating-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        let out = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| io_error(e, &tmp, "cannot create the migration's temporary file"))?;
+        Ok(FileMigration {
+            src: src.to_path_buf(),
+            dst: dst.to_path_buf(),
+            tmp,
+            reader: Some(reader),
+            writer: Some(BufWriter::with_capacity(1 << 20, out)),
+            read,
+            total,
+            core: Migration::new(from, to, model, now_iso),
+            line: Vec::new(),
+            done: false,
+        })
+    }
+
+    /// Source bytes read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.read.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Messages changed so far.
+    pub fn changed(&self) -> u64 {
+        self.core.changed
+    }
+
+    /// Everything the migration did (so far).
+    pub fn report(&self) -> &CompatibilityReport {
+        &self.core.report
+    }
+
+    /// The id map (target id → original id).
+    pub fn id_map(&self) -> &[(String, String)] {
+        self.core.id_map()
+    }
+
+    /// Migrates about `budget` more bytes of the source; `true` when the source is done.
+    pub fn step(&mut self, budget: u64) -> Result<bool> {
+        if self.done {
+            return Ok(true);
+        }
+        let start = self.read.load(std::sync::atomic::Ordering::Relaxed);
+        let (Some(reader), Some(writer)) = (self.reader.as_mut(), self.writer.as_mut()) else {
+            return Err(Error::new(
+                forkpoint_core::ErrorCode::Closed,
+                "the migration was finished or aborted",
+            ));
+        };
+        loop {
+            self.line.clear();
+            let n = reader
+                .read_until(b'\n', &mut self.line)
+                .map_err(|e| io_error(e, &self.src, "cannot read session file"))?;
+            if n == 0 {
+                self.done = true;
+                return Ok(true);
+            }
+            let text = std::str::from_utf8(&self.line).map_err(|e| {
+                Error::corrupted(format!("line {} is not valid UTF-8", self.core.lines() + 1))
+                    .at(Some(self.core.lines() + 1), e.valid_up_to() as u64)
+                    .with_path(self.src.display().to_string())
+            })?;
+            let out = self
+                .core
+                .line(text)
+                .map_err(|e| e.with_path(self.src.display().to_string()))?;
+            writer
+                .write_all(out.as_bytes())
+                .and_then(|_| writer.write_all(b"\n"))
+                .map_err(|e| {
+                    io_error(e, &self.tmp, "cannot write the migration's temporary file")
+                })?;
+            if self.read.load(std::sync::atomic::Ordering::Relaxed) - start >= budget {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Makes the output durable and moves it into place (after the last step).
+    pub fn finish(&mut self) -> Result<()> {
+        if !self.done {
+            return Err(Error::invalid_input(
+                "the migration has not read the whole source yet",
+            ));
+        }
+        let writer = self.writer.take().ok_or_else(|| {
+            Error::new(
+                forkpoint_core::ErrorCode::Closed,
+                "the migration was finished or aborted",
+            )
+        })?;
+        self.reader = None;
+        let res = (|| {
+            let f = writer.into_inner().map_err(|e| {
+                io_error(
+                    e.into_error(),
+                    &self.tmp,
+                    "cannot write the migration's temporary file",
+                )
+            })?;
+            f.sync_all().map_err(|e| {
+                io_error(e, &self.tmp, "cannot fsync the migration's temporary file")
+            })?;
+            fs::rename(&self.tmp, &self.dst)
+                .map_err(|e| io_error(e, &self.dst, "cannot move the migration into place"))?;
+            let dir = self
+                .dst
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            sync_dir(dir)
+        })();
+        if res.is_err() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+        res
+    }
+
+    /// Stops and removes the temporary output; the target is untouched.
+    pub fn abort(&mut self) {
+        self.reader = None;
+        if self.writer.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+impl Drop for FileMigration {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+/// Migrates a whole file; `progress(bytes_read, total)` is called after each step.
+pub fn migrate_file(
+    src: &Path,
+    dst: &Path,
+    from: Provider,
+    to: Provider,
+    model: Option<String>,
+    now_iso: &str,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<CompatibilityReport> {
+    let mut m = FileMigration::open(src, dst, from, to, model, now_iso)?;
+    while !m.step(8 << 20)? {
+        progress(m.bytes_read(), m.total);
+    }
+    progress(m.bytes_read(), m.total);
+    m.finish()?;
+    Ok(m.report().clone())
+}

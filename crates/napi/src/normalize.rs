@@ -1,0 +1,158 @@
+//! Provider conversion (`MessageNormalizer`, `toProvider`, `fromProvider`,
+//! `SessionMigrator`): JSON text in, JSON text out, so raw numbers survive.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use forkpoint_core::normalize::{self, Provider};
+use forkpoint_core::{Error, time::ms_to_iso};
+use forkpoint_fs::migrate::FileMigration;
+use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Task};
+use napi_derive::napi;
+
+use crate::util::{JsonText, guard, json_text, now_ms};
+
+/// `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON).
+#[napi(ts_return_type = "string")]
+pub fn from_provider_json(request: String, provider: String) -> napi::Result<JsonText> {
+    guard(|| normalize::from_provider(&request, &provider).map(json_text))
+}
+
+/// `toProvider`: canonical messages → the request's JSON, a newline, `{report, idMap}` (JSON).
+#[napi(ts_return_type = "string")]
+pub fn to_provider_json(
+    messages: String,
+    target: String,
+    options: Option<String>,
+) -> napi::Result<JsonText> {
+    guard(|| normalize::to_provider_lines(&messages, &target, options.as_deref()).map(json_text))
+}
+
+/// `MessageNormalizer.normalize`: one provider message → canonical message(s) (JSON).
+#[napi(ts_return_type = "string")]
+pub fn normalize_message_json(message: String, provider: String) -> napi::Result<JsonText> {
+    guard(|| normalize::normalize_message(&message, &provider).map(json_text))
+}
+
+/// `MessageNormalizer.denormalize`: canonical message(s) → `{message, report}` (JSON).
+#[napi(ts_return_type = "string")]
+pub fn denormalize_message_json(
+    normalized: String,
+    provider: String,
+    model: Option<String>,
+) -> napi::Result<JsonText> {
+    guard(|| {
+        normalize::denormalize_message(&normalized, &provider, model.as_deref()).map(json_text)
+    })
+}
+
+/// `SessionMigrator.checkCompatibility` (CompatibilityReport as JSON).
+#[napi]
+pub fn check_compatibility_json(source: String, target: String) -> napi::Result<String> {
+    guard(|| {
+        let r = normalize::check_compatibility(&source, &target)?;
+        forkpoint_core::types::to_json_text(&r)
+    })
+}
+
+/// A session file being migrated to another provider, step by step.
+#[napi]
+pub struct NativeMigration {
+    inner: Arc<Mutex<FileMigration>>,
+}
+
+fn locked(
+    m: &Mutex<FileMigration>,
+) -> forkpoint_core::Result<std::sync::MutexGuard<'_, FileMigration>> {
+    m.lock()
+        .map_err(|_| Error::internal("migration poisoned by a panic"))
+}
+
+pub struct StepTask {
+    inner: Arc<Mutex<FileMigration>>,
+    budget: u64,
+}
+
+impl Task for StepTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        guard(|| {
+            let mut m = locked(&self.inner)?;
+            let done = m.step(self.budget)?;
+            if done {
+                m.finish()?;
+            }
+            Ok(format!(
+                "{{\"done\":{done},\"bytesRead\":{},\"totalBytes\":{},\"messagesChanged\":{}}}",
+                m.bytes_read(),
+                m.total,
+                m.changed()
+            ))
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
+        Ok(output)
+    }
+}
+
+#[napi]
+impl NativeMigration {
+    /// Opens `src` and a temporary file beside `dst`.
+    #[napi(constructor)]
+    pub fn new(
+        src: String,
+        from: String,
+        to: String,
+        dst: String,
+        model: Option<String>,
+    ) -> napi::Result<Self> {
+        let m = guard(|| {
+            FileMigration::open(
+                Path::new(&src),
+                Path::new(&dst),
+                Provider::parse(&from)?,
+                Provider::parse(&to)?,
+                model,
+                &ms_to_iso(now_ms()),
+            )
+        })?;
+        Ok(NativeMigration {
+            inner: Arc::new(Mutex::new(m)),
+        })
+    }
+
+    /// Migrates about `budget` more bytes on a worker thread; when the source is
+    /// done, makes the target durable and moves it into place.
+    /// Resolves `{done, bytesRead, totalBytes, messagesChanged}` (JSON).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn step(&self, budget: f64) -> AsyncTask<StepTask> {
+        AsyncTask::new(StepTask {
+            inner: self.inner.clone(),
+            budget: budget.max(1.0) as u64,
+        })
+    }
+
+    /// `{report, idMap}` (JSON).
+    #[napi]
+    pub fn result_json(&self) -> napi::Result<String> {
+        guard(|| {
+            let m = locked(&self.inner)?;
+            let rep = forkpoint_core::types::to_json_text(m.report())?;
+            let map = normalize::id_map_json(m.id_map());
+            Ok(format!("{{\"report\":{rep},\"idMap\":{}}}", map.text()))
+        })
+    }
+
+    /// Stops and removes the temporary file (the target is untouched).
+    #[napi]
+    pub fn abort(&self) -> napi::Result<()> {
+        guard(|| {
+            locked(&self.inner)?.abort();
+            Ok(())
+        })
+    }
+}

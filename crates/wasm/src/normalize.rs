@@ -1,0 +1,98 @@
+//! Provider conversion for browsers: the same core functions as the Node
+//! addon's, JSON text in and out (so raw numbers survive).
+
+use forkpoint_core::normalize;
+use wasm_bindgen::prelude::*;
+
+use crate::util::err;
+
+/// `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON).
+#[wasm_bindgen(js_name = fromProviderJson)]
+pub fn from_provider_json(request: &str, provider: &str) -> Result<String, JsError> {
+    normalize::from_provider(request, provider).map_err(err)
+}
+
+/// `toProvider`: canonical messages → the request's JSON, a newline, `{report, idMap}` (JSON).
+#[wasm_bindgen(js_name = toProviderJson)]
+pub fn to_provider_json(
+    messages: &str,
+    target: &str,
+    options: Option<String>,
+) -> Result<String, JsError> {
+    normalize::to_provider_lines(messages, target, options.as_deref()).map_err(err)
+}
+
+/// `MessageNormalizer.normalize`: one provider message → canonical message(s) (JSON).
+#[wasm_bindgen(js_name = normalizeMessageJson)]
+pub fn normalize_message_json(message: &str, provider: &str) -> Result<String, JsError> {
+    normalize::normalize_message(message, provider).map_err(err)
+}
+
+/// `MessageNormalizer.denormalize`: canonical message(s) → `{message, report}` (JSON).
+#[wasm_bindgen(js_name = denormalizeMessageJson)]
+pub fn denormalize_message_json(
+    normalized: &str,
+    provider: &str,
+    model: Option<String>,
+) -> Result<String, JsError> {
+    normalize::denormalize_message(normalized, provider, model.as_deref()).map_err(err)
+}
+
+/// `SessionMigrator.checkCompatibility` (CompatibilityReport as JSON).
+#[wasm_bindgen(js_name = checkCompatibilityJson)]
+pub fn check_compatibility_json(source: &str, target: &str) -> Result<String, JsError> {
+    let r = normalize::check_compatibility(source, target).map_err(err)?;
+    forkpoint_core::types::to_json_text(&r).map_err(err)
+}
+
+/// `SessionMigrator.migrate` over text: feed lines, get the migrated lines back.
+#[wasm_bindgen]
+pub struct NativeMigration {
+    inner: normalize::migrate::Migration,
+}
+
+#[wasm_bindgen]
+impl NativeMigration {
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        from: &str,
+        to: &str,
+        model: Option<String>,
+        now_iso: &str,
+    ) -> Result<NativeMigration, JsError> {
+        Ok(NativeMigration {
+            inner: normalize::migrate::Migration::new(
+                normalize::Provider::parse(from).map_err(err)?,
+                normalize::Provider::parse(to).map_err(err)?,
+                model,
+                now_iso,
+            ),
+        })
+    }
+
+    /// Migrates complete lines (text ending with `\n`); returns the output lines.
+    pub fn push(&mut self, text: &str) -> Result<String, JsError> {
+        let mut out = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            out.push_str(&self.inner.line(line).map_err(err)?);
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
+    /// Messages changed so far.
+    #[wasm_bindgen(getter, js_name = messagesChanged)]
+    pub fn messages_changed(&self) -> f64 {
+        self.inner.changed as f64
+    }
+
+    /// `{report, idMap}` (JSON).
+    #[wasm_bindgen(js_name = resultJson)]
+    pub fn result_json(&self) -> Result<String, JsError> {
+        let rep = forkpoint_core::types::to_json_text(&self.inner.report).map_err(err)?;
+        Ok(format!(
+            "{{\"report\":{rep},\"idMap\":{}}}",
+            normalize::id_map_json(self.inner.id_map()).text()
+        ))
+    }
+}

@@ -1,0 +1,75 @@
+/**
+ * Provider conversion in Node: `toProvider`, `fromProvider`,
+ * `MessageNormalizer`, and `SessionMigrator` (whose `migrate` streams a session
+ * file into a new one, written atomically).
+ */
+import type { CompatibilityReport, MigrationProgress, ProviderName } from '@forkpoint/types';
+import { createNormalizer, callAsync, call } from '@forkpoint/shared';
+import * as native from '../native/index.js';
+
+const api = createNormalizer(native);
+
+/** Canonical messages → a request body for `target`, with a report of every step. */
+export const toProvider = api.toProvider;
+/** A provider request body → canonical messages (`{system?, messages, tools?}`). */
+export const fromProvider = api.fromProvider;
+/** One message at a time (the seed API): `normalize(message, provider)`, `denormalize(normalized, provider)`. */
+export const MessageNormalizer = api.MessageNormalizer;
+
+/** Options of `SessionMigrator.migrate`. */
+export interface MigrateOptions {
+  /** The target model (signatures of other models of the same provider are not kept). */
+  model?: string;
+  /** Called after each step (about 8 MiB of the source). */
+  onProgress?: (p: MigrationProgress) => void;
+  /** Bytes of source per step. Default 8 MiB. */
+  stepBytes?: number;
+}
+
+/** What `SessionMigrator.migrate` did. */
+export interface MigrationResult {
+  report: CompatibilityReport;
+  /** Target tool-call id → original id, for every id that had to change. */
+  idMap: Record<string, string>;
+  messagesChanged: number;
+  bytesRead: number;
+}
+
+/** Moving whole sessions between providers. */
+export const SessionMigrator = {
+  /** What moving any conversation from `source` to `target` may lose (before looking at one). */
+  checkCompatibility(source: ProviderName, target: ProviderName): CompatibilityReport {
+    return api.checkCompatibility(source, target);
+  },
+
+  /**
+   * Rewrites the session file `sourcePath` (pi v1–v3 or forkpoint, `.jsonl` or
+   * `.jsonl.gz`) so that every message can be sent to `targetProvider`, into
+   * `targetPath`. Streams (never holds the file), keeps the tree (ids, parents,
+   * order), and writes the target atomically: a temporary file beside it is
+   * fsynced and renamed into place only at the end, so an error or a crash
+   * leaves `targetPath` as it was. Messages without an origin are taken to
+   * come from `sourceProvider`.
+   */
+  async migrate(
+    sourcePath: string,
+    sourceProvider: ProviderName,
+    targetProvider: ProviderName,
+    targetPath: string,
+    opts: MigrateOptions = {},
+  ): Promise<MigrationResult> {
+    const m = call(() => new native.NativeMigration(sourcePath, sourceProvider, targetProvider, targetPath, opts.model ?? null));
+    let last: MigrationProgress & { done: boolean } = { done: false, bytesRead: 0, totalBytes: 0, messagesChanged: 0 };
+    try {
+      while (!last.done) {
+        last = JSON.parse(await callAsync(() => m.step(opts.stepBytes ?? 8 << 20)));
+        opts.onProgress?.({ bytesRead: last.bytesRead, totalBytes: last.totalBytes, messagesChanged: last.messagesChanged });
+      }
+    } catch (e) {
+      m.abort();
+      throw e;
+    }
+    const r = JSON.parse(call(() => m.resultJson())) as { report: CompatibilityReport; idMap: Record<string, string> };
+    return { ...r, messagesChanged: last.messagesChanged, bytesRead: last.bytesRead };
+  },
+};

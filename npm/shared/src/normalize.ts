@@ -1,0 +1,103 @@
+/**
+ * Moving conversations between providers: the canonical model
+ * (`NormalizedMessage`), `toProvider` / `fromProvider`, `MessageNormalizer`
+ * and `SessionMigrator.checkCompatibility`. The Node package and the browser
+ * package build these from their native module (`createNormalizer`).
+ *
+ * JSON crosses as text: pass a string to keep number spellings exactly
+ * (`1.10` stays `1.10`); `body` is the exact request text to send.
+ */
+import type {
+  CompatibilityReport,
+  NormalizedConversation,
+  NormalizedMessage,
+  ProviderName,
+  ToProviderOptions,
+} from '@forkpoint/types';
+import { call } from './errors.js';
+
+/** The native functions (napi or wasm) behind the API. */
+export interface NativeNormalizerLike {
+  fromProviderJson(request: string, provider: string): string;
+  toProviderJson(messages: string, target: string, options?: string | null): string;
+  normalizeMessageJson(message: string, provider: string): string;
+  denormalizeMessageJson(normalized: string, provider: string, model?: string | null): string;
+  checkCompatibilityJson(source: string, target: string): string;
+}
+
+/** A request body for a provider, with what the conversion did. */
+export interface ProviderConversion {
+  /**
+   * The request body fragment the provider takes: Anthropic `{system?, messages}`,
+   * OpenAI Chat `{messages}`, Responses `{instructions?, input}`, Gemini
+   * `{systemInstruction?, contents}` (plus `tools` when given). Merge it into
+   * your request (`{model, max_tokens, ...request}`).
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  request: any;
+  /** Every step taken, lossy or not; `compatible` is false when something was lost. */
+  report: CompatibilityReport;
+  /** Target tool-call id → original id, for every id that had to change. */
+  idMap: Record<string, string>;
+  /** `request` as the exact JSON text (number spellings kept). */
+  body: string;
+}
+
+/** What `fromProvider` returns. */
+export interface FromProviderResult extends NormalizedConversation {
+  /** The same as JSON text (number spellings inside arguments kept). */
+  json: string;
+}
+
+/** What `MessageNormalizer.denormalizeWithReport` returns. */
+export interface DenormalizedMessage {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  message: any;
+  report: CompatibilityReport;
+}
+
+/** Canonical messages, a conversation, or its JSON text. */
+export type MessagesInput = NormalizedMessage[] | NormalizedConversation | string;
+
+const text = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+
+/** The conversion API over a native module. */
+export interface Normalizer {
+  toProvider(messages: MessagesInput, target: ProviderName, opts?: ToProviderOptions): ProviderConversion;
+  fromProvider(request: object | string, provider: ProviderName): FromProviderResult;
+  MessageNormalizer: {
+    normalize(message: object | string, provider: ProviderName): NormalizedMessage | NormalizedMessage[];
+    denormalize(normalized: NormalizedMessage | NormalizedMessage[] | string, provider: ProviderName, opts?: { model?: string }): unknown;
+    denormalizeWithReport(normalized: NormalizedMessage | NormalizedMessage[] | string, provider: ProviderName, opts?: { model?: string }): DenormalizedMessage;
+  };
+  checkCompatibility(source: ProviderName, target: ProviderName): CompatibilityReport;
+}
+
+/** Builds the API over `n`. */
+export function createNormalizer(n: NativeNormalizerLike): Normalizer {
+  const denormalizeWithReport = (
+    normalized: NormalizedMessage | NormalizedMessage[] | string,
+    provider: ProviderName,
+    opts?: { model?: string },
+  ): DenormalizedMessage => JSON.parse(call(() => n.denormalizeMessageJson(text(normalized), provider, opts?.model ?? null)));
+  return {
+    toProvider(messages, target, opts) {
+      const out = call(() => n.toProviderJson(text(messages), target, opts === undefined ? null : JSON.stringify(opts)));
+      // The request's JSON text, a newline (compact JSON has none), then {report, idMap}.
+      const nl = out.indexOf('\n');
+      const body = out.slice(0, nl);
+      const meta = JSON.parse(out.slice(nl + 1)) as Pick<ProviderConversion, 'report' | 'idMap'>;
+      return { request: JSON.parse(body), report: meta.report, idMap: meta.idMap, body };
+    },
+    fromProvider(request, provider) {
+      const json = call(() => n.fromProviderJson(text(request), provider));
+      return { ...(JSON.parse(json) as NormalizedConversation), json };
+    },
+    MessageNormalizer: {
+      normalize: (message, provider) => JSON.parse(call(() => n.normalizeMessageJson(text(message), provider))),
+      denormalize: (normalized, provider, opts) => denormalizeWithReport(normalized, provider, opts).message,
+      denormalizeWithReport,
+    },
+    checkCompatibility: (source, target) => JSON.parse(call(() => n.checkCompatibilityJson(source, target))),
+  };
+}

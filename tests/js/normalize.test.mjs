@@ -1,0 +1,160 @@
+// Provider conversion through the package under test (FORKPOINT_BACKEND=napi|wasm):
+// the conformance suite of tests/fixtures/providers (the same cases the Rust suite
+// runs), byte stability through the JS API, and the API's contracts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { BACKEND, pkg, fixturesDir, throwsCode } from './helpers.mjs';
+
+const dir = fixturesDir + 'providers/';
+const cases = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
+  .map((f) => ({ file: f, ...JSON.parse(readFileSync(dir + f, 'utf8')), expected: JSON.parse(readFileSync(dir + 'expected/' + f, 'utf8')) }));
+const TARGETS = ['anthropic', 'openai', 'openai-responses', 'google'];
+
+function pointer(doc, ptr) {
+  if (ptr === '') return { found: true, value: doc };
+  let cur = doc;
+  for (const raw of ptr.slice(1).split('/')) {
+    const k = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (cur === null || typeof cur !== 'object' || !(k in cur)) return { found: false };
+    cur = cur[k];
+  }
+  return { found: true, value: cur };
+}
+
+function check(a, root, file) {
+  const what = `${file}: ${JSON.stringify(a)}`;
+  if (a.pointer !== undefined) {
+    const got = pointer(root, a.pointer);
+    if ('equals' in a) assert.deepEqual(got.value, a.equals, what);
+    if ('length' in a) assert.equal(got.value?.length, a.length, what);
+    if (a.absent) assert.equal(got.found, false, what);
+    if ('matches' in a) assert.match(String(got.value), new RegExp(a.matches), what);
+    if ('sameAs' in a) assert.deepEqual(got.value, pointer(root, a.sameAs).value, what);
+    if ('notSameAs' in a) assert.notDeepEqual(got.value, pointer(root, a.notSameAs).value, what);
+  }
+  const codes = (root.report?.steps ?? []).map((s) => s.code);
+  for (const c of a.steps ?? []) assert.ok(codes.includes(c), `${what}: ${c} not in ${codes}`);
+  if (a.noSteps) assert.deepEqual(codes, [], what);
+}
+
+test(`[${BACKEND}] provider conformance suite: ${cases.length} cases, every target, assertions and expected outputs`, () => {
+  assert.ok(cases.length >= 40);
+  for (const c of cases) {
+    if (c.error) {
+      const attempt = () => {
+        const conv = c.from === 'canonical' ? c.input : pkg.fromProvider(c.input, c.from);
+        for (const t of TARGETS) pkg.toProvider(conv, t, c.options);
+      };
+      throwsCode(assert, attempt, c.error.code);
+      continue;
+    }
+    // The input as its exact text (number spellings kept), as a client would send it.
+    const text = c.expected.inputText;
+    const conv = c.from === 'canonical' ? { json: text } : pkg.fromProvider(text, c.from);
+    const canonical = c.from === 'canonical' ? JSON.parse(text) : { ...conv, json: undefined };
+    delete canonical.json;
+    assert.deepEqual(canonical, c.expected.canonical, `${c.file}: canonical`);
+    const outs = { canonical };
+    for (const t of TARGETS) {
+      const o = pkg.toProvider(conv.json, t, c.options);
+      assert.deepEqual(JSON.parse(o.body), o.request, `${c.file}: body is the request`);
+      assert.deepEqual({ request: o.request, report: o.report, idMap: o.idMap }, c.expected[t], `${c.file}: ${t} differs from expected`);
+      outs[t] = o;
+    }
+    for (const a of c.assert ?? []) check(a, outs[a.target], c.file);
+    if (c.from !== 'canonical' && c.byteStable !== false) {
+      assert.equal(outs[c.from].body, text, `${c.file}: not byte-stable to ${c.from}`);
+      assert.equal(outs[c.from].report.compatible, true, `${c.file}: lossy back to ${c.from}`);
+      // The same through JS objects: the request as JSON.stringify writes it comes back.
+      const viaObjects = pkg.fromProvider(c.input, c.from);
+      assert.equal(pkg.toProvider(viaObjects.messages, c.from, { ...c.options, system: viaObjects.system, systemRole: viaObjects.systemRole, tools: viaObjects.tools }).body, JSON.stringify(c.input), `${c.file}: not byte-stable through objects`);
+    }
+  }
+});
+
+test(`[${BACKEND}] raw JSON text in: number spellings survive every conversion`, () => {
+  // 1e400 has no JS number (JSON.parse gives Infinity): only the text path keeps it.
+  const req = '{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{"a":1.10,"big":123456789012345678901234567890,"e":1e400}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]}]}';
+  const conv = pkg.fromProvider(req, 'anthropic');
+  assert.equal(pkg.toProvider(conv.json, 'anthropic').body, req);
+  const oa = pkg.toProvider(conv.json, 'openai');
+  assert.equal(oa.request.messages[1].tool_calls[0].function.arguments, '{"a":1.10,"big":123456789012345678901234567890,"e":1e400}');
+  const g = pkg.toProvider(conv.json, 'google');
+  assert.match(g.body, /"args":\{"a":1\.10,"big":123456789012345678901234567890,"e":1e400\}/);
+  // Through JS objects the same-provider bytes still come back (the original is kept
+  // and matched by value), as long as every number has a JS value.
+  const req2 = req.replace(',"e":1e400', '');
+  assert.equal(pkg.toProvider(pkg.fromProvider(req2, 'anthropic').messages, 'anthropic').body, req2);
+});
+
+test(`[${BACKEND}] MessageNormalizer: the seed API, one message at a time`, () => {
+  const { MessageNormalizer } = pkg;
+  const a = { role: 'assistant', content: [{ type: 'thinking', thinking: 'plan', signature: 'sig' }, { type: 'text', text: 'Hi' }, { type: 'tool_use', id: 'toolu_9', name: 'ls', input: { dir: '.' } }] };
+  const n = MessageNormalizer.normalize(a, 'anthropic');
+  assert.equal(n.role, 'assistant');
+  assert.deepEqual(n.content.map((b) => b.type), ['thinking', 'text', 'toolCall']);
+  assert.equal(n.api, 'anthropic-messages');
+  assert.deepEqual(MessageNormalizer.denormalize(n, 'anthropic'), a);
+  const o = MessageNormalizer.denormalizeWithReport(n, 'openai');
+  assert.equal(o.message.role, 'assistant');
+  assert.equal(o.message.tool_calls[0].function.arguments, '{"dir":"."}');
+  assert.equal(o.message.tool_calls[0].id, 'toolu_9');
+  assert.ok(o.report.steps.some((s) => s.code === 'thinking_to_text'));
+  assert.equal(o.report.compatible, false);
+  // Anthropic user turn with results and text: several canonical messages.
+  const u = MessageNormalizer.normalize({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_9', content: 'a.txt' }, { type: 'text', text: 'go on' }] }, 'anthropic');
+  assert.deepEqual(u.map((m) => m.role), ['toolResult', 'user']);
+  // One OpenAI tool message per result; Responses items for an assistant turn.
+  const items = MessageNormalizer.denormalize(n, 'openai-responses');
+  assert.ok(Array.isArray(items));
+  assert.deepEqual(items.map((i) => i.type ?? i.role), ['assistant', 'assistant', 'function_call']);
+  assert.deepEqual(MessageNormalizer.normalize({ role: 'model', parts: [{ text: 'x' }] }, 'google').content, [{ type: 'text', text: 'x' }]);
+  throwsCode(assert, () => MessageNormalizer.normalize({ role: 'function', content: 'x' }, 'openai'), 'INVALID_INPUT');
+  throwsCode(assert, () => MessageNormalizer.normalize('[]', 'openai'), 'INVALID_INPUT');
+  throwsCode(assert, () => MessageNormalizer.denormalize({ role: 'system', content: 'x' }, 'anthropic'), 'INVALID_INPUT');
+});
+
+test(`[${BACKEND}] checkCompatibility lists what a pair may lose; errors have codes`, () => {
+  const { SessionMigrator } = pkg;
+  const same = SessionMigrator.checkCompatibility('google', 'google');
+  assert.deepEqual(same, { compatible: true, warnings: [], lossyFields: [], steps: [] });
+  const r = SessionMigrator.checkCompatibility('anthropic', 'openai');
+  assert.equal(r.compatible, false);
+  for (const f of ['thinking', 'thinkingSignature', 'isError']) assert.ok(r.lossyFields.includes(f), f);
+  assert.ok(r.steps.some((s) => s.code === 'tool_result_image_moved'));
+  const g = SessionMigrator.checkCompatibility('google', 'anthropic');
+  assert.ok(g.lossyFields.includes('thoughtSignature'));
+  assert.ok(!g.lossyFields.includes('isError'));
+  throwsCode(assert, () => SessionMigrator.checkCompatibility('anthropic', 'cohere'), 'INVALID_INPUT');
+  throwsCode(assert, () => pkg.toProvider('{"messages":', 'openai'), 'INVALID_INPUT');
+  throwsCode(assert, () => pkg.toProvider([{ content: 'no role' }], 'openai'), 'INVALID_INPUT');
+  throwsCode(assert, () => pkg.fromProvider({ messages: [{ role: 'user' }] }, 'anthropic'), 'INVALID_INPUT');
+});
+
+test(`[${BACKEND}] tool-call id map: reversible and collision-free, results follow their calls`, () => {
+  const msgs = [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', api: 'openai-completions', provider: 'openai', content: [
+      { type: 'toolCall', id: 'a:b', name: 'f', arguments: {} },
+      { type: 'toolCall', id: 'a/b', name: 'f', arguments: {} },
+      { type: 'toolCall', id: 'x'.repeat(80), name: 'f', arguments: {} },
+    ] },
+    { role: 'toolResult', toolCallId: 'a/b', toolName: 'f', content: [{ type: 'text', text: '2' }], isError: false },
+    { role: 'toolResult', toolCallId: 'a:b', toolName: 'f', content: [{ type: 'text', text: '1' }], isError: false },
+    { role: 'toolResult', toolCallId: 'x'.repeat(80), toolName: 'f', content: [{ type: 'text', text: '3' }], isError: false },
+  ];
+  const o = pkg.toProvider(msgs, 'anthropic');
+  const calls = o.request.messages[1].content.map((b) => b.id);
+  assert.equal(new Set(calls).size, 3);
+  for (const id of calls) assert.match(id, /^[a-zA-Z0-9_-]{1,64}$/);
+  const results = o.request.messages[2].content;
+  const byId = Object.fromEntries(results.map((r) => [r.tool_use_id, r.content]));
+  assert.equal(byId[calls[0]], '1');
+  assert.equal(byId[calls[1]], '2');
+  assert.equal(byId[calls[2]], '3');
+  for (const id of calls) assert.ok(o.idMap[id], `${id} in idMap`);
+  assert.deepEqual(calls.map((id) => o.idMap[id]), ['a:b', 'a/b', 'x'.repeat(80)]);
+});
