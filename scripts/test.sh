@@ -27,7 +27,7 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 fi
 step "TypeScript API types" tsc -p tests/types
 step "JS contract suite (napi)" env FORKPOINT_BACKEND=napi node --test tests/js/
-step "JS contract suite (wasm)" env FORKPOINT_BACKEND=wasm node --test tests/js/contract.test.mjs tests/js/events.test.mjs
+step "JS contract suite (wasm)" env FORKPOINT_BACKEND=wasm node --test tests/js/contract.test.mjs tests/js/events.test.mjs tests/js/normalize.test.mjs tests/js/migrate.test.mjs
 step "browser (Chromium)" node --test tests/browser/
 step "reliability: 15 SIGKILLs of a busy agent, each followed by a crash resume and the checks" \
   node scripts/reliability.mjs --trials 15 --seed 42 --quiet

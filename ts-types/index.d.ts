@@ -986,7 +986,17 @@ export type NormalizedConversation = { system?: NormalizedContent,
 /**
  * Set when the system prompt was an OpenAI `system`/`developer` message.
  */
-systemRole?: string, messages: Array<NormalizedMessage>, tools?: Array<ToolDeclaration>, };
+systemRole?: string, messages: Array<NormalizedMessage>, tools?: Array<ToolDeclaration>, 
+/**
+ * The system prompt's exact JSON, when a fresh encoding would differ
+ * (used by `toProvider` to the same provider while the prompt is unchanged).
+ */
+systemOriginal?: SystemOriginal, };
+
+/**
+ * See `NormalizedConversation.systemOriginal`.
+ */
+export type SystemOriginal = { provider: ProviderName, json: string, hash: string, };
 
 /**
  * Options of `toProvider`.
@@ -1010,12 +1020,63 @@ systemRole?: string,
 /**
  * Tool definitions, converted to the target's shape.
  */
-tools?: Array<ToolDeclaration>, };
+tools?: Array<ToolDeclaration>, 
+/**
+ * `fromProvider`'s `systemOriginal`, for byte-stable output to the same provider.
+ */
+systemOriginal?: SystemOriginal, };
 
 /**
  * Progress of `SessionMigrator.migrate`.
  */
 export type MigrationProgress = { bytesRead: number, totalBytes: number, messagesChanged: number, };
+
+/**
+ * What an import produced.
+ */
+export type ImportSummary = { 
+/**
+ * The format read: `"pi"`, `"claude-code"` or `"codex"`.
+ */
+format: string, 
+/**
+ * Entries written (header excluded).
+ */
+entries: number, 
+/**
+ * `message` entries written.
+ */
+messages: number, 
+/**
+ * `custom` entries written (metadata lines kept whole).
+ */
+customEntries: number, 
+/**
+ * Always 0: every line is imported.
+ */
+skippedLines: number, 
+/**
+ * The current leaf of the result (the last entry).
+ */
+leafId: string | null, 
+/**
+ * Entries whose parent is not in the file (kept as roots, as pi does).
+ */
+orphans: number, 
+/**
+ * Parent cycles in the input, each cut at its earliest entry (which becomes a root).
+ */
+brokenCycles: number, 
+/**
+ * Claude Code: tool results of parallel calls moved from sibling branches
+ * into one chain under their assistant message (see [`import_session`]).
+ */
+rechainedResults: number, 
+/**
+ * Claude Code: lines repeating an earlier line's `uuid`, kept as `custom`
+ * entries under a derived id.
+ */
+duplicateIds: number, };
 
 /**
  * One change a conversion made.

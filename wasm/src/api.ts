@@ -15,7 +15,7 @@ import {
   type NativeNormalizerLike,
   type Normalizer,
 } from '@forkpoint/shared';
-import type { CompatibilityReport, MigrationProgress, ProviderName } from '@forkpoint/types';
+import type { CompatibilityReport, ImportSummary, MigrationProgress, ProviderName } from '@forkpoint/types';
 
 export { ForkpointError, EventBus } from '@forkpoint/shared';
 export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';
@@ -24,6 +24,7 @@ export type * from '@forkpoint/types';
 
 /** The wasm-bindgen module, Node or web build. */
 export interface WasmBackend extends NativeNormalizerLike {
+  importSessionJson(bytes: Uint8Array, format: string, sessionId: string, nowIso: string): string;
   NativeMigration: new (from: string, to: string, model: string | null, nowIso: string) => {
     push(text: string): string;
     readonly messagesChanged: number;
@@ -89,7 +90,7 @@ export const SessionMigrator = {
     source: string | Uint8Array | Blob,
     sourceProvider: ProviderName,
     targetProvider: ProviderName,
-    opts: { model?: string; onProgress?: (p: MigrationProgress) => void } = {},
+    opts: { model?: string; onProgress?: (p: MigrationProgress) => void; stepBytes?: number } = {},
   ): Promise<WebMigrationResult> {
     const m = call(() => new (wasm().NativeMigration)(sourceProvider, targetProvider, opts.model ?? null, new Date().toISOString()));
     try {
@@ -108,11 +109,12 @@ export const SessionMigrator = {
       if (typeof source === 'string') feed(source, true);
       else {
         const blob = source instanceof Uint8Array ? new Blob([source as Uint8Array<ArrayBuffer>]) : source;
-        for (let off = 0; off < blob.size; off += BLOB_CHUNK) {
-          const bytes = new Uint8Array(await blob.slice(off, off + BLOB_CHUNK).arrayBuffer());
-          const last = off + BLOB_CHUNK >= blob.size;
+        const step = opts.stepBytes ?? BLOB_CHUNK;
+        for (let off = 0; off < blob.size; off += step) {
+          const bytes = new Uint8Array(await blob.slice(off, off + step).arrayBuffer());
+          const last = off + step >= blob.size;
           feed(call(() => decoder.decode(bytes, { stream: !last })), last);
-          opts.onProgress?.({ bytesRead: Math.min(off + BLOB_CHUNK, blob.size), totalBytes: total, messagesChanged: m.messagesChanged });
+          opts.onProgress?.({ bytesRead: Math.min(off + step, blob.size), totalBytes: total, messagesChanged: m.messagesChanged });
         }
         if (blob.size === 0) feed('', true);
       }
@@ -179,4 +181,24 @@ export class EventLog extends SharedEventLog {
   static async openIndexedDb(dbName: string, logName: string, opts?: EventLogOptions): Promise<EventLog> {
     return new EventLog(await callAsync(() => wasm().NativeEventLog.openIndexedDb(dbName, logName, json(opts))));
   }
+}
+
+/**
+ * Imports a session recorded by pi (v1–v3), Claude Code or the Codex CLI
+ * (text, bytes or a `File`/`Blob`) as a pi v3 session: `text` is the new
+ * file, `session` the loaded `Session`. Nothing is skipped: metadata lines
+ * are kept as `custom` entries (FORMAT.md §15.7).
+ */
+export async function importSession(
+  source: string | Uint8Array | Blob,
+  opts: { format?: 'auto' | 'pi' | 'claude-code' | 'codex'; id?: string } = {},
+): Promise<{ session: Session; summary: ImportSummary; text: string }> {
+  const bytes =
+    typeof source === 'string' ? new TextEncoder().encode(source) : source instanceof Uint8Array ? source : new Uint8Array(await source.arrayBuffer());
+  const id = opts.id ?? globalThis.crypto.randomUUID();
+  const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString()));
+  const nl = out.indexOf('\n');
+  const summary = JSON.parse(out.slice(0, nl)) as ImportSummary;
+  const text = out.slice(nl + 1);
+  return { session: Session.fromJsonl(text), summary, text };
 }

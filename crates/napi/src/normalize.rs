@@ -156,3 +156,61 @@ impl NativeMigration {
         })
     }
 }
+
+pub struct ImportTask {
+    src: Option<String>,
+    bytes: Option<Vec<u8>>,
+    dst: String,
+    format: String,
+    session_id: String,
+}
+
+impl Task for ImportTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        guard(|| {
+            let bytes = match (&self.src, self.bytes.take()) {
+                (_, Some(b)) => b,
+                (Some(p), None) => forkpoint_fs::io::read_all(Path::new(p))?,
+                (None, None) => {
+                    return Err(Error::invalid_input("importSession needs a path or bytes"));
+                }
+            };
+            let format = normalize::import::ImportFormat::parse(&self.format)?;
+            let (text, summary) = normalize::import::import_session(
+                &bytes,
+                format,
+                &self.session_id,
+                &ms_to_iso(now_ms()),
+            )?;
+            forkpoint_fs::io::replace_atomic(Path::new(&self.dst), text.as_bytes())?;
+            forkpoint_core::types::to_json_text(&summary)
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
+        Ok(output)
+    }
+}
+
+/// `importSession`: reads a pi, Claude Code or Codex session (`src` path or
+/// `bytes`), writes it as a pi v3 session to `dst` atomically; resolves the
+/// ImportSummary (JSON).
+#[napi(ts_return_type = "Promise<string>")]
+pub fn import_session_json(
+    src: Option<String>,
+    bytes: Option<napi::bindgen_prelude::Buffer>,
+    dst: String,
+    format: String,
+    session_id: String,
+) -> AsyncTask<ImportTask> {
+    AsyncTask::new(ImportTask {
+        src,
+        bytes: bytes.map(|b| b.to_vec()),
+        dst,
+        format,
+        session_id,
+    })
+}

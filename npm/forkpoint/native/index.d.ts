@@ -257,6 +257,13 @@ export declare function denormalizeMessageJson(normalized: string, provider: str
 /** `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON). */
 export declare function fromProviderJson(request: string, provider: string): string
 
+/**
+ * `importSession`: reads a pi, Claude Code or Codex session (`src` path or
+ * `bytes`), writes it as a pi v3 session to `dst` atomically; resolves the
+ * ImportSummary (JSON).
+ */
+export declare function importSessionJson(src: string | undefined | null, bytes: Buffer | undefined | null, dst: string, format: string, sessionId: string): Promise<string>
+
 /** Lists the sessions of a directory (SessionInfo[] as JSON). */
 export declare function listSessionsJson(dir: string): Promise<string>
 

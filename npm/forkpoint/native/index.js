@@ -846,6 +846,7 @@ module.exports.NativeWriter = nativeBinding.NativeWriter
 module.exports.checkCompatibilityJson = nativeBinding.checkCompatibilityJson
 module.exports.denormalizeMessageJson = nativeBinding.denormalizeMessageJson
 module.exports.fromProviderJson = nativeBinding.fromProviderJson
+module.exports.importSessionJson = nativeBinding.importSessionJson
 module.exports.listSessionsJson = nativeBinding.listSessionsJson
 module.exports.normalizeMessageJson = nativeBinding.normalizeMessageJson
 module.exports.toProviderJson = nativeBinding.toProviderJson

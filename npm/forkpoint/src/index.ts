@@ -204,8 +204,8 @@ export async function listSessions(dir: string): Promise<SessionInfo[]> {
 }
 
 export { EventLog } from './eventlog.js';
-export { toProvider, fromProvider, MessageNormalizer, SessionMigrator } from './normalize.js';
-export type { MigrateOptions, MigrationResult } from './normalize.js';
+export { toProvider, fromProvider, MessageNormalizer, SessionMigrator, importSession } from './normalize.js';
+export type { MigrateOptions, MigrationResult, ImportOptions } from './normalize.js';
 export type { ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from '@forkpoint/shared';
 export {
   Agent,

@@ -3,8 +3,10 @@
  * `MessageNormalizer`, and `SessionMigrator` (whose `migrate` streams a session
  * file into a new one, written atomically).
  */
-import type { CompatibilityReport, MigrationProgress, ProviderName } from '@forkpoint/types';
-import { createNormalizer, callAsync, call } from '@forkpoint/shared';
+import type { CompatibilityReport, ImportSummary, MigrationProgress, ProviderName } from '@forkpoint/types';
+import { randomUUID } from 'node:crypto';
+import { dirname, basename, join } from 'node:path';
+import { createNormalizer, callAsync, call, ForkpointError } from '@forkpoint/shared';
 import * as native from '../native/index.js';
 
 const api = createNormalizer(native);
@@ -73,3 +75,38 @@ export const SessionMigrator = {
     return { ...r, messagesChanged: last.messagesChanged, bytesRead: last.bytesRead };
   },
 };
+
+/** Options of `importSession`. */
+export interface ImportOptions {
+  /** `'auto'` (default: detected from the first lines), `'pi'`, `'claude-code'` or `'codex'`. */
+  format?: 'auto' | 'pi' | 'claude-code' | 'codex';
+  /**
+   * Where to write the pi v3 session. Default for a path: beside it, with
+   * `.forkpoint.jsonl` instead of `.jsonl`; required when `source` is bytes.
+   */
+  to?: string;
+  /** The new session's id (Claude Code and Codex imports). Default: a random UUID. */
+  id?: string;
+}
+
+/**
+ * Imports a session recorded by pi (v1–v3), Claude Code or the Codex CLI as a
+ * forkpoint/pi v3 session file, written atomically to `opts.to`. Nothing is
+ * skipped: metadata lines are kept as `custom` entries (FORMAT.md §15.7).
+ * Resolves the path and a summary; open it with `SessionLoader.open(path)`.
+ */
+export async function importSession(source: string | Uint8Array, opts: ImportOptions = {}): Promise<{ path: string; summary: ImportSummary }> {
+  let to = opts.to;
+  if (to === undefined) {
+    if (typeof source !== 'string') {
+      throw new ForkpointError({ code: 'INVALID_INPUT', message: 'importSession: `to` is required when the source is bytes' });
+    }
+    to = join(dirname(source), basename(source).replace(/(\.jsonl)?(\.gz)?$/, '') + '.forkpoint.jsonl');
+  }
+  const dst = to;
+  const bytes = typeof source === 'string' ? null : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+  const summary = JSON.parse(
+    await callAsync(() => native.importSessionJson(typeof source === 'string' ? source : null, bytes, dst, opts.format ?? 'auto', opts.id ?? randomUUID())),
+  ) as ImportSummary;
+  return { path: dst, summary };
+}

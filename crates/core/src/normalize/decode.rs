@@ -16,6 +16,27 @@ pub struct Conversation {
     pub messages: Vec<J>,
     /// Tool definitions `{name, description?, parameters}`.
     pub tools: Option<Vec<J>>,
+    /// The exact JSON the system prompt came from, when a fresh encoding
+    /// would differ (`{provider, json, hash}`).
+    pub system_original: Option<J>,
+}
+
+impl Conversation {
+    /// Records where the system prompt came from (`raw`: the request's piece).
+    fn finish_system(&mut self, p: Provider, raw: Option<J>) {
+        let (Some(s), Some(raw)) = (&self.system, raw) else {
+            return;
+        };
+        let role = self.system_role.as_deref();
+        if js_stable(&raw) && super::encode::system_piece(p, s, role) == raw {
+            return;
+        }
+        self.system_original = Some(J::obj([
+            ("provider", J::s(p.name())),
+            ("json", J::s(&raw.text())),
+            ("hash", J::s(&super::encode::system_hash(s, role))),
+        ]));
+    }
 }
 
 struct Dec {
@@ -116,13 +137,21 @@ fn js_stable(v: &J) -> bool {
                 return false;
             }
             match n.parse::<f64>() {
-                Ok(f) => (f == 0.0 && n == "0" || (1e-6..1e21).contains(&f.abs())) && format!("{f}") == *n,
+                Ok(f) => {
+                    (f == 0.0 && n == "0" || (1e-6..1e21).contains(&f.abs()))
+                        && format!("{f}") == *n
+                }
                 Err(_) => false,
             }
         }
         J::Str(raw) => str_ok(raw),
         J::Arr(a) => a.iter().all(js_stable),
-        J::Obj(m) => m.iter().all(|(k, x)| str_ok(k) && js_stable(x)),
+        J::Obj(m) => {
+            let mut keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+            keys.sort_unstable();
+            keys.windows(2).all(|w| w[0] != w[1])
+                && m.iter().all(|(k, x)| str_ok(k) && js_stable(x))
+        }
         _ => true,
     }
 }
@@ -183,8 +212,11 @@ fn system_value(v: &J, p: Provider) -> Result<J> {
             for b in parts {
                 let text = b
                     .get("text")
+                    .filter(|_| b.is("type", "text"))
                     .cloned()
-                    .ok_or_else(|| bad("system blocks must be text blocks"))?;
+                    .ok_or_else(|| {
+                        bad("system blocks must be text blocks {type: \"text\", text}")
+                    })?;
                 out.push(with_vendor(
                     text_block_j(text),
                     vendor_of(b, &["type", "text"], p),
@@ -294,6 +326,7 @@ pub fn anthropic(req: &J, model: Option<J>) -> Result<Conversation> {
     let mut conv = Conversation::default();
     if let Some(s) = req.get("system") {
         conv.system = Some(system_value(s, Provider::Anthropic)?);
+        conv.finish_system(Provider::Anthropic, Some(s.clone()));
     }
     let mut d = Dec::new(Provider::Anthropic, model);
     for (i, m) in arr(req.get("messages"), "messages")?.iter().enumerate() {
@@ -486,6 +519,7 @@ fn openai_message(d: &mut Dec, conv: &mut Conversation, m: &J, i: usize) -> Resu
                 if role == "developer" {
                     conv.system_role = Some(role);
                 }
+                conv.finish_system(p, Some(m.clone()));
                 return Ok(());
             }
             let mut msg = J::obj([("role", J::s("system")), ("content", value)]);
@@ -610,7 +644,11 @@ pub fn responses(req: &J, model: Option<J>) -> Result<Conversation> {
     if let Some(s) = req.get("instructions")
         && !matches!(s, J::Null)
     {
+        if !matches!(s, J::Str(_)) {
+            return Err(bad("instructions must be a string"));
+        }
         conv.system = Some(system_value(s, p)?);
+        conv.finish_system(p, Some(s.clone()));
     }
     let mut d = Dec::new(p, model);
     responses_into(req, &mut d)?;
@@ -855,18 +893,24 @@ pub fn google(req: &J, model: Option<J>) -> Result<Conversation> {
                 let texts: Vec<J> = parts
                     .iter()
                     .map(|pt| {
-                        pt.get("text")
+                        let t = pt
+                            .get("text")
                             .cloned()
-                            .ok_or_else(|| bad("systemInstruction parts must be text"))
+                            .ok_or_else(|| bad("systemInstruction parts must be text"))?;
+                        Ok(with_vendor(text_block_j(t), vendor_of(pt, &["text"], p)))
                     })
                     .collect::<Result<_>>()?;
-                if texts.len() == 1 && vendor_of(si, &["parts"], p).is_none() {
-                    texts[0].clone()
+                if texts.len() == 1 && texts[0].get("vendor").is_none() {
+                    texts[0].get("text").cloned().unwrap_or(J::s(""))
                 } else {
-                    J::Arr(texts.into_iter().map(text_block_j).collect())
+                    J::Arr(texts)
                 }
             }
         });
+    }
+    if let Some(si) = req.get("systemInstruction") {
+        // Members besides parts (a role) are not modelled: only the original keeps them.
+        conv.finish_system(p, Some(si.clone()));
     }
     let mut d = Dec::new(p, model);
     for (i, c) in arr(req.get("contents"), "contents")?.iter().enumerate() {

@@ -69,19 +69,57 @@ pub fn encode_group(p: Provider, msgs: &[J]) -> Option<J> {
     }
 }
 
-/// Encodes a whole request fragment for `p`.
+/// The system prompt as the piece of a request that holds it: Anthropic's
+/// `system` value, OpenAI Chat's first message, Responses' `instructions`,
+/// Gemini's `systemInstruction`.
+pub fn system_piece(p: Provider, s: &J, system_role: Option<&str>) -> J {
+    match p {
+        Provider::Anthropic => anthropic_system(s),
+        Provider::OpenAi => J::obj([
+            ("role", J::s(system_role.unwrap_or("system"))),
+            ("content", openai_system(s, p)),
+        ]),
+        Provider::Responses => J::s(&system_text(s)),
+        Provider::Google => {
+            let parts: Vec<J> = match s {
+                J::Arr(b) => b
+                    .iter()
+                    .map(|t| {
+                        let mut o = J::obj([("text", t.get("text").cloned().unwrap_or(J::s("")))]);
+                        extend(&mut o, vendor_members(t, p));
+                        o
+                    })
+                    .collect(),
+                other => vec![J::obj([("text", other.clone())])],
+            };
+            J::obj([("parts", J::Arr(parts))])
+        }
+    }
+}
+
+/// The hash that identifies a system prompt (with its role) in `systemOriginal`.
+pub fn system_hash(s: &J, system_role: Option<&str>) -> String {
+    semantic_hash(&[s.clone(), system_role.map(J::s).unwrap_or(J::Null)])
+}
+
+/// Encodes a whole request fragment for `p`. `system_original` is
+/// `fromProvider`'s `systemOriginal`: used when it is `p`'s and the prompt is unchanged.
+#[allow(clippy::too_many_arguments)]
 pub fn encode_request(
     p: Provider,
     msgs: &[J],
     system: Option<&J>,
     system_role: Option<&str>,
+    system_original: Option<&J>,
     tools: Option<&[J]>,
     rep: &mut CompatibilityReport,
     ctx: &mut Ctx,
 ) -> J {
     let (list, _) = encode_messages(p, msgs, rep, ctx);
     let mut system = system.cloned();
+    let mut hoisted = false;
     if !ctx.hoisted.is_empty() {
+        hoisted = true;
         let mut texts: Vec<J> = match system.take() {
             Some(J::Arr(b)) => b,
             Some(s @ J::Str(_)) => vec![text_block_j(s)],
@@ -90,28 +128,52 @@ pub fn encode_request(
         texts.append(&mut ctx.hoisted);
         system = Some(J::Arr(texts));
     }
+    let piece = system.as_ref().map(|s| {
+        let original = system_original.filter(|o| !hoisted && o.is("provider", p.name()));
+        match original {
+            Some(o)
+                if o.str_of("hash").as_deref() == Some(system_hash(s, system_role).as_str()) =>
+            {
+                o.str_of("json")
+                    .and_then(|j| J::parse(&j).ok())
+                    .unwrap_or_else(|| system_piece(p, s, system_role))
+            }
+            _ => {
+                let mut piece = system_piece(p, s, system_role);
+                let n = piece.replace_lone_surrogates();
+                if n > 0 {
+                    rep.lossy(
+                        "lone_surrogates_replaced",
+                        None,
+                        "text",
+                        format!(
+                            "{n} lone UTF-16 surrogate(s) in the system prompt replaced with U+FFFD"
+                        ),
+                    );
+                }
+                piece
+            }
+        }
+    });
     let mut req = J::Obj(vec![]);
     match p {
         Provider::Anthropic => {
-            if let Some(s) = system {
-                req.set("system", anthropic_system(&s));
+            if let Some(s) = piece {
+                req.set("system", s);
             }
             req.set("messages", J::Arr(list));
         }
         Provider::OpenAi => {
             let mut all = Vec::new();
-            if let Some(s) = system {
-                all.push(J::obj([
-                    ("role", J::s(system_role.unwrap_or("system"))),
-                    ("content", openai_system(&s)),
-                ]));
+            if let Some(s) = piece {
+                all.push(s);
             }
             all.extend(list);
             req.set("messages", J::Arr(all));
         }
         Provider::Responses => {
-            if let Some(s) = system {
-                req.set("instructions", J::s(&system_text(&s)));
+            if let Some(s) = piece {
+                req.set("instructions", s);
             }
             let string_input = msgs.len() == 1
                 && role(&msgs[0]) == "user"
@@ -126,15 +188,8 @@ pub fn encode_request(
             }
         }
         Provider::Google => {
-            if let Some(s) = system {
-                let parts: Vec<J> = match &s {
-                    J::Arr(b) => b
-                        .iter()
-                        .map(|t| J::obj([("text", t.get("text").cloned().unwrap_or(J::s("")))]))
-                        .collect(),
-                    other => vec![J::obj([("text", other.clone())])],
-                };
-                req.set("systemInstruction", J::obj([("parts", J::Arr(parts))]));
+            if let Some(s) = piece {
+                req.set("systemInstruction", s);
             }
             req.set("contents", J::Arr(list));
         }
@@ -174,15 +229,17 @@ fn anthropic_system(s: &J) -> J {
     }
 }
 
-fn openai_system(s: &J) -> J {
+fn openai_system(s: &J, p: Provider) -> J {
     match s {
         J::Arr(b) => J::Arr(
             b.iter()
                 .map(|t| {
-                    J::obj([
+                    let mut o = J::obj([
                         ("type", J::s("text")),
                         ("text", t.get("text").cloned().unwrap_or(J::s(""))),
-                    ])
+                    ]);
+                    extend(&mut o, vendor_members(t, p));
+                    o
                 })
                 .collect(),
         ),
@@ -716,7 +773,7 @@ fn openai_one(
                 ("role", J::s(if dev { "developer" } else { "system" })),
                 (
                     "content",
-                    openai_system(m.get("content").unwrap_or(&J::s(""))),
+                    openai_system(m.get("content").unwrap_or(&J::s("")), p),
                 ),
             ]);
             extend(&mut msg, vendor_members(m, p));
@@ -895,7 +952,7 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                 ("role", J::s(if dev { "developer" } else { "system" })),
                 (
                     "content",
-                    openai_system(m.get("content").unwrap_or(&J::s(""))),
+                    openai_system(m.get("content").unwrap_or(&J::s("")), p),
                 ),
             ]);
             extend(&mut msg, vendor_members(m, p));

@@ -9,6 +9,7 @@ pub mod canon;
 pub mod decode;
 pub mod encode;
 pub mod ids;
+pub mod import;
 pub mod jv;
 pub mod migrate;
 pub mod report;
@@ -65,6 +66,9 @@ pub fn conversation_json(conv: &Conversation) -> J {
     if let Some(t) = &conv.tools {
         o.set("tools", J::Arr(t.clone()));
     }
+    if let Some(so) = &conv.system_original {
+        o.set("systemOriginal", so.clone());
+    }
     o
 }
 
@@ -81,6 +85,8 @@ pub struct ToOptions {
     pub system_role: Option<String>,
     /// Tool definitions `{name, description?, parameters}`.
     pub tools: Option<Vec<J>>,
+    /// `fromProvider`'s `systemOriginal` (the system prompt's exact JSON).
+    pub system_original: Option<J>,
     /// Pair calls and results (fill missing results, drop orphans). Off for single messages.
     pub pairing: bool,
 }
@@ -118,6 +124,7 @@ impl ToOptions {
                     .clone(),
             );
         }
+        o.system_original = v.get("systemOriginal").filter(|s| s.is_obj()).cloned();
         Ok(o)
     }
 }
@@ -197,6 +204,7 @@ pub fn convert(msgs: &[J], target: Provider, opts: &ToOptions) -> Result<Convert
         &msgs,
         system.as_ref(),
         opts.system_role.as_deref(),
+        opts.system_original.as_ref(),
         opts.tools.as_deref(),
         &mut report,
         &mut ctx,
@@ -221,6 +229,9 @@ pub fn read_input(text: &str, opts: &mut ToOptions) -> Result<Vec<J>> {
             }
             if opts.tools.is_none() {
                 opts.tools = o.get("tools").and_then(J::as_arr).cloned();
+            }
+            if opts.system_original.is_none() {
+                opts.system_original = o.get("systemOriginal").filter(|s| s.is_obj()).cloned();
             }
             o.get("messages")
                 .and_then(J::as_arr)

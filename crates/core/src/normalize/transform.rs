@@ -27,6 +27,16 @@ fn key(id: &str) -> &str {
     id.split('|').next().unwrap_or(id)
 }
 
+/// The id a call is mapped and paired by: Responses calls are `call_id|item_id`
+/// (as pi writes them) and pair by `call_id`; other ids are taken whole.
+fn call_key(m: &J, id: &str) -> String {
+    if origin(m) == Some(Provider::Responses) {
+        key(id).to_string()
+    } else {
+        id.to_string()
+    }
+}
+
 /// Whether `m` (an assistant message) was produced by the target itself, so its
 /// signatures, reasoning items and provider fields may be replayed.
 pub fn same_origin(m: &J, target: Provider, model: Option<&str>) -> bool {
@@ -150,22 +160,22 @@ pub fn apply(
         if role(m) == "assistant" {
             for b in blocks(m) {
                 if btype(&b) == "toolCall" {
-                    let id = b.str_of("id").unwrap_or_default();
-                    if rule.accepts(key(&id)) {
-                        ids.reserve(key(&id));
+                    let k = call_key(m, &b.str_of("id").unwrap_or_default());
+                    if rule.accepts(&k) {
+                        ids.reserve(&k);
                     }
                 }
             }
         }
     }
     let mut out: Vec<J> = Vec::with_capacity(input.len());
-    // Calls of the last assistant turn still waiting for a result: (key, name).
-    let mut pending: Vec<(String, String)> = Vec::new();
+    // Calls of the last assistant turn still waiting for a result: (id, key, name).
+    let mut pending: Vec<(String, String, String)> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
     let mut dropped_calls: HashSet<String> = HashSet::new();
 
     let fill = |out: &mut Vec<J>,
-                pending: &mut Vec<(String, String)>,
+                pending: &mut Vec<(String, String, String)>,
                 ids: &mut IdMap,
                 i: usize,
                 rep: &mut CompatibilityReport| {
@@ -173,7 +183,7 @@ pub fn apply(
             pending.clear();
             return;
         }
-        for (k, name) in pending.drain(..) {
+        for (_, k, name) in pending.drain(..) {
             let mapped = ids.map(&k, &rule);
             out.push(J::obj([
                 ("role", J::s("toolResult")),
@@ -197,8 +207,9 @@ pub fn apply(
                 if matches!(stop.as_deref(), Some("error" | "aborted")) {
                     for b in blocks(&m) {
                         if btype(&b) == "toolCall" {
-                            dropped_calls
-                                .insert(key(&b.str_of("id").unwrap_or_default()).to_string());
+                            let id = b.str_of("id").unwrap_or_default().to_string();
+                            dropped_calls.insert(call_key(&m, &id));
+                            dropped_calls.insert(id);
                         }
                     }
                     rep.lossy(
@@ -288,9 +299,11 @@ pub fn apply(
                         "toolCall" => {
                             let id = b.str_of("id").unwrap_or_default().to_string();
                             let name = b.str_of("name").unwrap_or_default().to_string();
-                            let k = key(&id).to_string();
+                            let k = call_key(&m, &id);
                             let mapped = ids.map(&k, &rule);
-                            let item = id.split_once('|').map(|(_, it)| it.to_string());
+                            let item = (origin(&m) == Some(Provider::Responses))
+                                .then(|| id.split_once('|').map(|(_, it)| it.to_string()))
+                                .flatten();
                             let new_id = match (target, item) {
                                 (Provider::Responses, Some(it)) if same && !skipped_thinking => {
                                     format!("{mapped}|{it}")
@@ -326,7 +339,7 @@ pub fn apply(
                             {
                                 rep.warn_step("invalid_arguments_wrapped", Some(i), format!("arguments of call {k} are not a JSON object: sent as {{\"invalid_arguments\": <the original text>}}"));
                             }
-                            pending.push((k, name));
+                            pending.push((id.clone(), k, name));
                             new_blocks.push(b);
                         }
                         "serverTool" | "unknown" => {
@@ -385,22 +398,30 @@ pub fn apply(
             }
             "toolResult" => {
                 let id = m.str_of("toolCallId").unwrap_or_default().to_string();
-                let k = key(&id).to_string();
-                let found = pending.iter().position(|(p, _)| *p == k);
+                let found = pending
+                    .iter()
+                    .position(|(full, k, _)| *full == id || *k == id);
+                // Without pairing (one message, a session line), a `call|item` result
+                // follows the mapping its call got.
+                let k = match found {
+                    Some(pos) => pending[pos].1.clone(),
+                    None if ids.get(key(&id)).is_some() => key(&id).to_string(),
+                    None => id.clone(),
+                };
                 let found = if pairing {
                     found
                 } else {
                     Some(found.unwrap_or(usize::MAX))
                 };
                 let Some(pos) = found else {
-                    if dropped_calls.contains(&k) {
+                    if dropped_calls.contains(&k) || dropped_calls.contains(&id) {
                         rep.lossy(
                             "orphan_tool_result_dropped",
                             Some(i),
                             "toolResult",
                             format!("the result of call {k} belongs to a turn that was left out"),
                         );
-                    } else if answered.contains(&k) {
+                    } else if answered.contains(&k) || answered.contains(&id) {
                         rep.lossy(
                             "duplicate_tool_result_dropped",
                             Some(i),
@@ -418,7 +439,9 @@ pub fn apply(
                     continue;
                 };
                 let name = if pos < pending.len() {
-                    pending.remove(pos).1
+                    let (full, _, name) = pending.remove(pos);
+                    answered.insert(full);
+                    name
                 } else {
                     String::new()
                 };
@@ -495,7 +518,7 @@ pub fn apply(
         }
     }
     if pairing && !pending.is_empty() {
-        let list: Vec<String> = pending.iter().map(|(k, _)| k.clone()).collect();
+        let list: Vec<String> = pending.iter().map(|(_, k, _)| k.clone()).collect();
         rep.warn_step(
             "calls_pending_at_end",
             Some(msgs.len().saturating_sub(1)),
@@ -504,7 +527,7 @@ pub fn apply(
                 list.join(", ")
             ),
         );
-        for (k, _) in &pending {
+        for (_, k, _) in &pending {
             ids.map(k, &rule);
         }
     }

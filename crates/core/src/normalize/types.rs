@@ -323,6 +323,20 @@ shape! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "ts", ts(optional))]
         pub tools: Option<Vec<ToolDeclaration>>,
+        /// The system prompt's exact JSON, when a fresh encoding would differ
+        /// (used by `toProvider` to the same provider while the prompt is unchanged).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        pub system_original: Option<SystemOriginal>,
+    }
+}
+
+shape! {
+    /// See `NormalizedConversation.systemOriginal`.
+    pub struct SystemOriginal {
+        pub provider: ProviderName,
+        pub json: String,
+        pub hash: String,
     }
 }
 
@@ -348,6 +362,10 @@ shape! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "ts", ts(optional))]
         pub tools: Option<Vec<ToolDeclaration>>,
+        /// `fromProvider`'s `systemOriginal`, for byte-stable output to the same provider.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        pub system_original: Option<SystemOriginal>,
     }
 }
 

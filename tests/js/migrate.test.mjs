@@ -1,0 +1,122 @@
+// SessionMigrator.migrate and importSession: real files, through the package
+// under test (Node: files written atomically; browser build: text and Blobs).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BACKEND, napi, web, pkg, realDir, fromJsonl, rejectsCode } from './helpers.mjs';
+
+const tmp = () => mkdtempSync(join(tmpdir(), 'fp-migrate-'));
+const PI = realDir + 'badlogic-pi-mono_large-session.jsonl';
+const CC = ['marot-spotter_tool_heavy.jsonl', 'marot-spotter_subagent.jsonl'];
+
+/** Migrates with the backend under test; returns the new session's text and the result. */
+async function migrate(src, from, to, opts = {}) {
+  if (BACKEND === 'wasm') {
+    const r = await web.SessionMigrator.migrate(new Blob([readFileSync(src)]), from, to, opts);
+    return { text: r.text, result: r };
+  }
+  const dst = join(tmp(), 'out.jsonl');
+  const result = await napi.SessionMigrator.migrate(src, from, to, dst, opts);
+  return { text: readFileSync(dst, 'utf8'), result };
+}
+
+const lines = (t) => t.split('\n').filter((l) => l !== '');
+
+test(`[${BACKEND}] migrate a real pi session to OpenAI: tree kept, messages made sendable, progress reported`, async () => {
+  const progress = [];
+  const { text, result } = await migrate(PI, 'anthropic', 'openai', { onProgress: (p) => progress.push(p), stepBytes: 256 << 10 });
+  const before = fromJsonl(readFileSync(PI));
+  const after = fromJsonl(text);
+  assert.equal(lines(text).length, lines(readFileSync(PI, 'utf8')).length);
+  assert.equal(after.getEntries().length, before.getEntries().length);
+  assert.equal(after.getBranch().getLeaves().length, before.getBranch().getLeaves().length);
+  assert.equal(after.getContext().length, before.getContext().length);
+  // Nothing Anthropic-only is left: signed thinking became text; ids already fit.
+  const ctx = after.getContext();
+  for (const m of ctx) if (m.role === 'assistant') assert.ok(!m.content.some((b) => b.type === 'thinking' && b.thinkingSignature), 'signed thinking left');
+  const o = pkg.toProvider(after.getLlmContext(), 'openai');
+  assert.ok(!o.report.steps.some((s) => ['thinking_to_text', 'signature_dropped'].includes(s.code)), o.report.steps.map((s) => s.code).join());
+  assert.ok(result.messagesChanged > 0);
+  assert.ok(result.report.steps.some((s) => s.code === 'thinking_to_text' && s.message > 1));
+  assert.equal(result.report.compatible, false);
+  assert.ok(progress.length >= 2, `progress ${progress.length}`);
+  for (let i = 1; i < progress.length; i++) assert.ok(progress[i].bytesRead >= progress[i - 1].bytesRead);
+  assert.equal(progress.at(-1).bytesRead, progress.at(-1).totalBytes);
+  assert.deepEqual(JSON.parse(lines(text)[0]).migration.to, 'openai');
+});
+
+test(`[${BACKEND}] migrate to the same provider changes no entry`, async () => {
+  const { text, result } = await migrate(PI, 'anthropic', 'anthropic');
+  const src = lines(readFileSync(PI, 'utf8'));
+  const out = lines(text);
+  assert.equal(result.messagesChanged, 0);
+  // Only the header differs (it records the migration); every entry is byte-identical.
+  assert.deepEqual(out.slice(1), src.slice(1));
+  const { migration, ...header } = JSON.parse(out[0]);
+  assert.deepEqual(header, JSON.parse(src[0]));
+  assert.equal(migration.from, 'anthropic');
+});
+
+if (BACKEND === 'napi') {
+  test('[napi] migrate is atomic: a corrupt source leaves the target as it was, no temporary file', async () => {
+    const dir = tmp();
+    const src = join(dir, 'src.jsonl');
+    const good = readFileSync(PI, 'utf8').split('\n');
+    good.splice(40, 0, '{"type":"message","message":{"role":"user"'); // a torn line in the middle
+    writeFileSync(src, good.join('\n'));
+    const dst = join(dir, 'dst.jsonl');
+    writeFileSync(dst, 'OLD\n');
+    const e = await rejectsCode(assert, napi.SessionMigrator.migrate(src, 'anthropic', 'google', dst), 'CORRUPTED_DATA');
+    assert.equal(e.line, 41);
+    assert.equal(readFileSync(dst, 'utf8'), 'OLD\n');
+    assert.deepEqual(readdirSync(dir).sort(), ['dst.jsonl', 'src.jsonl']);
+    await rejectsCode(assert, napi.SessionMigrator.migrate(join(dir, 'none.jsonl'), 'anthropic', 'google', dst), 'NOT_FOUND');
+    await rejectsCode(assert, napi.SessionMigrator.migrate(src, 'anthropic', 'gemini-pro-max', dst), 'INVALID_INPUT');
+  });
+
+  test('[napi] importSession writes a pi v3 file beside the source; SessionLoader opens it', async () => {
+    const dir = tmp();
+    for (const f of CC) {
+      const src = join(dir, f);
+      writeFileSync(src, readFileSync(realDir + f));
+      const { path, summary } = await napi.importSession(src, { id: 'imported-1' });
+      assert.equal(path, join(dir, f.replace('.jsonl', '.forkpoint.jsonl')));
+      assert.equal(summary.format, 'claude-code');
+      assert.equal(summary.skippedLines, 0);
+      const s = await napi.SessionLoader.open(path);
+      assert.equal(s.getMetadata().sessionId ?? JSON.parse(readFileSync(path, 'utf8').split('\n')[0]).id, 'imported-1');
+      assert.equal(s.getEntries().length, summary.entries);
+      assert.ok(s.getContext().length > 0);
+      // The browser build imports the same bytes to the same text.
+      const w = await web.importSession(new Blob([readFileSync(realDir + f)]), { id: 'imported-1' });
+      assert.equal(w.text, readFileSync(path, 'utf8'));
+      assert.deepEqual(w.summary, summary);
+      assert.equal(w.session.getEntries().length, summary.entries);
+    }
+    await rejectsCode(assert, napi.importSession(new Uint8Array([1, 2, 3])), 'INVALID_INPUT');
+    await rejectsCode(assert, napi.importSession(new TextEncoder().encode('hello\n'), { to: join(dir, 'x.jsonl') }), 'UNSUPPORTED_FORMAT');
+  });
+}
+
+test(`[${BACKEND}] an imported Claude Code session goes to every provider with a report`, async () => {
+  const bytes = readFileSync(realDir + CC[0]);
+  let text;
+  if (BACKEND === 'wasm') text = (await web.importSession(bytes, { id: 'x' })).text;
+  else {
+    const dst = join(tmp(), 'cc.jsonl');
+    await napi.importSession(bytes, { to: dst, id: 'x' });
+    text = readFileSync(dst, 'utf8');
+  }
+  const s = fromJsonl(text);
+  const msgs = s.getLlmContext();
+  assert.ok(msgs.length > 4);
+  for (const t of ['anthropic', 'openai', 'openai-responses', 'google']) {
+    const o = pkg.toProvider(msgs, t);
+    assert.ok(o.body.length > 100, t);
+    assert.ok(!o.report.steps.some((st) => st.code === 'missing_tool_result_filled' || st.code === 'orphan_tool_result_dropped'), `${t}: ${o.report.steps.map((x) => x.code)}`);
+  }
+  // Claude Code's own calls and results pair exactly: back to Anthropic nothing is lost.
+  assert.equal(pkg.toProvider(msgs, 'anthropic').report.compatible, true);
+});
