@@ -61,7 +61,7 @@ test(`[${BACKEND}] provider conformance suite: ${cases.length} cases, every targ
     for (const t of TARGETS) {
       const o = pkg.toProvider(conv.json, t, c.options);
       assert.deepEqual(JSON.parse(o.body), o.request, `${c.file}: body is the request`);
-      assert.deepEqual({ request: o.request, report: o.report, idMap: o.idMap }, c.expected[t], `${c.file}: ${t} differs from expected`);
+      assert.deepEqual({ request: o.request, report: o.report, idMap: o.idMap, nameMap: o.nameMap }, c.expected[t], `${c.file}: ${t} differs from expected`);
       outs[t] = o;
     }
     for (const a of c.assert ?? []) check(a, outs[a.target], c.file);
@@ -157,4 +157,42 @@ test(`[${BACKEND}] tool-call id map: reversible and collision-free, results foll
   assert.equal(byId[calls[2]], '3');
   for (const id of calls) assert.ok(o.idMap[id], `${id} in idMap`);
   assert.deepEqual(calls.map((id) => o.idMap[id]), ['a:b', 'a/b', 'x'.repeat(80)]);
+});
+
+test(`[${BACKEND}] Gemini turns normalized one at a time: made-up ids stay unique and results pair by name and position`, () => {
+  const M = pkg.MessageNormalizer;
+  const turns = [
+    { role: 'user', parts: [{ text: 'go' }] },
+    { role: 'model', parts: [{ functionCall: { name: 'ls', args: {} } }] },
+    { role: 'user', parts: [{ functionResponse: { name: 'ls', response: { output: 'a.txt' } } }] },
+    { role: 'model', parts: [{ functionCall: { name: 'ls', args: { all: true } } }] },
+    { role: 'user', parts: [{ functionResponse: { name: 'ls', response: { output: 'a.txt .env' } } }] },
+  ];
+  const msgs = turns.flatMap((t) => [].concat(M.normalize(t, 'google')));
+  for (const target of ['anthropic', 'openai', 'google']) {
+    const o = pkg.toProvider(msgs, target);
+    const codes = o.report.steps.map((s) => s.code);
+    assert.ok(!codes.includes('missing_tool_result_filled') && !codes.includes('orphan_tool_result_dropped'), `${target}: ${codes}`);
+  }
+  const a = pkg.toProvider(msgs, 'anthropic').request.messages;
+  const ids = [a[1].content[0].id, a[3].content[0].id];
+  assert.notEqual(ids[0], ids[1]);
+  assert.equal(a[2].content[0].tool_use_id, ids[0]);
+  assert.equal(a[4].content[0].tool_use_id, ids[1]);
+  assert.equal(a[4].content[0].content, 'a.txt .env');
+  // Back to Gemini: no ids are made up on the wire.
+  assert.ok(!pkg.toProvider(msgs, 'google').body.includes('"id"'));
+});
+
+test(`[${BACKEND}] a raw lone surrogate in JSON text is kept as an escape, not silently replaced`, () => {
+  const raw = '{"messages":[{"role":"user","content":"a\ud83db"}]}';
+  const o = pkg.toProvider(pkg.fromProvider(raw, 'anthropic'), 'anthropic');
+  assert.equal(o.body, '{"messages":[{"role":"user","content":"a\\ud83db"}]}');
+  const x = pkg.toProvider(pkg.fromProvider(raw, 'anthropic'), 'openai');
+  assert.ok(x.report.steps.some((s) => s.code === 'lone_surrogates_replaced'));
+  assert.ok(x.body.includes('a\\ufffdb'));
+  throwsCode(assert, () => pkg.toProvider(undefined, 'openai'), 'INVALID_INPUT');
+  throwsCode(assert, () => pkg.fromProvider(undefined, 'anthropic'), 'INVALID_INPUT');
+  throwsCode(assert, () => pkg.toProvider([], undefined), 'INVALID_INPUT');
+  throwsCode(assert, () => pkg.toProvider([], 'openai', { system: 5 }), 'INVALID_INPUT');
 });

@@ -14,7 +14,7 @@ import type {
   ProviderName,
   ToProviderOptions,
 } from '@forkpoint/types';
-import { call } from './errors.js';
+import { call, ForkpointError } from './errors.js';
 
 /** The native functions (napi or wasm) behind the API. */
 export interface NativeNormalizerLike {
@@ -39,6 +39,8 @@ export interface ProviderConversion {
   report: CompatibilityReport;
   /** Target tool-call id → original id, for every id that had to change. */
   idMap: Record<string, string>;
+  /** Target tool name → original name, for every name that had to change. */
+  nameMap: Record<string, string>;
   /** `request` as the exact JSON text (number spellings kept). */
   body: string;
 }
@@ -59,7 +61,26 @@ export interface DenormalizedMessage {
 /** Canonical messages, a conversation, or its JSON text. */
 export type MessagesInput = NormalizedMessage[] | NormalizedConversation | string;
 
-const text = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+/** A lone UTF-16 surrogate (a half of a pair): JSON text can hold it only as an escape. */
+const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * JSON text for the native side. Text given by the caller may hold raw lone
+ * surrogates (inside string literals, the only place JSON allows them); they
+ * are written as `\uXXXX` escapes, which mean the same, so that they reach the
+ * core as they are (a raw one would become U+FFFD on the way without a report).
+ */
+function text(v: unknown, what: string): string {
+  if (v === undefined || v === null) throw new ForkpointError({ code: 'INVALID_INPUT', message: `${what} is missing` });
+  const t = typeof v === 'string' ? v : JSON.stringify(v);
+  const wellFormed = (t as unknown as { isWellFormed?: () => boolean }).isWellFormed?.() ?? t.search(LONE) === -1;
+  return wellFormed ? t : t.replace(LONE, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
+function name(v: unknown, what: string): string {
+  if (typeof v !== 'string') throw new ForkpointError({ code: 'INVALID_INPUT', message: `${what} must be a string (anthropic, openai, openai-responses or google)` });
+  return v;
+}
 
 /** The conversion API over a native module. */
 export interface Normalizer {
@@ -79,25 +100,42 @@ export function createNormalizer(n: NativeNormalizerLike): Normalizer {
     normalized: NormalizedMessage | NormalizedMessage[] | string,
     provider: ProviderName,
     opts?: { model?: string },
-  ): DenormalizedMessage => JSON.parse(call(() => n.denormalizeMessageJson(text(normalized), provider, opts?.model ?? null)));
+  ): DenormalizedMessage =>
+    JSON.parse(call(() => n.denormalizeMessageJson(text(normalized, 'the message'), name(provider, 'the provider'), opts?.model ?? null)));
   return {
     toProvider(messages, target, opts) {
-      const out = call(() => n.toProviderJson(text(messages), target, opts === undefined ? null : JSON.stringify(opts)));
+      const out = call(() => n.toProviderJson(text(messages, 'the messages'), name(target, 'the target'), opts === undefined ? null : text(opts, 'the options')));
       // The request's JSON text, a newline (compact JSON has none), then {report, idMap}.
       const nl = out.indexOf('\n');
       const body = out.slice(0, nl);
-      const meta = JSON.parse(out.slice(nl + 1)) as Pick<ProviderConversion, 'report' | 'idMap'>;
-      return { request: JSON.parse(body), report: meta.report, idMap: meta.idMap, body };
+      const meta = JSON.parse(out.slice(nl + 1)) as Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'>;
+      // `request` is parsed on first use: a caller that sends `body` never pays for it.
+      let request: unknown;
+      let parsed = false;
+      return {
+        get request() {
+          if (!parsed) {
+            request = JSON.parse(body);
+            parsed = true;
+          }
+          return request;
+        },
+        report: meta.report,
+        idMap: meta.idMap,
+        nameMap: meta.nameMap,
+        body,
+      };
     },
     fromProvider(request, provider) {
-      const json = call(() => n.fromProviderJson(text(request), provider));
+      const json = call(() => n.fromProviderJson(text(request, 'the request'), name(provider, 'the provider')));
       return { ...(JSON.parse(json) as NormalizedConversation), json };
     },
     MessageNormalizer: {
-      normalize: (message, provider) => JSON.parse(call(() => n.normalizeMessageJson(text(message), provider))),
+      normalize: (message, provider) => JSON.parse(call(() => n.normalizeMessageJson(text(message, 'the message'), name(provider, 'the provider')))),
       denormalize: (normalized, provider, opts) => denormalizeWithReport(normalized, provider, opts).message,
       denormalizeWithReport,
     },
-    checkCompatibility: (source, target) => JSON.parse(call(() => n.checkCompatibilityJson(source, target))),
+    checkCompatibility: (source, target) =>
+      JSON.parse(call(() => n.checkCompatibilityJson(name(source, 'the source provider'), name(target, 'the target provider')))),
   };
 }

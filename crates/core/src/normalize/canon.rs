@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::ids::fnv64;
-use super::jv::J;
+use super::jv::{J, Key};
 use crate::{Error, Result};
 
 /// A provider wire format.
@@ -112,14 +112,14 @@ pub fn role(msg: &J) -> Cow<'_, str> {
 }
 
 /// The blocks of a message (`content` as a string is one text block).
-pub fn blocks(msg: &J) -> Vec<J> {
+pub fn blocks(msg: &J) -> Cow<'_, [J]> {
     match msg.get("content") {
-        Some(J::Arr(a)) => a.clone(),
-        Some(s @ J::Str(_)) => vec![J::Obj(vec![
+        Some(J::Arr(a)) => Cow::Borrowed(a.as_slice()),
+        Some(s @ J::Str(_)) => Cow::Owned(vec![J::Obj(vec![
             ("type".into(), J::s("text")),
             ("text".into(), s.clone()),
-        ])],
-        _ => Vec::new(),
+        ])]),
+        _ => Cow::Owned(Vec::new()),
     }
 }
 
@@ -141,15 +141,15 @@ pub fn btype(block: &J) -> Cow<'_, str> {
 /// The members of `v` whose keys are not in `known`, as `{"<provider>": {…}}`, or `None`.
 pub fn vendor_of(v: &J, known: &[&str], p: Provider) -> Option<J> {
     let J::Obj(m) = v else { return None };
-    let rest: Vec<(String, J)> = m
+    let rest: Vec<(Key, J)> = m
         .iter()
-        .filter(|(k, _)| !known.contains(&k.as_str()))
+        .filter(|(k, _)| !known.contains(&&**k))
         .cloned()
         .collect();
     if rest.is_empty() {
         None
     } else {
-        Some(J::Obj(vec![(p.name().to_string(), J::Obj(rest))]))
+        Some(J::Obj(vec![(p.name().into(), J::Obj(rest))]))
     }
 }
 
@@ -162,7 +162,7 @@ pub fn with_vendor(mut obj: J, vendor: Option<J>) -> J {
 }
 
 /// The provider-specific members kept for `p` on a canonical object.
-pub fn vendor_members(obj: &J, p: Provider) -> Vec<(String, J)> {
+pub fn vendor_members(obj: &J, p: Provider) -> Vec<(Key, J)> {
     match obj.get("vendor").and_then(|v| v.get(p.name())) {
         Some(J::Obj(m)) => m.clone(),
         _ => Vec::new(),
@@ -174,7 +174,7 @@ pub fn foreign_vendor_keys(obj: &J, p: Provider) -> Vec<String> {
     match obj.get("vendor") {
         Some(J::Obj(m)) => m
             .iter()
-            .filter(|(k, _)| k != p.name())
+            .filter(|(k, _)| &**k != p.name())
             .flat_map(|(k, v)| v.keys().into_iter().map(move |f| format!("{k}.{f}")))
             .collect(),
         _ => Vec::new(),
@@ -182,7 +182,7 @@ pub fn foreign_vendor_keys(obj: &J, p: Provider) -> Vec<String> {
 }
 
 /// Appends members to an object.
-pub fn extend(obj: &mut J, members: Vec<(String, J)>) {
+pub fn extend(obj: &mut J, members: Vec<(Key, J)>) {
     if let J::Obj(m) = obj {
         m.extend(members);
     }

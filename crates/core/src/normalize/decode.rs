@@ -19,9 +19,28 @@ pub struct Conversation {
     /// The exact JSON the system prompt came from, when a fresh encoding
     /// would differ (`{provider, json, hash}`).
     pub system_original: Option<J>,
+    /// The same for the tools.
+    pub tools_original: Option<J>,
 }
 
 impl Conversation {
+    /// Reads the tools of the request, keeping their exact JSON when a fresh
+    /// encoding would differ (`tools_original`).
+    fn finish_tools(&mut self, p: Provider, raw: Option<&J>) -> Result<()> {
+        self.tools = tools_from(raw, p)?;
+        if let (Some(tools), Some(raw)) = (&self.tools, raw) {
+            let mut rep = super::report::CompatibilityReport::new();
+            if !(js_stable(raw) && super::encode::encode_tools(p, tools, &mut rep) == *raw) {
+                self.tools_original = Some(J::obj([
+                    ("provider", J::s(p.name())),
+                    ("json", J::s(&raw.text())),
+                    ("hash", J::s(&semantic_hash(tools))),
+                ]));
+            }
+        }
+        Ok(())
+    }
+
     /// Records where the system prompt came from (`raw`: the request's piece).
     fn finish_system(&mut self, p: Provider, raw: Option<J>) {
         let (Some(s), Some(raw)) = (&self.system, raw) else {
@@ -147,7 +166,7 @@ fn js_stable(v: &J) -> bool {
         J::Str(raw) => str_ok(raw),
         J::Arr(a) => a.iter().all(js_stable),
         J::Obj(m) => {
-            let mut keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+            let mut keys: Vec<&str> = m.iter().map(|(k, _)| &**k).collect();
             keys.sort_unstable();
             keys.windows(2).all(|w| w[0] != w[1])
                 && m.iter().all(|(k, x)| str_ok(k) && js_stable(x))
@@ -210,12 +229,19 @@ fn system_value(v: &J, p: Provider) -> Result<J> {
         J::Arr(parts) => {
             let mut out = Vec::new();
             for b in parts {
+                let want = if p == Provider::Responses {
+                    "input_text"
+                } else {
+                    "text"
+                };
                 let text = b
                     .get("text")
-                    .filter(|_| b.is("type", "text"))
+                    .filter(|t| b.is("type", want) && matches!(t, J::Str(_)))
                     .cloned()
                     .ok_or_else(|| {
-                        bad("system blocks must be text blocks {type: \"text\", text}")
+                        bad(format!(
+                            "system blocks must be text blocks {{type: \"{want}\", text}}"
+                        ))
                     })?;
                 out.push(with_vendor(
                     text_block_j(text),
@@ -332,7 +358,7 @@ pub fn anthropic(req: &J, model: Option<J>) -> Result<Conversation> {
     for (i, m) in arr(req.get("messages"), "messages")?.iter().enumerate() {
         anthropic_message(&mut d, m).map_err(|e| at(e, "messages", i))?;
     }
-    conv.tools = tools_from(req.get("tools"), Provider::Anthropic);
+    conv.finish_tools(Provider::Anthropic, req.get("tools"))?;
     conv.messages = d.msgs;
     Ok(conv)
 }
@@ -498,7 +524,7 @@ pub fn openai(req: &J, model: Option<J>) -> Result<Conversation> {
     for (i, m) in arr(req.get("messages"), "messages")?.iter().enumerate() {
         openai_message(&mut d, &mut conv, m, i).map_err(|e| at(e, "messages", i))?;
     }
-    conv.tools = tools_from(req.get("tools"), p);
+    conv.finish_tools(p, req.get("tools"))?;
     conv.messages = d.msgs;
     Ok(conv)
 }
@@ -562,7 +588,13 @@ fn openai_message(d: &mut Dec, conv: &mut Conversation, m: &J, i: usize) -> Resu
                                 Some(J::obj([(p.name(), J::obj([("refusal", J::Bool(true))]))])),
                             ));
                         } else {
-                            blocks.push(openai_part(b, p));
+                            let mut part = openai_part(b, p);
+                            if btype(&part) != "text" {
+                                // Not an assistant content part we model: kept in place, raw.
+                                part = tagged("unknown", p, b);
+                                part.set("at", J::s("content"));
+                            }
+                            blocks.push(part);
                         }
                     }
                 }
@@ -652,7 +684,7 @@ pub fn responses(req: &J, model: Option<J>) -> Result<Conversation> {
     }
     let mut d = Dec::new(p, model);
     responses_into(req, &mut d)?;
-    conv.tools = tools_from(req.get("tools"), p);
+    conv.finish_tools(p, req.get("tools"))?;
     conv.messages = d.msgs;
     Ok(conv)
 }
@@ -779,6 +811,12 @@ fn responses_assistant_item(it: &J, blocks: &mut Vec<J>) {
                     })
                     .collect(),
                 _ => vec![tagged("unknown", p, it)],
+            };
+            // A part this version does not model: the whole item is kept as it is.
+            let parts = if parts.iter().all(|b| btype(b) == "text") {
+                parts
+            } else {
+                vec![tagged("unknown", p, it)]
             };
             let item_vendor = vendor_of(it, &["type", "id", "role", "content", "phase"], p);
             for mut b in parts {
@@ -916,7 +954,7 @@ pub fn google(req: &J, model: Option<J>) -> Result<Conversation> {
     for (i, c) in arr(req.get("contents"), "contents")?.iter().enumerate() {
         google_content(&mut d, c, i).map_err(|e| at(e, "contents", i))?;
     }
-    conv.tools = tools_from(req.get("tools"), p);
+    conv.finish_tools(p, req.get("tools"))?;
     conv.messages = d.msgs;
     Ok(conv)
 }
@@ -965,12 +1003,23 @@ fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
                     if let Some(s) = sig {
                         b.set("thoughtSignature", s);
                     }
-                    if vendor_of(fc, &["id", "name", "args"], p).is_some() {
-                        tagged("unknown", p, part)
-                    } else {
-                        pending.push((id, name, false));
-                        with_vendor(b, vendor_of(part, &["functionCall", "thoughtSignature"], p))
+                    pending.push((id, name, false));
+                    // Members of the call besides id/name/args (willContinue, partialArgs…)
+                    // ride along as `functionCall.<member>` for Gemini only.
+                    let mut v = vendor_of(part, &["functionCall", "thoughtSignature"], p);
+                    if let Some(J::Obj(extra)) = vendor_of(fc, &["id", "name", "args"], p)
+                        .and_then(|x| x.get(p.name()).cloned())
+                    {
+                        let mut inner = v
+                            .as_ref()
+                            .and_then(|x| x.get(p.name()).cloned())
+                            .unwrap_or(J::Obj(vec![]));
+                        for (k, x) in extra {
+                            inner.set(&format!("functionCall.{k}"), x);
+                        }
+                        v = Some(J::Obj(vec![(p.name().into(), inner)]));
                     }
+                    with_vendor(b, v)
                 } else if part.get("executableCode").is_some()
                     || part.get("codeExecutionResult").is_some()
                     || part.get("toolCall").is_some()
@@ -1085,37 +1134,84 @@ fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
 
 // ---------------------------------------------------------------- tools
 
-/// Tool definitions in canonical form `{name, description?, parameters}`.
-pub fn tools_from(v: Option<&J>, p: Provider) -> Option<Vec<J>> {
-    let list = v?.as_arr()?;
+/// Tool definitions in canonical form: function tools `{name, description?,
+/// parameters, vendor?}`; other tools (hosted search, code execution…)
+/// `{provider, raw}`, sent back only to that provider.
+pub fn tools_from(v: Option<&J>, p: Provider) -> Result<Option<Vec<J>>> {
+    let Some(v) = v else { return Ok(None) };
+    let list = v.as_arr().ok_or_else(|| bad("tools must be an array"))?;
     let mut out = Vec::new();
-    let mut push = |name: Option<&J>, desc: Option<&J>, params: Option<&J>| {
+    let function = |name: Option<&J>, desc: Option<&J>, params: Option<&J>, vendor: Option<J>| {
         let mut t = J::obj([("name", name.cloned().unwrap_or(J::s("")))]);
         if let Some(d) = desc {
             t.set("description", d.clone());
         }
         t.set("parameters", params.cloned().unwrap_or(J::Obj(vec![])));
-        out.push(t);
+        with_vendor(t, vendor)
     };
+    let hosted = |t: &J| J::obj([("provider", J::s(p.name())), ("raw", t.clone())]);
     for t in list {
+        if !t.is_obj() {
+            return Err(bad("each tool must be an object"));
+        }
         match p {
-            Provider::Anthropic => push(t.get("name"), t.get("description"), t.get("input_schema")),
-            Provider::OpenAi => {
-                if let Some(f) = t.get("function") {
-                    push(f.get("name"), f.get("description"), f.get("parameters"));
+            Provider::Anthropic => {
+                // Client tools have an input_schema and no type (or type "custom").
+                if t.get("input_schema").is_some()
+                    && (t.get("type").is_none() || t.is("type", "custom"))
+                {
+                    out.push(function(
+                        t.get("name"),
+                        t.get("description"),
+                        t.get("input_schema"),
+                        vendor_of(t, &["name", "description", "input_schema"], p),
+                    ));
+                } else {
+                    out.push(hosted(t));
                 }
             }
-            Provider::Responses => push(t.get("name"), t.get("description"), t.get("parameters")),
-            Provider::Google => {
-                if let Some(J::Arr(decls)) = t.get("functionDeclarations") {
+            Provider::OpenAi => match t.get("function") {
+                Some(f)
+                    if t.is("type", "function")
+                        && vendor_of(t, &["type", "function"], p).is_none() =>
+                {
+                    out.push(function(
+                        f.get("name"),
+                        f.get("description"),
+                        f.get("parameters"),
+                        vendor_of(f, &["name", "description", "parameters"], p),
+                    ))
+                }
+                _ => out.push(hosted(t)),
+            },
+            Provider::Responses => {
+                if t.is("type", "function") {
+                    out.push(function(
+                        t.get("name"),
+                        t.get("description"),
+                        t.get("parameters"),
+                        vendor_of(t, &["type", "name", "description", "parameters"], p),
+                    ));
+                } else {
+                    out.push(hosted(t));
+                }
+            }
+            Provider::Google => match t.get("functionDeclarations") {
+                Some(J::Arr(decls)) if vendor_of(t, &["functionDeclarations"], p).is_none() => {
                     for f in decls {
-                        push(f.get("name"), f.get("description"), f.get("parameters"));
+                        out.push(function(
+                            f.get("name"),
+                            f.get("description"),
+                            f.get("parameters"),
+                            vendor_of(f, &["name", "description", "parameters"], p),
+                        ));
                     }
                 }
-            }
+                _ => out.push(hosted(t)),
+            },
         }
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 // ---------------------------------------------------------------- message by message

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::canon::*;
-use super::jv::J;
+use super::jv::{J, Key};
 use super::report::CompatibilityReport;
 
 /// What the encoders need besides the messages.
@@ -46,8 +46,13 @@ pub fn encode_group(p: Provider, msgs: &[J]) -> Option<J> {
     let mut ctx = Ctx::new(None);
     if p == Provider::Google {
         for m in msgs {
-            for b in blocks(m) {
-                if btype(&b) == "toolCall" && b.get("syntheticId").is_none() {
+            // Results decoded with an id answer calls that were sent with one.
+            if role(m) == "toolResult" && m.get("syntheticId").is_none() {
+                ctx.sent_ids
+                    .insert(m.str_of("toolCallId").unwrap_or_default().to_string());
+            }
+            for b in blocks(m).iter() {
+                if btype(b) == "toolCall" && b.get("syntheticId").is_none() {
                     ctx.sent_ids
                         .insert(b.str_of("id").unwrap_or_default().to_string());
                 }
@@ -112,6 +117,7 @@ pub fn encode_request(
     system_role: Option<&str>,
     system_original: Option<&J>,
     tools: Option<&[J]>,
+    tools_original: Option<&J>,
     rep: &mut CompatibilityReport,
     ctx: &mut Ctx,
 ) -> J {
@@ -173,6 +179,14 @@ pub fn encode_request(
         }
         Provider::Responses => {
             if let Some(s) = piece {
+                if matches!(&system, Some(J::Arr(b)) if b.len() > 1) {
+                    rep.step(
+                        "text_joined",
+                        None,
+                        "system prompt blocks joined with a blank line: instructions is one string"
+                            .into(),
+                    );
+                }
                 req.set("instructions", s);
             }
             let string_input = msgs.len() == 1
@@ -180,7 +194,7 @@ pub fn encode_request(
                 && matches!(msgs[0].get("content"), Some(J::Str(_)))
                 && vendor_members(&msgs[0], p)
                     .iter()
-                    .any(|(k, _)| k == "inputString");
+                    .any(|(k, _)| &**k == "inputString");
             if string_input {
                 req.set("input", msgs[0].get("content").cloned().unwrap_or(J::s("")));
             } else {
@@ -195,7 +209,15 @@ pub fn encode_request(
         }
     }
     if let Some(tools) = tools {
-        req.set("tools", encode_tools(p, tools));
+        let original = tools_original
+            .filter(|o| o.is("provider", p.name()))
+            .filter(|o| o.str_of("hash").as_deref() == Some(semantic_hash(tools).as_str()))
+            .and_then(|o| o.str_of("json").and_then(|j| J::parse(&j).ok()));
+        let encoded = match original {
+            Some(raw) => raw,
+            None => encode_tools(p, tools, rep),
+        };
+        req.set("tools", encoded);
     }
     req
 }
@@ -230,12 +252,17 @@ fn anthropic_system(s: &J) -> J {
 }
 
 fn openai_system(s: &J, p: Provider) -> J {
+    let part = if p == Provider::Responses {
+        "input_text"
+    } else {
+        "text"
+    };
     match s {
         J::Arr(b) => J::Arr(
             b.iter()
                 .map(|t| {
                     let mut o = J::obj([
-                        ("type", J::s("text")),
+                        ("type", J::s(part)),
                         ("text", t.get("text").cloned().unwrap_or(J::s(""))),
                     ]);
                     extend(&mut o, vendor_members(t, p));
@@ -247,57 +274,81 @@ fn openai_system(s: &J, p: Provider) -> J {
     }
 }
 
-fn encode_tools(p: Provider, tools: &[J]) -> J {
+/// Tool definitions in `p`'s shape; hosted tools of another provider are left out (reported).
+pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> J {
     let field = |t: &J, k: &str| t.get(k).cloned();
-    match p {
-        Provider::Google => {
-            let decls: Vec<J> = tools
-                .iter()
-                .map(|t| {
-                    let mut d = J::obj([("name", field(t, "name").unwrap_or(J::s("")))]);
-                    if let Some(x) = field(t, "description") {
-                        d.set("description", x);
-                    }
-                    d.set(
-                        "parameters",
-                        field(t, "parameters").unwrap_or(J::Obj(vec![])),
-                    );
-                    d
-                })
-                .collect();
-            J::Arr(vec![J::obj([("functionDeclarations", J::Arr(decls))])])
+    let mut out = Vec::new();
+    let mut decls = Vec::new();
+    for t in tools {
+        if let Some(raw) = t.get("raw") {
+            if t.is("provider", p.name()) {
+                out.push(raw.clone());
+            } else {
+                rep.lossy(
+                    "tool_dropped",
+                    None,
+                    "tools",
+                    format!(
+                        "a {} hosted tool ({}) has no {} equivalent",
+                        t.str_of("provider").unwrap_or_default(),
+                        raw.str_of("type")
+                            .or_else(|| raw.keys().into_iter().next())
+                            .unwrap_or_default(),
+                        p.name()
+                    ),
+                );
+            }
+            continue;
         }
-        _ => J::Arr(
-            tools
-                .iter()
-                .map(|t| {
-                    let mut d = J::obj([("name", field(t, "name").unwrap_or(J::s("")))]);
-                    if let Some(x) = field(t, "description") {
-                        d.set("description", x);
-                    }
-                    let params = field(t, "parameters").unwrap_or(J::Obj(vec![]));
-                    match p {
-                        Provider::Anthropic => {
-                            d.set("input_schema", params);
-                            d
-                        }
-                        Provider::OpenAi => {
-                            d.set("parameters", params);
-                            J::obj([("type", J::s("function")), ("function", d)])
-                        }
-                        _ => {
-                            let mut r = J::obj([("type", J::s("function"))]);
-                            if let J::Obj(m) = d {
-                                extend(&mut r, m);
-                            }
-                            r.set("parameters", params);
-                            r
-                        }
-                    }
-                })
-                .collect(),
-        ),
+        let foreign = foreign_vendor_keys(t, p);
+        if !foreign.is_empty() {
+            rep.warn_step(
+                "provider_fields_dropped",
+                None,
+                format!(
+                    "tool fields not sent to {}: {}",
+                    p.name(),
+                    foreign.join(", ")
+                ),
+            );
+        }
+        let mut d = J::obj([("name", field(t, "name").unwrap_or(J::s("")))]);
+        if let Some(x) = field(t, "description") {
+            d.set("description", x);
+        }
+        let params = field(t, "parameters").unwrap_or(J::Obj(vec![]));
+        let own = vendor_members(t, p);
+        match p {
+            Provider::Google => {
+                d.set("parameters", params);
+                extend(&mut d, own);
+                decls.push(d);
+            }
+            Provider::Anthropic => {
+                d.set("input_schema", params);
+                extend(&mut d, own);
+                out.push(d);
+            }
+            Provider::OpenAi => {
+                d.set("parameters", params);
+                extend(&mut d, own);
+                out.push(J::obj([("type", J::s("function")), ("function", d)]));
+            }
+            Provider::Responses => {
+                let mut r = J::obj([("type", J::s("function"))]);
+                if let J::Obj(m) = d {
+                    extend(&mut r, m);
+                }
+                r.set("parameters", params);
+                extend(&mut r, own);
+                out.push(r);
+            }
+        }
     }
+    if !decls.is_empty() {
+        out.insert(0, J::obj([("functionDeclarations", J::Arr(decls))]));
+    }
+    J::Arr(out)
 }
 
 /// Encodes the message list; returns the provider messages and, for each, the
@@ -313,7 +364,19 @@ fn encode_messages(
     let mut st = State::default();
     let mut i = 0;
     while i < msgs.len() {
-        if let Some((raw, n)) = unchanged_original(&msgs[i..], p) {
+        // Gemini before 3 takes no call ids: a group that holds some is encoded afresh.
+        let no_ids =
+            p == Provider::Google && ctx.model.as_deref().is_some_and(|m| !gemini3(Some(m)));
+        let original = unchanged_original(&msgs[i..], p).filter(|(_, n)| {
+            !no_ids
+                || !msgs[i..i + n].iter().any(|m| {
+                    (role(m) == "toolResult" && m.get("syntheticId").is_none())
+                        || blocks(m)
+                            .iter()
+                            .any(|b| btype(b) == "toolCall" && b.get("syntheticId").is_none())
+                })
+        });
+        if let Some((raw, n)) = original {
             st.close(p, &mut out, &mut from, rep);
             match raw {
                 J::Arr(items) if p == Provider::Responses => {
@@ -329,8 +392,8 @@ fn encode_messages(
             }
             if p == Provider::Google {
                 for m in &msgs[i..i + n] {
-                    for b in blocks(m) {
-                        if btype(&b) == "toolCall" && b.get("syntheticId").is_none() {
+                    for b in blocks(m).iter() {
+                        if btype(b) == "toolCall" && b.get("syntheticId").is_none() {
                             ctx.sent_ids
                                 .insert(b.str_of("id").unwrap_or_default().to_string());
                         }
@@ -341,6 +404,15 @@ fn encode_messages(
             continue;
         }
         let before = out.len();
+        if p == Provider::Google && role(&msgs[i]) != "toolResult" {
+            st.close(p, &mut out, &mut from, rep);
+            from.resize(out.len(), i);
+        }
+        let before = if p == Provider::Google {
+            out.len()
+        } else {
+            before
+        };
         match p {
             Provider::Anthropic => anthropic_one(&msgs[i], i, &mut out, &mut st, rep, ctx),
             Provider::OpenAi => openai_one(&msgs[i], i, &mut out, &mut from, &mut st, rep),
@@ -385,20 +457,35 @@ impl State {
         rep: &mut CompatibilityReport,
     ) {
         self.open_results = false;
-        if p == Provider::OpenAi && !self.images.is_empty() {
+        if self.images.is_empty() {
+            return;
+        }
+        if p == Provider::OpenAi {
             let mut parts = vec![J::obj([
                 ("type", J::s("text")),
                 ("text", J::s("Attached image(s) from tool result:")),
             ])];
             parts.append(&mut self.images);
             out.push(J::obj([("role", J::s("user")), ("content", J::Arr(parts))]));
-            from.push(self.image_from);
             rep.warn_step(
                 "tool_result_image_moved",
                 Some(self.image_from),
                 "OpenAI Chat tool messages hold text only: images of tool results moved to a user message after them".into(),
             );
+        } else {
+            let mut parts = vec![J::obj([(
+                "text",
+                J::s("Attached image(s) from tool result:"),
+            )])];
+            parts.append(&mut self.images);
+            out.push(J::obj([("role", J::s("user")), ("parts", J::Arr(parts))]));
+            rep.warn_step(
+                "tool_result_image_moved",
+                Some(self.image_from),
+                "only Gemini 3 and later take images inside function responses: moved to a user turn after them".into(),
+            );
         }
+        from.push(self.image_from);
     }
 }
 
@@ -628,7 +715,7 @@ fn hoist(
     rep: &mut CompatibilityReport,
     ctx: &mut Ctx,
 ) {
-    for b in blocks(m) {
+    for b in blocks(m).iter() {
         ctx.hoisted
             .push(text_block_j(b.get("text").cloned().unwrap_or(J::s(""))));
     }
@@ -695,6 +782,17 @@ fn openai_part(b: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> O
         }
         "document" => {
             if let Some(t) = b.get("text") {
+                if b.get("title").is_some() {
+                    rep.lossy(
+                        "document_title_dropped",
+                        Some(i),
+                        "document.title",
+                        format!(
+                            "a text document goes to {} as plain text, without its title",
+                            p.name()
+                        ),
+                    );
+                }
                 J::obj([
                     ("type", J::s(if responses { "input_text" } else { "text" })),
                     ("text", t.clone()),
@@ -749,7 +847,7 @@ fn user_content(m: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> 
 fn is_refusal(b: &J, p: Provider) -> bool {
     vendor_members(b, p)
         .iter()
-        .any(|(k, v)| k == "refusal" && *v == J::Bool(true))
+        .any(|(k, v)| &**k == "refusal" && *v == J::Bool(true))
 }
 
 fn openai_one(
@@ -792,9 +890,10 @@ fn openai_one(
             let mut msg = J::obj([("role", J::s("assistant"))]);
             let mut texts = Vec::new();
             let mut refusal = false;
+            let mut raw_parts = false;
             let mut calls = Vec::new();
             let mut reasoning: Option<(String, Vec<String>)> = None;
-            for b in &bl {
+            for b in bl.iter() {
                 match btype(b).as_ref() {
                     "text" => {
                         refusal |= is_refusal(b, p);
@@ -833,16 +932,34 @@ fn openai_one(
                         extend(&mut c, vendor_members(b, p));
                         calls.push(c);
                     }
-                    _ => {
-                        if let Some(raw) = own_raw(b, p) {
-                            calls.push(raw);
-                        } else {
-                            dropped(rep, i, b, p);
+                    _ => match own_raw(b, p) {
+                        Some(_) if b.is("at", "content") => {
+                            raw_parts = true;
+                            texts.push(b.clone());
                         }
-                    }
+                        Some(raw) => calls.push(raw),
+                        None => dropped(rep, i, b, p),
+                    },
                 }
             }
-            let content = if texts.is_empty() {
+            let content = if raw_parts {
+                J::Arr(
+                    texts
+                        .iter()
+                        .map(|t| match own_raw(t, p) {
+                            Some(raw) => raw,
+                            None if is_refusal(t, p) => J::obj([
+                                ("type", J::s("refusal")),
+                                ("refusal", t.get("text").cloned().unwrap_or(J::s(""))),
+                            ]),
+                            None => J::obj([
+                                ("type", J::s("text")),
+                                ("text", t.get("text").cloned().unwrap_or(J::s(""))),
+                            ]),
+                        })
+                        .collect(),
+                )
+            } else if texts.is_empty() {
                 if calls.is_empty() { J::s("") } else { J::Null }
             } else if texts.len() == 1 && !refusal && texts[0].keys().len() == 2 {
                 texts[0].get("text").cloned().unwrap_or(J::s(""))
@@ -891,7 +1008,7 @@ fn openai_one(
         "toolResult" => {
             let bl = blocks(m);
             let texts: Vec<J> = bl.iter().filter(|b| btype(b) == "text").cloned().collect();
-            for b in &bl {
+            for b in bl.iter() {
                 match btype(b).as_ref() {
                     "text" => {}
                     "image" => {
@@ -967,7 +1084,7 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                 &mut msg,
                 vendor_members(m, p)
                     .into_iter()
-                    .filter(|(k, _)| k != "inputString")
+                    .filter(|(k, _)| &**k != "inputString")
                     .collect(),
             );
             out.push(msg);
@@ -1048,7 +1165,7 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                                 vendor_members(t, p)
                                     .into_iter()
                                     .filter(|(key, _)| {
-                                        key != "refusal" && !key.starts_with("item.")
+                                        &**key != "refusal" && !key.starts_with("item.")
                                     })
                                     .collect(),
                             );
@@ -1068,11 +1185,9 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                             item.set("id", J::s(id));
                         }
                         item.set("role", J::s("assistant"));
-                        let item_extra: Vec<(String, J)> = vendor_members(&bl[first], p)
+                        let item_extra: Vec<(Key, J)> = vendor_members(&bl[first], p)
                             .into_iter()
-                            .filter_map(|(key, v)| {
-                                key.strip_prefix("item.").map(|s| (s.to_string(), v))
-                            })
+                            .filter_map(|(key, v)| key.strip_prefix("item.").map(|s| (s.into(), v)))
                             .collect();
                         if id.is_none()
                             && item_extra.is_empty()
@@ -1163,6 +1278,7 @@ fn google_media(b: &J) -> Option<J> {
         fd.set("fileUri", u.clone());
         Some(J::obj([("fileData", fd)]))
     } else if let (Some(t), "document") = (b.get("text"), btype(b).as_ref()) {
+        // The title has no place in a Gemini text part (reported by the caller).
         Some(J::obj([("text", t.clone())]))
     } else {
         None
@@ -1202,14 +1318,31 @@ fn google_part(b: &J, i: usize, rep: &mut CompatibilityReport, ctx: &mut Ctx) ->
             }
             fc.set("name", b.get("name").cloned().unwrap_or(J::s("")));
             fc.set("args", object_args(b));
+            let (inner, outer): (Vec<_>, Vec<_>) = vendor_members(b, p)
+                .into_iter()
+                .partition(|(k, _)| k.starts_with("functionCall."));
+            for (k, x) in inner {
+                fc.set(&k["functionCall.".len()..], x);
+            }
             let mut o = J::obj([("functionCall", fc)]);
             if let Some(s) = b.get("thoughtSignature") {
                 o.set("thoughtSignature", s.clone());
             }
-            o
+            extend(&mut o, outer);
+            return Some(o);
         }
         "image" | "document" => match google_media(b) {
-            Some(m) => m,
+            Some(m) => {
+                if b.get("title").is_some() {
+                    rep.lossy(
+                        "document_title_dropped",
+                        Some(i),
+                        "document.title",
+                        "Gemini parts have no document title".into(),
+                    );
+                }
+                m
+            }
             None => {
                 dropped(rep, i, b, p);
                 return None;
@@ -1258,7 +1391,7 @@ fn google_one(
                 .iter()
                 .filter_map(|b| google_part(b, i, rep, ctx))
                 .collect();
-            let no_role = vendor_members(m, p).iter().any(|(k, _)| k == "noRole");
+            let no_role = vendor_members(m, p).iter().any(|(k, _)| &**k == "noRole");
             let msg = if no_role {
                 J::obj([("parts", J::Arr(parts))])
             } else {
@@ -1268,7 +1401,10 @@ fn google_one(
             st.open_results = false;
         }
         "toolResult" => {
-            let part = match vendor_members(m, p).into_iter().find(|(k, _)| k == "part") {
+            let part = match vendor_members(m, p)
+                .into_iter()
+                .find(|(k, _)| &**k == "part")
+            {
                 Some((_, raw)) => raw,
                 None => {
                     let mut fr = J::Obj(vec![]);
@@ -1291,7 +1427,14 @@ fn google_one(
                         })
                         .collect();
                     if !media.is_empty() {
-                        fr.set("parts", J::Arr(media));
+                        if gemini3(ctx.model.as_deref()) {
+                            fr.set("parts", J::Arr(media));
+                        } else {
+                            if st.images.is_empty() {
+                                st.image_from = i;
+                            }
+                            st.images.extend(media);
+                        }
                     }
                     J::obj([("functionResponse", fr)])
                 }
@@ -1314,7 +1457,11 @@ fn google_one(
         }
         "assistant" => {
             st.open_results = false;
-            ctx.ids_now = origin(m) == Some(p) || gemini3(ctx.model.as_deref());
+            // Gemini before 3 rejects ids: a given target model decides; else the origin.
+            ctx.ids_now = match ctx.model.as_deref() {
+                Some(model) => gemini3(Some(model)),
+                None => origin(m) == Some(p),
+            };
             let parts: Vec<J> = blocks(m)
                 .iter()
                 .filter_map(|b| google_part(b, i, rep, ctx))

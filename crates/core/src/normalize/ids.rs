@@ -14,6 +14,10 @@ pub struct IdRule {
     pub punct: bool,
     /// Any character allowed (only the length is limited).
     pub any: bool,
+    /// More characters allowed (Gemini names: `.` and `:`).
+    pub also: &'static str,
+    /// Must start with a letter or `_` (Gemini names).
+    pub letter_first: bool,
 }
 
 impl IdRule {
@@ -23,6 +27,8 @@ impl IdRule {
         exact_len: None,
         punct: true,
         any: false,
+        also: "",
+        letter_first: false,
     };
     /// OpenAI Chat `tool_calls[].id`: at most 40 (no documented character set).
     pub const OPENAI: IdRule = IdRule {
@@ -30,6 +36,8 @@ impl IdRule {
         exact_len: None,
         punct: true,
         any: true,
+        also: "",
+        letter_first: false,
     };
     /// OpenAI Responses `call_id`, Gemini `functionCall.id`: at most 64.
     pub const WIDE: IdRule = IdRule {
@@ -37,6 +45,8 @@ impl IdRule {
         exact_len: None,
         punct: true,
         any: false,
+        also: "",
+        letter_first: false,
     };
     /// Mistral: exactly 9 of `[a-zA-Z0-9]`.
     pub const MISTRAL: IdRule = IdRule {
@@ -44,10 +54,43 @@ impl IdRule {
         exact_len: Some(9),
         punct: false,
         any: false,
+        also: "",
+        letter_first: false,
+    };
+
+    /// Anthropic tool names: `^[a-zA-Z0-9_-]{1,128}$`.
+    pub const ANTHROPIC_NAME: IdRule = IdRule {
+        max_len: 128,
+        exact_len: None,
+        punct: true,
+        any: false,
+        also: "",
+        letter_first: false,
+    };
+    /// OpenAI function names: `^[a-zA-Z0-9_-]{1,64}$`.
+    pub const OPENAI_NAME: IdRule = IdRule {
+        max_len: 64,
+        exact_len: None,
+        punct: true,
+        any: false,
+        also: "",
+        letter_first: false,
+    };
+    /// Gemini function names: a letter or `_` first, then letters, digits, `_ . : -`, at most 128.
+    pub const GOOGLE_NAME: IdRule = IdRule {
+        max_len: 128,
+        exact_len: None,
+        punct: true,
+        any: false,
+        also: ".:",
+        letter_first: true,
     };
 
     fn char_ok(&self, c: char) -> bool {
-        self.any || c.is_ascii_alphanumeric() || (self.punct && (c == '_' || c == '-'))
+        self.any
+            || c.is_ascii_alphanumeric()
+            || (self.punct && (c == '_' || c == '-'))
+            || self.also.contains(c)
     }
 
     /// Whether `id` is accepted as it is.
@@ -57,6 +100,7 @@ impl IdRule {
             && n <= self.max_len
             && self.exact_len.is_none_or(|e| e == n)
             && id.chars().all(|c| self.char_ok(c))
+            && (!self.letter_first || id.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
     }
 }
 
@@ -89,6 +133,8 @@ pub struct IdMap {
     taken: HashMap<String, String>,
     /// `(target, original)` in the order ids were first mapped (changed ids only).
     pub changed: Vec<(String, String)>,
+    /// The map of tool names, kept beside the ids.
+    names: Option<Box<IdMap>>,
 }
 
 impl IdMap {
@@ -112,6 +158,9 @@ impl IdMap {
                 .collect();
             if s.is_empty() {
                 s.push_str("call");
+            }
+            if rule.letter_first && !s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                s.insert(0, '_');
             }
             if s.len() > rule.max_len {
                 let mut cut = rule.max_len;
@@ -147,13 +196,31 @@ impl IdMap {
         candidate
     }
 
+    /// The tool-name map that goes with this id map.
+    pub fn names(&mut self) -> &mut IdMap {
+        self.names.get_or_insert_with(Default::default)
+    }
+
+    /// Tool names that had to change: `(target, original)`.
+    pub fn names_changed(&self) -> &[(String, String)] {
+        self.names
+            .as_ref()
+            .map(|n| n.changed.as_slice())
+            .unwrap_or(&[])
+    }
+
     /// The sanitized form of `original` before any collision suffix.
     fn forward_base(&self, original: &str, rule: &IdRule) -> String {
         let s: String = original
             .chars()
             .map(|c| if rule.char_ok(c) { c } else { '_' })
             .collect();
-        if s.is_empty() { "call".into() } else { s }
+        let s = if s.is_empty() { "call".to_string() } else { s };
+        if rule.letter_first && !s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            format!("_{s}")
+        } else {
+            s
+        }
     }
 
     /// The target id already assigned to `original`.

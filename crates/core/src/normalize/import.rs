@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::canon::role;
 use super::decode::{AnthropicDecoder, ResponsesDecoder};
-use super::jv::J;
+use super::jv::{J, Key};
 use crate::time::iso_to_ms;
 use crate::{Error, LoadOptions, Result, Session};
 
@@ -437,7 +437,7 @@ struct Ent {
     id: String,
     ts: String,
     /// Members after `type`, `id`, `parentId`, `timestamp`.
-    body: Vec<(String, J)>,
+    body: Vec<(Key, J)>,
     /// A Claude Code line without a `uuid` (spliced into the chain).
     no_uuid: bool,
     /// A `message` entry.
@@ -492,7 +492,7 @@ impl Ent {
     fn message_mut(&mut self) -> Option<&mut J> {
         self.body
             .iter_mut()
-            .find(|(k, _)| k == "message")
+            .find(|(k, _)| &**k == "message")
             .map(|(_, v)| v)
     }
 }
@@ -508,10 +508,10 @@ fn write_out(head: &J, ents: &[Ent], par: &[Par]) -> String {
             Par::Dangling(s) => J::s(s),
         };
         let mut members = Vec::with_capacity(4 + e.body.len());
-        members.push(("type".to_string(), J::s(e.ty)));
-        members.push(("id".to_string(), J::s(&e.id)));
-        members.push(("parentId".to_string(), parent));
-        members.push(("timestamp".to_string(), J::s(&e.ts)));
+        members.push(("type".into(), J::s(e.ty)));
+        members.push(("id".into(), J::s(&e.id)));
+        members.push(("parentId".into(), parent));
+        members.push(("timestamp".into(), J::s(&e.ts)));
         members.extend(e.body.iter().cloned());
         J::Obj(members).write(&mut out);
         out.push('\n');

@@ -5,8 +5,12 @@
 //! a parsed document gives the bytes `JSON.stringify` would have written.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::json::{self, decode_escaped, push_escaped, scan_number, scan_string, skip_ws};
+
+/// An object key: the escaped text between the quotes, shared.
+pub type Key = Arc<str>;
 
 /// A JSON value with source-exact scalars.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,11 +19,11 @@ pub enum J {
     Bool(bool),
     /// The number's source text.
     Num(String),
-    /// The escaped text between the quotes.
-    Str(String),
+    /// The escaped text between the quotes (shared: cloning a tree copies no text).
+    Str(Arc<str>),
     Arr(Vec<J>),
     /// Members in order; keys are escaped text as in the source.
-    Obj(Vec<(String, J)>),
+    Obj(Vec<(Key, J)>),
 }
 
 /// Why text is not JSON: the byte offset and what was expected.
@@ -33,28 +37,35 @@ impl J {
     /// Parses one JSON document (depth limit 512, as JSON.parse-compatible input).
     pub fn parse(text: &str) -> Result<J, ParseError> {
         let b = text.as_bytes();
-        json::validate(b, json::DEFAULT_MAX_DEPTH).map_err(|e| ParseError {
-            offset: e.at(),
-            message: e.describe(),
-        })?;
-        Ok(build(b, text, skip_ws(b, 0)).0)
+        // One pass that builds and checks; on failure the validating scanner
+        // says where and why.
+        if let Some((v, end)) = build(b, text, skip_ws(b, 0), 0)
+            && skip_ws(b, end) == b.len()
+        {
+            return Ok(v);
+        }
+        match json::validate(b, json::DEFAULT_MAX_DEPTH) {
+            Err(e) => Err(ParseError {
+                offset: e.at(),
+                message: e.describe(),
+            }),
+            Ok(_) => Err(ParseError {
+                offset: 0,
+                message: "invalid JSON".into(),
+            }),
+        }
     }
 
     /// A string value from plain text.
     pub fn s(text: &str) -> J {
         let mut out = String::with_capacity(text.len());
         push_escaped(&mut out, text);
-        J::Str(out)
+        J::Str(out.into())
     }
 
     /// An object from members with plain keys.
     pub fn obj<const N: usize>(members: [(&str, J); N]) -> J {
-        J::Obj(
-            members
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-        )
+        J::Obj(members.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }
 
     pub fn num_u(n: usize) -> J {
@@ -87,7 +98,7 @@ impl J {
             if let Some(slot) = m.iter_mut().rev().find(|(k, _)| key_eq(k, key)) {
                 slot.1 = value;
             } else {
-                m.push((key.to_string(), value));
+                m.push((key.into(), value));
             }
         }
     }
@@ -114,7 +125,7 @@ impl J {
     pub fn as_str(&self) -> Option<Cow<'_, str>> {
         match self {
             J::Str(raw) if raw.contains('\\') => Some(Cow::Owned(decode_escaped(raw))),
-            J::Str(raw) => Some(Cow::Borrowed(raw.as_str())),
+            J::Str(raw) => Some(Cow::Borrowed(&**raw)),
             _ => None,
         }
     }
@@ -283,7 +294,7 @@ impl J {
                 let (fixed, found) = lone_surrogates(raw);
                 if found {
                     let n = count_lone(raw);
-                    *raw = fixed;
+                    *raw = fixed.into();
                     n
                 } else {
                     0
@@ -305,11 +316,7 @@ fn unescape(k: &str) -> Cow<'_, str> {
 }
 
 fn key_eq(raw: &str, key: &str) -> bool {
-    if raw.contains('\\') {
-        decode_escaped(raw) == key
-    } else {
-        raw == key
-    }
+    raw == key || (raw.len() > key.len() && raw.contains('\\') && decode_escaped(raw) == key)
 }
 
 fn hex4(s: &[u8]) -> Option<u32> {
@@ -364,59 +371,70 @@ fn count_lone(raw: &str) -> usize {
     fixed.matches("\\ufffd").count() - raw.matches("\\ufffd").count()
 }
 
-/// Builds the value at `i` of validated input; returns it and the index after it.
-fn build(b: &[u8], src: &str, i: usize) -> (J, usize) {
-    match b.get(i) {
-        Some(b'{') => {
+/// Builds the value at `i` (whitespace already skipped); returns it and the
+/// index after it, or `None` if the input is not JSON there (or nests deeper
+/// than the limit).
+fn build(b: &[u8], src: &str, i: usize, depth: usize) -> Option<(J, usize)> {
+    match b.get(i)? {
+        b'{' => {
+            if depth >= json::DEFAULT_MAX_DEPTH {
+                return None;
+            }
             let mut members = Vec::new();
             let mut i = skip_ws(b, i + 1);
             if b.get(i) == Some(&b'}') {
-                return (J::Obj(members), i + 1);
+                return Some((J::Obj(members), i + 1));
             }
             loop {
-                let (end, _) = scan_string(b, i).unwrap_or((i + 2, false));
-                let key = src.get(i + 1..end - 1).unwrap_or("").to_string();
+                if b.get(i) != Some(&b'"') {
+                    return None;
+                }
+                let (end, _) = scan_string(b, i).ok()?;
+                let key: Key = src.get(i + 1..end - 1)?.into();
                 let colon = skip_ws(b, end);
-                let (v, after) = build(b, src, skip_ws(b, colon + 1));
+                if b.get(colon) != Some(&b':') {
+                    return None;
+                }
+                let (v, after) = build(b, src, skip_ws(b, colon + 1), depth + 1)?;
                 members.push((key, v));
                 i = skip_ws(b, after);
-                if b.get(i) == Some(&b',') {
-                    i = skip_ws(b, i + 1);
-                } else {
-                    return (J::Obj(members), i + 1);
+                match b.get(i)? {
+                    b',' => i = skip_ws(b, i + 1),
+                    b'}' => return Some((J::Obj(members), i + 1)),
+                    _ => return None,
                 }
             }
         }
-        Some(b'[') => {
+        b'[' => {
+            if depth >= json::DEFAULT_MAX_DEPTH {
+                return None;
+            }
             let mut items = Vec::new();
             let mut i = skip_ws(b, i + 1);
             if b.get(i) == Some(&b']') {
-                return (J::Arr(items), i + 1);
+                return Some((J::Arr(items), i + 1));
             }
             loop {
-                let (v, after) = build(b, src, i);
+                let (v, after) = build(b, src, i, depth + 1)?;
                 items.push(v);
                 i = skip_ws(b, after);
-                if b.get(i) == Some(&b',') {
-                    i = skip_ws(b, i + 1);
-                } else {
-                    return (J::Arr(items), i + 1);
+                match b.get(i)? {
+                    b',' => i = skip_ws(b, i + 1),
+                    b']' => return Some((J::Arr(items), i + 1)),
+                    _ => return None,
                 }
             }
         }
-        Some(b'"') => {
-            let (end, _) = scan_string(b, i).unwrap_or((i + 2, false));
-            (
-                J::Str(src.get(i + 1..end - 1).unwrap_or("").to_string()),
-                end,
-            )
+        b'"' => {
+            let (end, _) = scan_string(b, i).ok()?;
+            Some((J::Str(src.get(i + 1..end - 1)?.into()), end))
         }
-        Some(b't') => (J::Bool(true), i + 4),
-        Some(b'f') => (J::Bool(false), i + 5),
-        Some(b'n') => (J::Null, i + 4),
+        b't' => (b.get(i..i + 4)? == b"true").then_some((J::Bool(true), i + 4)),
+        b'f' => (b.get(i..i + 5)? == b"false").then_some((J::Bool(false), i + 5)),
+        b'n' => (b.get(i..i + 4)? == b"null").then_some((J::Null, i + 4)),
         _ => {
-            let end = scan_number(b, i).unwrap_or(i + 1);
-            (J::Num(src.get(i..end).unwrap_or("0").to_string()), end)
+            let end = scan_number(b, i).ok()?;
+            Some((J::Num(src.get(i..end)?.to_string()), end))
         }
     }
 }

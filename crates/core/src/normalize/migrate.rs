@@ -93,7 +93,7 @@ impl Migration {
                 }
                 let mut rep = CompatibilityReport::new();
                 let out = transform::apply(
-                    std::slice::from_ref(&probe),
+                    vec![probe.clone()],
                     self.target,
                     self.model.as_deref(),
                     &mut rep,

@@ -69,6 +69,9 @@ pub fn conversation_json(conv: &Conversation) -> J {
     if let Some(so) = &conv.system_original {
         o.set("systemOriginal", so.clone());
     }
+    if let Some(to) = &conv.tools_original {
+        o.set("toolsOriginal", to.clone());
+    }
     o
 }
 
@@ -87,6 +90,8 @@ pub struct ToOptions {
     pub tools: Option<Vec<J>>,
     /// `fromProvider`'s `systemOriginal` (the system prompt's exact JSON).
     pub system_original: Option<J>,
+    /// `fromProvider`'s `toolsOriginal` (the tools' exact JSON).
+    pub tools_original: Option<J>,
     /// Pair calls and results (fill missing results, drop orphans). Off for single messages.
     pub pairing: bool,
 }
@@ -125,6 +130,7 @@ impl ToOptions {
             );
         }
         o.system_original = v.get("systemOriginal").filter(|s| s.is_obj()).cloned();
+        o.tools_original = v.get("toolsOriginal").filter(|s| s.is_obj()).cloned();
         Ok(o)
     }
 }
@@ -136,6 +142,8 @@ pub struct Converted {
     pub report: CompatibilityReport,
     /// Target id → original id, for every id that had to change.
     pub id_map: Vec<(String, String)>,
+    /// Target tool name → original name, for every name that had to change.
+    pub name_map: Vec<(String, String)>,
 }
 
 impl Converted {
@@ -145,6 +153,7 @@ impl Converted {
         let rep = serde_json::to_string(&self.report).unwrap_or_else(|_| "{}".into());
         o.set("report", J::parse(&rep).unwrap_or(J::Null));
         o.set("idMap", id_map_json(&self.id_map));
+        o.set("nameMap", id_map_json(&self.name_map));
         o.text()
     }
 }
@@ -157,26 +166,38 @@ pub fn id_map_json(pairs: &[(String, String)]) -> J {
             .map(|(t, orig)| {
                 let mut k = String::new();
                 crate::json::push_escaped(&mut k, t);
-                (k, J::s(orig))
+                (k.into(), J::s(orig))
             })
             .collect(),
     )
 }
 
 /// Converts canonical messages to a request for `target`.
-pub fn convert(msgs: &[J], target: Provider, opts: &ToOptions) -> Result<Converted> {
+pub fn convert(msgs: Vec<J>, target: Provider, opts: &ToOptions) -> Result<Converted> {
     for (i, m) in msgs.iter().enumerate() {
         if !m.is_obj() || m.str_of("role").is_none() {
             return Err(bad(format!("messages[{i}] must be an object with a role")));
         }
     }
     let mut report = CompatibilityReport::new();
-    let (msgs, ids) = if opts.pairing {
+    let (msgs, mut ids) = if opts.pairing {
         transform::transform(msgs, target, opts.model.as_deref(), &mut report)
     } else {
         transform::transform_each(msgs, target, opts.model.as_deref(), &mut report)
     };
     let mut system = opts.system.clone();
+    match &system {
+        None | Some(J::Str(_)) => {}
+        Some(J::Arr(blocks))
+            if blocks
+                .iter()
+                .all(|b| b.is("type", "text") && matches!(b.get("text"), Some(J::Str(_)))) => {}
+        Some(_) => {
+            return Err(bad(
+                "system must be a string or an array of text blocks {type: \"text\", text}",
+            ));
+        }
+    }
     if let Some(J::Arr(blocks)) = &mut system {
         for b in blocks.iter_mut() {
             let foreign = canon::foreign_vendor_keys(b, target);
@@ -184,7 +205,7 @@ pub fn convert(msgs: &[J], target: Provider, opts: &ToOptions) -> Result<Convert
                 let own = b.get("vendor").and_then(|v| v.get(target.name())).cloned();
                 b.remove("vendor");
                 if let Some(o) = own {
-                    b.set("vendor", J::Obj(vec![(target.name().to_string(), o)]));
+                    b.set("vendor", J::Obj(vec![(target.name().into(), o)]));
                 }
                 report.warn_step(
                     "provider_fields_dropped",
@@ -198,6 +219,22 @@ pub fn convert(msgs: &[J], target: Provider, opts: &ToOptions) -> Result<Convert
             }
         }
     }
+    // Tool definitions take the names the calls got.
+    let tools: Option<Vec<J>> = opts.tools.as_ref().map(|list| {
+        list.iter()
+            .map(|t| {
+                let mut t = t.clone();
+                if t.get("raw").is_none() {
+                    let n = t.str_of("name").unwrap_or_default().to_string();
+                    let m = transform::map_name(&mut ids, &n, target, None, &mut report);
+                    if m != n {
+                        t.set("name", J::s(&m));
+                    }
+                }
+                t
+            })
+            .collect()
+    });
     let mut ctx = encode::Ctx::new(opts.model.clone());
     let request = encode::encode_request(
         target,
@@ -205,7 +242,8 @@ pub fn convert(msgs: &[J], target: Provider, opts: &ToOptions) -> Result<Convert
         system.as_ref(),
         opts.system_role.as_deref(),
         opts.system_original.as_ref(),
-        opts.tools.as_deref(),
+        tools.as_deref(),
+        opts.tools_original.as_ref(),
         &mut report,
         &mut ctx,
     );
@@ -213,6 +251,7 @@ pub fn convert(msgs: &[J], target: Provider, opts: &ToOptions) -> Result<Convert
         request,
         report,
         id_map: ids.changed.clone(),
+        name_map: ids.names_changed().to_vec(),
     })
 }
 
@@ -233,6 +272,9 @@ pub fn read_input(text: &str, opts: &mut ToOptions) -> Result<Vec<J>> {
             if opts.system_original.is_none() {
                 opts.system_original = o.get("systemOriginal").filter(|s| s.is_obj()).cloned();
             }
+            if opts.tools_original.is_none() {
+                opts.tools_original = o.get("toolsOriginal").filter(|s| s.is_obj()).cloned();
+            }
             o.get("messages")
                 .and_then(J::as_arr)
                 .cloned()
@@ -249,7 +291,7 @@ pub fn to_provider(messages: &str, target: &str, options: Option<&str>) -> Resul
     let p = Provider::parse(target)?;
     let mut opts = ToOptions::from_json(options)?;
     let msgs = read_input(messages, &mut opts)?;
-    Ok(convert(&msgs, p, &opts)?.to_json())
+    Ok(convert(msgs, p, &opts)?.to_json())
 }
 
 /// [`to_provider`] for the bindings: the request's JSON text, a newline (which
@@ -258,7 +300,7 @@ pub fn to_provider_lines(messages: &str, target: &str, options: Option<&str>) ->
     let p = Provider::parse(target)?;
     let mut opts = ToOptions::from_json(options)?;
     let msgs = read_input(messages, &mut opts)?;
-    let c = convert(&msgs, p, &opts)?;
+    let c = convert(msgs, p, &opts)?;
     let rep =
         serde_json::to_string(&c.report).map_err(|e| crate::Error::internal(e.to_string()))?;
     let mut out = c.request.text();
@@ -267,6 +309,8 @@ pub fn to_provider_lines(messages: &str, target: &str, options: Option<&str>) ->
     out.push_str(&rep);
     out.push_str(",\"idMap\":");
     out.push_str(&id_map_json(&c.id_map).text());
+    out.push_str(",\"nameMap\":");
+    out.push_str(&id_map_json(&c.name_map).text());
     out.push('}');
     Ok(out)
 }
@@ -327,7 +371,7 @@ pub fn denormalize_message(
         pairing: false,
         ..Default::default()
     };
-    let c = convert(&msgs, p, &opts)?;
+    let c = convert(msgs, p, &opts)?;
     let list = match p {
         Provider::Anthropic | Provider::OpenAi => c.request.get("messages"),
         Provider::Responses => c.request.get("input"),

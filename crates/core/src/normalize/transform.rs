@@ -14,6 +14,39 @@ use super::report::CompatibilityReport;
 /// Gemini's documented placeholder for calls that have no signature of their own.
 pub const GEMINI_SENTINEL: &str = "skip_thought_signature_validator";
 
+/// The tool-name rule of a target.
+pub fn name_rule(p: Provider) -> IdRule {
+    match p {
+        Provider::Anthropic => IdRule::ANTHROPIC_NAME,
+        Provider::OpenAi | Provider::Responses => IdRule::OPENAI_NAME,
+        Provider::Google => IdRule::GOOGLE_NAME,
+    }
+}
+
+/// Maps a tool name to the target's rule (reporting a change).
+pub fn map_name(
+    ids: &mut IdMap,
+    name: &str,
+    target: Provider,
+    i: Option<usize>,
+    rep: &mut CompatibilityReport,
+) -> String {
+    let rule = name_rule(target);
+    let known = ids.names().get(name).is_some();
+    let mapped = ids.names().map(name, &rule);
+    if mapped != name && !known {
+        rep.step(
+            "tool_name_mapped",
+            i,
+            format!(
+                "tool name {name:?} → {mapped:?} ({} accepts no other)",
+                target.name()
+            ),
+        );
+    }
+    mapped
+}
+
 /// The id rule of a target.
 pub fn id_rule(p: Provider) -> IdRule {
     match p {
@@ -50,12 +83,13 @@ pub fn same_origin(m: &J, target: Provider, model: Option<&str>) -> bool {
 }
 
 /// pi's non-LLM roles turned into what pi sends (`convertToLlm`).
-fn llm_messages(msgs: &[J], rep: &mut CompatibilityReport) -> Vec<(usize, J)> {
+fn llm_messages(msgs: Vec<J>, rep: &mut CompatibilityReport) -> Vec<(usize, J)> {
     let mut out = Vec::with_capacity(msgs.len());
-    for (i, m) in msgs.iter().enumerate() {
-        match role(m).as_ref() {
-            "user" | "assistant" | "toolResult" | "system" => out.push((i, m.clone())),
-            r @ ("bashExecution" | "custom" | "branchSummary" | "compactionSummary") => {
+    for (i, m) in msgs.into_iter().enumerate() {
+        let r = role(&m).to_string();
+        match r.as_str() {
+            "user" | "assistant" | "toolResult" | "system" => out.push((i, m)),
+            "bashExecution" | "custom" | "branchSummary" | "compactionSummary" => {
                 let text = m.text();
                 let conv = crate::context::to_llm(&[Cow::Borrowed(text.as_str())], 512)
                     .unwrap_or_default();
@@ -96,7 +130,7 @@ fn strip_foreign_vendor(obj: &mut J, target: Provider, i: usize, rep: &mut Compa
         .and_then(|v| v.get(target.name()))
         .cloned();
     match own {
-        Some(o) => obj.set("vendor", J::Obj(vec![(target.name().to_string(), o)])),
+        Some(o) => obj.set("vendor", J::Obj(vec![(target.name().into(), o)])),
         None => {
             obj.remove("vendor");
         }
@@ -114,7 +148,7 @@ fn strip_foreign_vendor(obj: &mut J, target: Provider, i: usize, rep: &mut Compa
 
 /// Applies the target's rules; returns the messages to encode and the id map.
 pub fn transform(
-    msgs: &[J],
+    msgs: Vec<J>,
     target: Provider,
     model: Option<&str>,
     rep: &mut CompatibilityReport,
@@ -125,7 +159,7 @@ pub fn transform(
 /// The per-message rules only: calls and results are not paired (for single messages
 /// and for rewriting a session file, whose branches pair differently).
 pub fn transform_each(
-    msgs: &[J],
+    msgs: Vec<J>,
     target: Provider,
     model: Option<&str>,
     rep: &mut CompatibilityReport,
@@ -134,7 +168,7 @@ pub fn transform_each(
 }
 
 fn run(
-    msgs: &[J],
+    msgs: Vec<J>,
     target: Provider,
     model: Option<&str>,
     rep: &mut CompatibilityReport,
@@ -147,7 +181,7 @@ fn run(
 
 /// [`transform`] with an id map kept across calls (a session rewritten message by message).
 pub fn apply(
-    msgs: &[J],
+    msgs: Vec<J>,
     target: Provider,
     model: Option<&str>,
     rep: &mut CompatibilityReport,
@@ -155,58 +189,145 @@ pub fn apply(
     ids: &mut IdMap,
 ) -> Vec<J> {
     let rule = id_rule(target);
+    let n_msgs = msgs.len();
     let input = llm_messages(msgs, rep);
     for (_, m) in &input {
         if role(m) == "assistant" {
-            for b in blocks(m) {
-                if btype(&b) == "toolCall" {
+            for b in blocks(m).iter() {
+                if btype(b) == "toolCall" {
                     let k = call_key(m, &b.str_of("id").unwrap_or_default());
                     if rule.accepts(&k) {
                         ids.reserve(&k);
+                    }
+                    let name = b.str_of("name").unwrap_or_default();
+                    if name_rule(target).accepts(&name) {
+                        ids.names().reserve(&name);
                     }
                 }
             }
         }
     }
     let mut out: Vec<J> = Vec::with_capacity(input.len());
-    // Calls of the last assistant turn still waiting for a result: (id, key, name).
-    let mut pending: Vec<(String, String, String)> = Vec::new();
+    // Calls of the last assistant turn still waiting for a result.
+    let mut pending: Vec<Pending> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
     let mut dropped_calls: HashSet<String> = HashSet::new();
+    // The last assistant turn: where its results start in `out`, its call ids in order.
+    let mut turn: Option<(usize, Vec<String>)> = None;
+    // Made-up (Gemini) call ids seen so far, to keep them unique in the conversation.
+    let mut synthetic_seen: HashSet<String> = HashSet::new();
 
-    let fill = |out: &mut Vec<J>,
-                pending: &mut Vec<(String, String, String)>,
-                ids: &mut IdMap,
-                i: usize,
-                rep: &mut CompatibilityReport| {
-        if !pairing {
+    // Ends the current turn: missing results filled (pairing), Gemini results
+    // put in call order (Gemini pairs by name and position when it has no ids).
+    let close_turn = |out: &mut Vec<J>,
+                      pending: &mut Vec<Pending>,
+                      turn: &mut Option<(usize, Vec<String>)>,
+                      ids: &mut IdMap,
+                      i: usize,
+                      fill: bool,
+                      rep: &mut CompatibilityReport| {
+        let Some((start, calls)) = turn.take() else {
             pending.clear();
             return;
+        };
+        if pairing && fill && !pending.is_empty() {
+            for m in &mut out[start..] {
+                m.remove("original");
+            }
+            for p in pending.drain(..) {
+                let mapped = ids.map(&p.key, &rule);
+                out.push(J::obj([
+                    ("role", J::s("toolResult")),
+                    ("toolCallId", J::s(&mapped)),
+                    (
+                        "toolName",
+                        J::s(
+                            ids.names()
+                                .get(&p.name)
+                                .unwrap_or(&p.name)
+                                .to_string()
+                                .as_str(),
+                        ),
+                    ),
+                    ("content", J::Arr(vec![text_block("No result provided")])),
+                    ("isError", J::Bool(true)),
+                ]));
+                rep.warn_step(
+                    "missing_tool_result_filled",
+                    Some(i),
+                    format!("call {} ({}) had no result: an error result \"No result provided\" was added", p.key, p.name),
+                );
+            }
         }
-        for (_, k, name) in pending.drain(..) {
-            let mapped = ids.map(&k, &rule);
-            out.push(J::obj([
-                ("role", J::s("toolResult")),
-                ("toolCallId", J::s(&mapped)),
-                ("toolName", J::s(&name)),
-                ("content", J::Arr(vec![text_block("No result provided")])),
-                ("isError", J::Bool(true)),
-            ]));
-            rep.warn_step(
-                "missing_tool_result_filled",
-                Some(i),
-                format!("call {k} ({name}) had no result: an error result \"No result provided\" was added"),
-            );
+        if pairing && target == Provider::Google && out.len() > start + 1 {
+            let pos = |m: &J| {
+                let id = m.str_of("toolCallId").unwrap_or_default();
+                calls.iter().position(|c| *c == id).unwrap_or(usize::MAX)
+            };
+            let sorted = out[start..].windows(2).all(|w| pos(&w[0]) <= pos(&w[1]));
+            if !sorted {
+                out[start..].sort_by_key(|m| pos(m));
+                for m in &mut out[start..] {
+                    m.remove("original");
+                }
+                rep.step(
+                    "tool_results_reordered",
+                    Some(i),
+                    "function responses put in the order of their calls (Gemini pairs by position)"
+                        .into(),
+                );
+            }
         }
     };
 
-    for (i, m) in input {
+    let mut input: Vec<Option<(usize, J)>> = input.into_iter().map(Some).collect();
+    let mut idx = 0;
+    while idx < input.len() {
+        let Some((i, m)) = input[idx].take() else {
+            idx += 1;
+            continue;
+        };
+        // A result that comes after a user message although its call is still waiting
+        // moves up to follow its call (providers want results right after the calls).
+        if pairing
+            && !pending.is_empty()
+            && !matches!(role(&m).as_ref(), "assistant" | "toolResult")
+        {
+            let mut moved = Vec::new();
+            for slot in input.iter_mut().skip(idx + 1) {
+                let Some((_, x)) = slot else { continue };
+                match role(x).as_ref() {
+                    "assistant" => break,
+                    "toolResult" => {
+                        let id = x.str_of("toolCallId").unwrap_or_default();
+                        if pending.iter().any(|p| p.id == id || p.key == id) {
+                            moved.push(slot.take());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !moved.is_empty() {
+                rep.step(
+                    "tool_result_moved",
+                    Some(i),
+                    format!("{} result(s) placed before the message that came between them and their calls", moved.len()),
+                );
+                for mm in out.iter_mut().rev().take_while(|x| role(x) == "toolResult") {
+                    mm.remove("original");
+                }
+                input[idx] = Some((i, m));
+                input.splice(idx..idx, moved);
+                continue;
+            }
+        }
+        idx += 1;
         match role(&m).as_ref() {
             "assistant" => {
                 let stop = m.str_of("stopReason").map(|s| s.to_string());
                 if matches!(stop.as_deref(), Some("error" | "aborted")) {
-                    for b in blocks(&m) {
-                        if btype(&b) == "toolCall" {
+                    for b in blocks(&m).iter() {
+                        if btype(b) == "toolCall" {
                             let id = b.str_of("id").unwrap_or_default().to_string();
                             dropped_calls.insert(call_key(&m, &id));
                             dropped_calls.insert(id);
@@ -220,14 +341,19 @@ pub fn apply(
                     );
                     continue;
                 }
-                fill(&mut out, &mut pending, ids, i, rep);
+                close_turn(&mut out, &mut pending, &mut turn, ids, i, true, rep);
                 answered.clear();
                 let same = same_origin(&m, target, model);
-                let mut msg = m.clone();
-                let mut new_blocks = Vec::new();
+                let mut msg = m;
+                let was_string = matches!(msg.get("content"), Some(J::Str(_)));
+                let content: Vec<J> = match msg.get_mut("content") {
+                    Some(J::Arr(a)) => std::mem::take(a),
+                    _ => blocks(&msg).into_owned(),
+                };
+                let mut new_blocks = Vec::with_capacity(content.len());
                 let mut skipped_thinking = false;
                 let mut changed = false;
-                for mut b in blocks(&m) {
+                for mut b in content {
                     match btype(&b).as_ref() {
                         "thinking" => {
                             let redacted = b.get("redacted").and_then(J::as_bool) == Some(true);
@@ -270,7 +396,7 @@ pub fn apply(
                                     "thinking",
                                     format!(
                                         "thinking from {} sent to {} as plain text",
-                                        origin_name(&m),
+                                        origin_name(&msg),
                                         target.name()
                                     ),
                                 );
@@ -287,6 +413,14 @@ pub fn apply(
                             }
                         }
                         "text" => {
+                            if is_empty_text(&b)
+                                && (!same
+                                    || matches!(target, Provider::Anthropic | Provider::Google))
+                            {
+                                changed = true;
+                                rep.step("empty_text_dropped", Some(i), "an empty text block left out (Anthropic and Gemini reject them)".into());
+                                continue;
+                            }
                             if !same {
                                 if b.remove("textSignature").is_some() {
                                     changed = true;
@@ -297,11 +431,32 @@ pub fn apply(
                             new_blocks.push(b);
                         }
                         "toolCall" => {
-                            let id = b.str_of("id").unwrap_or_default().to_string();
+                            let mut id = b.str_of("id").unwrap_or_default().to_string();
+                            let synthetic = b.get("syntheticId").and_then(J::as_bool) == Some(true);
+                            if synthetic {
+                                // Made-up ids (one Gemini turn normalized at a time) repeat:
+                                // keep each unique in the conversation.
+                                let mut n = 1;
+                                let base = id.clone();
+                                while synthetic_seen.contains(&id) {
+                                    id = format!("{base}_{n}");
+                                    n += 1;
+                                }
+                                synthetic_seen.insert(id.clone());
+                                if id != base {
+                                    b.set("id", J::s(&id));
+                                    changed = true;
+                                }
+                            }
                             let name = b.str_of("name").unwrap_or_default().to_string();
-                            let k = call_key(&m, &id);
+                            let mapped_name = map_name(ids, &name, target, Some(i), rep);
+                            if mapped_name != name {
+                                b.set("name", J::s(&mapped_name));
+                                changed = true;
+                            }
+                            let k = call_key(&msg, &id);
                             let mapped = ids.map(&k, &rule);
-                            let item = (origin(&m) == Some(Provider::Responses))
+                            let item = (origin(&msg) == Some(Provider::Responses))
                                 .then(|| id.split_once('|').map(|(_, it)| it.to_string()))
                                 .flatten();
                             let new_id = match (target, item) {
@@ -339,7 +494,12 @@ pub fn apply(
                             {
                                 rep.warn_step("invalid_arguments_wrapped", Some(i), format!("arguments of call {k} are not a JSON object: sent as {{\"invalid_arguments\": <the original text>}}"));
                             }
-                            pending.push((id.clone(), k, name));
+                            pending.push(Pending {
+                                id: id.clone(),
+                                key: k,
+                                name,
+                                synthetic,
+                            });
                             new_blocks.push(b);
                         }
                         "serverTool" | "unknown" => {
@@ -381,6 +541,7 @@ pub fn apply(
                 }
                 if new_blocks.is_empty() {
                     pending.clear();
+                    turn = None;
                     rep.step(
                         "empty_turn_dropped",
                         Some(i),
@@ -391,20 +552,30 @@ pub fn apply(
                 if !same {
                     strip_foreign_vendor(&mut msg, target, i, rep);
                 }
-                if changed || !same {
+                if changed || !same || !was_string {
                     msg.set("content", J::Arr(new_blocks));
                 }
                 out.push(msg);
+                turn = Some((
+                    out.len(),
+                    pending
+                        .iter()
+                        .map(|p| ids.get(&p.key).unwrap_or(&p.key).to_string())
+                        .collect(),
+                ));
             }
             "toolResult" => {
                 let id = m.str_of("toolCallId").unwrap_or_default().to_string();
-                let found = pending
-                    .iter()
-                    .position(|(full, k, _)| *full == id || *k == id);
+                let mut found = pending.iter().position(|p| p.id == id || p.key == id);
+                if found.is_none() && m.get("syntheticId").and_then(J::as_bool) == Some(true) {
+                    // Gemini sent neither id: the first waiting call of the same name.
+                    let name = m.str_of("toolName").unwrap_or_default();
+                    found = pending.iter().position(|p| p.synthetic && p.name == name);
+                }
                 // Without pairing (one message, a session line), a `call|item` result
                 // follows the mapping its call got.
                 let k = match found {
-                    Some(pos) => pending[pos].1.clone(),
+                    Some(pos) => pending[pos].key.clone(),
                     None if ids.get(key(&id)).is_some() => key(&id).to_string(),
                     None => id.clone(),
                 };
@@ -439,14 +610,14 @@ pub fn apply(
                     continue;
                 };
                 let name = if pos < pending.len() {
-                    let (full, _, name) = pending.remove(pos);
-                    answered.insert(full);
-                    name
+                    let p = pending.remove(pos);
+                    answered.insert(p.id);
+                    p.name
                 } else {
                     String::new()
                 };
                 answered.insert(k.clone());
-                let mut r = m.clone();
+                let mut r = m;
                 let mapped = ids.map(&k, &rule);
                 let new_id = if target == Provider::Responses && mapped == k {
                     id.clone()
@@ -459,6 +630,16 @@ pub fn apply(
                 if r.str_of("toolName").is_none_or(|n| n.is_empty()) && !name.is_empty() {
                     r.set("toolName", J::s(&name));
                 }
+                if let Some(n) = r
+                    .str_of("toolName")
+                    .map(|n| n.to_string())
+                    .filter(|n| !n.is_empty())
+                {
+                    let mapped = map_name(ids, &n, target, Some(i), rep);
+                    if mapped != n {
+                        r.set("toolName", J::s(&mapped));
+                    }
+                }
                 if r.get("isError").and_then(J::as_bool) == Some(true)
                     && matches!(target, Provider::OpenAi | Provider::Responses)
                 {
@@ -468,9 +649,9 @@ pub fn apply(
                 out.push(r);
             }
             _ => {
-                fill(&mut out, &mut pending, ids, i, rep);
+                close_turn(&mut out, &mut pending, &mut turn, ids, i, true, rep);
                 answered.clear();
-                let mut u = m.clone();
+                let mut u = m;
                 strip_foreign_vendor(&mut u, target, i, rep);
                 if let Some(J::Arr(bl)) = u.get_mut("content") {
                     let mut kept = Vec::with_capacity(bl.len());
@@ -496,6 +677,17 @@ pub fn apply(
                             );
                             continue;
                         }
+                        if is_empty_text(&b)
+                            && matches!(target, Provider::Anthropic | Provider::Google)
+                        {
+                            rep.step(
+                                "empty_text_dropped",
+                                Some(i),
+                                "an empty text block left out (Anthropic and Gemini reject them)"
+                                    .into(),
+                            );
+                            continue;
+                        }
                         strip_foreign_vendor(&mut b, target, i, rep);
                         if matches!(target, Provider::Anthropic | Provider::Google)
                             && b.remove("detail").is_some()
@@ -513,25 +705,90 @@ pub fn apply(
                     }
                     *bl = kept;
                 }
+                let empty = match u.get("content") {
+                    Some(J::Arr(a)) => a.is_empty(),
+                    Some(J::Str(t)) => t.is_empty(),
+                    _ => true,
+                };
+                if empty && matches!(target, Provider::Anthropic | Provider::Google) {
+                    rep.step(
+                        "empty_message_dropped",
+                        Some(i),
+                        format!(
+                            "a {} message with no content left out ({} rejects empty messages)",
+                            role(&u),
+                            target.name()
+                        ),
+                    );
+                    continue;
+                }
                 out.push(u);
             }
         }
     }
     if pairing && !pending.is_empty() {
-        let list: Vec<String> = pending.iter().map(|(_, k, _)| k.clone()).collect();
+        let list: Vec<String> = pending.iter().map(|p| p.key.clone()).collect();
         rep.warn_step(
             "calls_pending_at_end",
-            Some(msgs.len().saturating_sub(1)),
+            Some(n_msgs.saturating_sub(1)),
             format!(
                 "the conversation ends with calls waiting for results: {}",
                 list.join(", ")
             ),
         );
-        for (_, k, _) in &pending {
-            ids.map(k, &rule);
+        for p in &pending {
+            ids.map(&p.key, &rule);
         }
     }
+    close_turn(&mut out, &mut pending, &mut turn, ids, n_msgs, false, rep);
+    if target == Provider::Anthropic {
+        trim_final_assistant(&mut out, rep);
+    }
     out
+}
+
+/// A text block with no text and no signature.
+fn is_empty_text(b: &J) -> bool {
+    btype(b) == "text"
+        && b.str_of("text").is_some_and(|t| t.is_empty())
+        && b.get("textSignature").is_none()
+}
+
+/// A call waiting for its result.
+struct Pending {
+    /// The call's id as written.
+    id: String,
+    /// The id it pairs and maps by.
+    key: String,
+    name: String,
+    /// Made up (Gemini sent none): results pair by name and position.
+    synthetic: bool,
+}
+
+/// Anthropic rejects a final (prefill) assistant message that ends in whitespace.
+fn trim_final_assistant(out: &mut [J], rep: &mut CompatibilityReport) {
+    let Some(last) = out.last_mut() else { return };
+    if role(last) != "assistant" {
+        return;
+    }
+    let Some(J::Arr(bl)) = last.get_mut("content") else {
+        return;
+    };
+    let Some(b) = bl.last_mut() else { return };
+    if btype(b) != "text" {
+        return;
+    }
+    let text = b.str_of("text").unwrap_or_default().to_string();
+    let trimmed = text.trim_end();
+    if trimmed.len() != text.len() {
+        b.set("text", J::s(trimmed));
+        last.remove("original");
+        rep.step(
+            "trailing_whitespace_trimmed",
+            Some(out.len() - 1),
+            "Anthropic does not accept a final assistant message ending in whitespace".into(),
+        );
+    }
 }
 
 /// Reports the signature a block loses: a whole Responses reasoning item

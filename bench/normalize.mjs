@@ -1,0 +1,85 @@
+// `npm run bench` (part): converting the context of a 128 MB generated session
+// (no compaction, so the context is the whole main line) to each provider's
+// request body, through the Node addon and the wasm build, next to a plain-JS
+// mapping of the same messages. Each figure: median of runs in fresh processes,
+// from the context's JSON text to the body's JSON text.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const data = join(root, 'bench/data');
+mkdirSync(data, { recursive: true });
+const MB = Number(process.env.BENCH_NORMALIZE_MB ?? 128);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const session = join(data, `ctx-${MB}.jsonl`);
+const context = join(data, `ctx-${MB}.context.json`);
+if (!existsSync(session)) {
+  process.stderr.write(`generating ${session}\n`);
+  execFileSync(process.execPath, [join(root, '../shared/tools/gen-session.mjs'), '--out', session, '--mb', String(MB), '--seed', 'normalize', '--image-kb', '16']);
+}
+if (!existsSync(context)) {
+  const { SessionLoader } = createRequire(import.meta.url)('forkpoint');
+  const s = await SessionLoader.open(session);
+  writeFileSync(context, JSON.stringify(s.getLlmContext()));
+}
+const ctxBytes = statSync(context).size;
+const messages = JSON.parse(readFileSync(context, 'utf8')).length;
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+function measure(mode, target) {
+  const samples = [];
+  for (let i = 0; i < RUNS; i++) {
+    const r = spawnSync(process.execPath, ['--max-old-space-size=16384', join(root, 'bench/normalize-worker.mjs'), mode, target, context], { encoding: 'utf8', cwd: root });
+    const line = r.stdout.trim().split('\n').pop() ?? '';
+    try {
+      samples.push(JSON.parse(line));
+    } catch {
+      return { mode, target, error: (r.stderr || line).trim().split('\n').slice(-2).join(' ').slice(0, 200) };
+    }
+  }
+  return { mode, target, ms: median(samples.map((s) => s.ms)), bodyBytes: samples[0].bodyBytes, rssPeakMb: median(samples.map((s) => s.rssPeakKb)) / 1024 };
+}
+
+const TARGETS = ['anthropic', 'openai', 'openai-responses', 'google'];
+const MODES = ['js', 'napi', 'napi-objects', 'wasm'];
+const label = {
+  js: 'plain JS: JSON.parse, map, JSON.stringify',
+  napi: 'forkpoint Node addon (JSON text in and out)',
+  'napi-objects': 'forkpoint Node addon (from JS objects)',
+  wasm: 'forkpoint wasm in Node (JSON text in and out)',
+};
+const rows = [];
+for (const t of TARGETS) for (const m of MODES) {
+  process.stderr.write(`convert ${t} ${m}…\n`);
+  rows.push(measure(m, t));
+}
+const pad = (s, n) => String(s).padEnd(n);
+const lpad = (s, n) => String(s).padStart(n);
+const out = [];
+out.push(`conversion benchmark — ${new Date().toISOString()} — context of a ${MB} MB generated session: ${messages} messages, ${(ctxBytes / 2 ** 20).toFixed(1)} MiB of JSON; median of ${RUNS} fresh processes`);
+out.push('');
+out.push(`${pad('target', 18)}${pad('converter', 48)}${lpad('ms', 9)}${lpad('MB/s', 8)}${lpad('vs JS', 8)}${lpad('body MiB', 10)}${lpad('peak RSS MB', 13)}`);
+for (const t of TARGETS) {
+  const js = rows.find((r) => r.target === t && r.mode === 'js');
+  for (const r of rows.filter((x) => x.target === t)) {
+    if (r.error) {
+      out.push(`${pad(t, 18)}${pad(label[r.mode], 48)}  failed: ${r.error}`);
+      continue;
+    }
+    const ratio = r.mode !== 'js' && js && !js.error ? `${(js.ms / r.ms).toFixed(2)}×` : '';
+    out.push(`${pad(t, 18)}${pad(label[r.mode], 48)}${lpad(r.ms.toFixed(0), 9)}${lpad((ctxBytes / 2 ** 20 / (r.ms / 1000)).toFixed(0), 8)}${lpad(ratio, 8)}${lpad((r.bodyBytes / 2 ** 20).toFixed(1), 10)}${lpad(r.rssPeakMb.toFixed(0), 13)}`);
+  }
+  out.push('');
+}
+out.push('forkpoint also keeps raw number text, reports every step, maps ids and keeps same-provider bytes; the baseline does none of that.');
+console.log(out.join('\n'));
+const resultsFile = join(root, 'bench/results.json');
+const all = existsSync(resultsFile) ? JSON.parse(readFileSync(resultsFile, 'utf8')) : {};
+all.normalize = { date: new Date().toISOString(), mb: MB, contextBytes: ctxBytes, messages, rows };
+writeFileSync(resultsFile, JSON.stringify(all, null, 2));
