@@ -35,7 +35,7 @@ const median = (xs) => {
 function measure(mode, target) {
   const samples = [];
   for (let i = 0; i < RUNS; i++) {
-    const r = spawnSync(process.execPath, ['--max-old-space-size=16384', join(root, 'bench/normalize-worker.mjs'), mode, target, context], { encoding: 'utf8', cwd: root });
+    const r = spawnSync(process.execPath, ['--max-old-space-size=16384', join(root, 'bench/normalize-worker.mjs'), mode, target, context, session], { encoding: 'utf8', cwd: root });
     const line = r.stdout.trim().split('\n').pop() ?? '';
     try {
       samples.push(JSON.parse(line));
@@ -47,13 +47,16 @@ function measure(mode, target) {
 }
 
 const TARGETS = ['anthropic', 'openai', 'openai-responses', 'google'];
-const MODES = ['js', 'napi', 'napi-objects', 'wasm'];
+const MODES = ['js-session', 'napi-session', 'wasm-session', 'js-text', 'napi-text', 'wasm-text'];
 const label = {
-  js: 'plain JS: JSON.parse, map, JSON.stringify',
-  napi: 'forkpoint Node addon (JSON text in and out)',
-  'napi-objects': 'forkpoint Node addon (from JS objects)',
-  wasm: 'forkpoint wasm in Node (JSON text in and out)',
+  'js-session': 'plain JS: getLlmContext(), map, JSON.stringify',
+  'napi-session': 'forkpoint addon: session.toProvider()',
+  'wasm-session': 'forkpoint wasm: session.toProvider()',
+  'js-text': 'plain JS: JSON.parse, map, JSON.stringify',
+  'napi-text': 'forkpoint addon: toProvider(context text)',
+  'wasm-text': 'forkpoint wasm: toProvider(context text)',
 };
+const BASE = { 'js-session': 'js-session', 'napi-session': 'js-session', 'wasm-session': 'js-session', 'js-text': 'js-text', 'napi-text': 'js-text', 'wasm-text': 'js-text' };
 const rows = [];
 for (const t of TARGETS) for (const m of MODES) {
   process.stderr.write(`convert ${t} ${m}…\n`);
@@ -64,19 +67,22 @@ const lpad = (s, n) => String(s).padStart(n);
 const out = [];
 out.push(`conversion benchmark — ${new Date().toISOString()} — context of a ${MB} MB generated session: ${messages} messages, ${(ctxBytes / 2 ** 20).toFixed(1)} MiB of JSON; median of ${RUNS} fresh processes`);
 out.push('');
+out.push('from a loaded session (loading not timed): the context of its current leaf → request body text; from the context as JSON text → request body text');
+out.push('');
 out.push(`${pad('target', 18)}${pad('converter', 48)}${lpad('ms', 9)}${lpad('MB/s', 8)}${lpad('vs JS', 8)}${lpad('body MiB', 10)}${lpad('peak RSS MB', 13)}`);
 for (const t of TARGETS) {
-  const js = rows.find((r) => r.target === t && r.mode === 'js');
   for (const r of rows.filter((x) => x.target === t)) {
+    const js = rows.find((x) => x.target === t && x.mode === BASE[r.mode]);
     if (r.error) {
       out.push(`${pad(t, 18)}${pad(label[r.mode], 48)}  failed: ${r.error}`);
       continue;
     }
-    const ratio = r.mode !== 'js' && js && !js.error ? `${(js.ms / r.ms).toFixed(2)}×` : '';
+    const ratio = !r.mode.startsWith('js') && js && !js.error ? `${(js.ms / r.ms).toFixed(2)}×` : '';
     out.push(`${pad(t, 18)}${pad(label[r.mode], 48)}${lpad(r.ms.toFixed(0), 9)}${lpad((ctxBytes / 2 ** 20 / (r.ms / 1000)).toFixed(0), 8)}${lpad(ratio, 8)}${lpad((r.bodyBytes / 2 ** 20).toFixed(1), 10)}${lpad(r.rssPeakMb.toFixed(0), 13)}`);
   }
   out.push('');
 }
+out.push('MB/s: MiB of context JSON per second. vs JS: the plain-JS time of the same starting point divided by this one.');
 out.push('forkpoint also keeps raw number text, reports every step, maps ids and keeps same-provider bytes; the baseline does none of that.');
 console.log(out.join('\n'));
 const resultsFile = join(root, 'bench/results.json');

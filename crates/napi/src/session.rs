@@ -123,6 +123,26 @@ impl NativeSession {
         )
     }
 
+    /// The context from `leafId` as a request for `target` (`toProvider`'s
+    /// output format: the request's JSON, a newline, `{report, idMap, nameMap}`).
+    #[napi(ts_return_type = "string")]
+    pub fn to_provider_json(
+        &self,
+        leaf_id: Option<String>,
+        target: String,
+        options: Option<String>,
+    ) -> napi::Result<crate::util::JsonText> {
+        crate::util::guard(|| {
+            forkpoint_core::normalize::session_to_provider_lines(
+                &self.inner,
+                leaf_id.as_deref(),
+                &target,
+                options.as_deref(),
+            )
+            .map(crate::util::json_text)
+        })
+    }
+
     /// The current leaf.
     #[napi]
     pub fn leaf_id(&self) -> Option<String> {

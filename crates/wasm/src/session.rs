@@ -92,6 +92,24 @@ impl NativeSession {
             .map_err(err)
     }
 
+    /// The context from `leafId` as a request for `target` (`toProvider`'s
+    /// output format: the request's JSON, a newline, `{report, idMap, nameMap}`).
+    #[wasm_bindgen(js_name = toProviderJson)]
+    pub fn to_provider_json(
+        &self,
+        leaf_id: Option<String>,
+        target: &str,
+        options: Option<String>,
+    ) -> Result<String, JsError> {
+        forkpoint_core::normalize::session_to_provider_lines(
+            &self.inner,
+            leaf_id.as_deref(),
+            target,
+            options.as_deref(),
+        )
+        .map_err(err)
+    }
+
     /// The current leaf.
     #[wasm_bindgen(js_name = leafId)]
     pub fn leaf_id(&self) -> Option<String> {

@@ -222,6 +222,11 @@ export declare class NativeSession {
   label(id: string): string | null
   /** The context from `leafId` (default: the current leaf) as JSON. */
   contextJson(leafId?: string | undefined | null, llm?: boolean | undefined | null): string
+  /**
+   * The context from `leafId` as a request for `target` (`toProvider`'s
+   * output format: the request's JSON, a newline, `{report, idMap, nameMap}`).
+   */
+  toProviderJson(leafId: string | undefined | null, target: string, options?: string | undefined | null): string
   /** The current leaf. */
   leafId(): string | null
   /** The file's bytes exactly as read (still compressed for gzip). */

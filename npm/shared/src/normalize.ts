@@ -94,6 +94,40 @@ export interface Normalizer {
   checkCompatibility(source: ProviderName, target: ProviderName): CompatibilityReport;
 }
 
+
+/** @internal The native output of a conversion: the request's JSON, a newline (compact JSON has none), then `{report, idMap, nameMap}`. */
+export function parseConversion(out: string): ProviderConversion {
+  const nl = out.indexOf('\n');
+  const body = out.slice(0, nl);
+  const meta = JSON.parse(out.slice(nl + 1)) as Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'>;
+  // `request` is parsed on first use: a caller that sends `body` never pays for it.
+  let request: unknown;
+  let parsed = false;
+  return {
+    get request() {
+      if (!parsed) {
+        request = JSON.parse(body);
+        parsed = true;
+      }
+      return request;
+    },
+    report: meta.report,
+    idMap: meta.idMap,
+    nameMap: meta.nameMap,
+    body,
+  };
+}
+
+/** @internal Options as JSON text for the native side. */
+export function optionsText(opts: unknown): string | null {
+  return opts === undefined ? null : text(opts, 'the options');
+}
+
+/** @internal Checks a provider name argument. */
+export function providerName(v: unknown, what: string): string {
+  return name(v, what);
+}
+
 /** Builds the API over `n`. */
 export function createNormalizer(n: NativeNormalizerLike): Normalizer {
   const denormalizeWithReport = (
@@ -105,26 +139,7 @@ export function createNormalizer(n: NativeNormalizerLike): Normalizer {
   return {
     toProvider(messages, target, opts) {
       const out = call(() => n.toProviderJson(text(messages, 'the messages'), name(target, 'the target'), opts === undefined ? null : text(opts, 'the options')));
-      // The request's JSON text, a newline (compact JSON has none), then {report, idMap}.
-      const nl = out.indexOf('\n');
-      const body = out.slice(0, nl);
-      const meta = JSON.parse(out.slice(nl + 1)) as Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'>;
-      // `request` is parsed on first use: a caller that sends `body` never pays for it.
-      let request: unknown;
-      let parsed = false;
-      return {
-        get request() {
-          if (!parsed) {
-            request = JSON.parse(body);
-            parsed = true;
-          }
-          return request;
-        },
-        report: meta.report,
-        idMap: meta.idMap,
-        nameMap: meta.nameMap,
-        body,
-      };
+      return parseConversion(out);
     },
     fromProvider(request, provider) {
       const json = call(() => n.fromProviderJson(text(request, 'the request'), name(provider, 'the provider')));

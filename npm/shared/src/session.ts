@@ -2,6 +2,8 @@ import type {
   AgentMessage,
   AnySessionEntry,
   LlmMessage,
+  ProviderName,
+  ToProviderOptions,
   SessionContext,
   SessionHeader,
   SessionMetadata,
@@ -9,6 +11,7 @@ import type {
   TreeRun,
 } from '@forkpoint/types';
 import { call } from './errors.js';
+import { parseConversion, optionsText, providerName, type ProviderConversion } from './normalize.js';
 
 /** What both the napi and the wasm builds expose for a loaded session. */
 export interface NativeSessionLike {
@@ -22,6 +25,7 @@ export interface NativeSessionLike {
   treeJson(): string;
   label(id: string): string | null | undefined;
   contextJson(leafId?: string | null, llm?: boolean | null): string;
+  toProviderJson(leafId: string | null | undefined, target: string, options?: string | null): string;
   leafId(): string | null | undefined;
   toBytes(): Uint8Array;
 }
@@ -140,6 +144,19 @@ export class SessionView {
   /** The messages pi would send to the LLM from `leafId` (`convertToLlm` applied). */
   getLlmContext(leafId?: string): LlmMessage[] {
     return this.getSessionContext(leafId, { llm: true }).messages as unknown as LlmMessage[];
+  }
+
+  /**
+   * The context from `opts.leafId` (default: the current leaf) as a request
+   * body for `target`, with the report of every step (`toProvider` on the
+   * messages pi would send). The context is built and converted in the native
+   * code and never goes through JS objects.
+   */
+  toProvider(target: ProviderName, opts: ToProviderOptions & { leafId?: string } = {}): ProviderConversion {
+    const { leafId, ...rest } = opts;
+    return parseConversion(
+      call(() => this.native.toProviderJson(leafId ?? null, providerName(target, 'the target'), optionsText(Object.keys(rest).length ? rest : undefined))),
+    );
   }
 
   /** The file's bytes exactly as loaded: an unchanged session writes back identically. */

@@ -1359,19 +1359,32 @@ fn google_part(b: &J, i: usize, rep: &mut CompatibilityReport, ctx: &mut Ctx) ->
 
 fn google_response(m: &J) -> J {
     let bl = blocks(m);
-    let text: String = bl
-        .iter()
-        .filter(|b| btype(b) == "text")
-        .filter_map(|b| b.str_of("text").map(|t| t.to_string()))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let texts: Vec<&J> = bl.iter().filter(|b| btype(b) == "text").filter_map(|b| b.get("text")).collect();
+    // One text block: its string as it is (no decoding and re-escaping).
+    let value = match texts.as_slice() {
+        [one @ J::Str(_)] => (*one).clone(),
+        _ => J::s(
+            &texts
+                .iter()
+                .filter_map(|t| t.as_str().map(|x| x.to_string()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    };
     let is_error = m.get("isError").and_then(J::as_bool) == Some(true);
-    let parsed = J::parse(&text).ok().filter(J::is_obj);
+    // A result that is a JSON object is sent as the response object itself.
+    let parsed = match &value {
+        J::Str(raw) if raw.trim_start().starts_with('{') => value
+            .as_str()
+            .and_then(|t| J::parse(&t).ok())
+            .filter(J::is_obj),
+        _ => None,
+    };
     match (is_error, parsed) {
         (true, Some(o)) if o.get("error").is_some() => o,
-        (true, _) => J::obj([("error", J::s(&text))]),
+        (true, _) => J::obj([("error", value)]),
         (false, Some(o)) if o.get("error").is_none() => o,
-        (false, _) => J::obj([("output", J::s(&text))]),
+        (false, _) => J::obj([("output", value)]),
     }
 }
 

@@ -9,8 +9,67 @@ use std::sync::Arc;
 
 use crate::json::{self, decode_escaped, push_escaped, scan_number, scan_string, skip_ws};
 
-/// An object key: the escaped text between the quotes, shared.
-pub type Key = Arc<str>;
+/// Text shared with the document it was parsed from: a parsed tree points
+/// into one copy of the input (no allocation per string), and cloning a tree
+/// copies no text.
+#[derive(Clone)]
+pub struct S {
+    buf: Arc<str>,
+    start: usize,
+    end: usize,
+}
+
+impl std::ops::Deref for S {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.buf.get(self.start..self.end).unwrap_or("")
+    }
+}
+
+impl PartialEq for S {
+    fn eq(&self, other: &S) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for S {}
+
+impl std::fmt::Debug for S {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl std::fmt::Display for S {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl From<&str> for S {
+    fn from(s: &str) -> S {
+        let buf: Arc<str> = s.into();
+        S {
+            end: buf.len(),
+            buf,
+            start: 0,
+        }
+    }
+}
+
+impl From<String> for S {
+    fn from(s: String) -> S {
+        let buf: Arc<str> = s.into();
+        S {
+            end: buf.len(),
+            buf,
+            start: 0,
+        }
+    }
+}
+
+/// An object key: the escaped text between the quotes.
+pub type Key = S;
 
 /// A JSON value with source-exact scalars.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +79,7 @@ pub enum J {
     /// The number's source text.
     Num(String),
     /// The escaped text between the quotes (shared: cloning a tree copies no text).
-    Str(Arc<str>),
+    Str(S),
     Arr(Vec<J>),
     /// Members in order; keys are escaped text as in the source.
     Obj(Vec<(Key, J)>),
@@ -37,9 +96,10 @@ impl J {
     /// Parses one JSON document (depth limit 512, as JSON.parse-compatible input).
     pub fn parse(text: &str) -> Result<J, ParseError> {
         let b = text.as_bytes();
+        let shared: Arc<str> = text.into();
         // One pass that builds and checks; on failure the validating scanner
         // says where and why.
-        if let Some((v, end)) = build(b, text, skip_ws(b, 0), 0)
+        if let Some((v, end)) = build(b, &shared, skip_ws(b, 0), 0)
             && skip_ws(b, end) == b.len()
         {
             return Ok(v);
@@ -374,7 +434,15 @@ fn count_lone(raw: &str) -> usize {
 /// Builds the value at `i` (whitespace already skipped); returns it and the
 /// index after it, or `None` if the input is not JSON there (or nests deeper
 /// than the limit).
-fn build(b: &[u8], src: &str, i: usize, depth: usize) -> Option<(J, usize)> {
+fn build(b: &[u8], src: &Arc<str>, i: usize, depth: usize) -> Option<(J, usize)> {
+    let slice = |start: usize, end: usize| -> Option<S> {
+        src.get(start..end)?;
+        Some(S {
+            buf: src.clone(),
+            start,
+            end,
+        })
+    };
     match b.get(i)? {
         b'{' => {
             if depth >= json::DEFAULT_MAX_DEPTH {
@@ -390,7 +458,7 @@ fn build(b: &[u8], src: &str, i: usize, depth: usize) -> Option<(J, usize)> {
                     return None;
                 }
                 let (end, _) = scan_string(b, i).ok()?;
-                let key: Key = src.get(i + 1..end - 1)?.into();
+                let key: Key = slice(i + 1, end - 1)?;
                 let colon = skip_ws(b, end);
                 if b.get(colon) != Some(&b':') {
                     return None;
@@ -427,7 +495,7 @@ fn build(b: &[u8], src: &str, i: usize, depth: usize) -> Option<(J, usize)> {
         }
         b'"' => {
             let (end, _) = scan_string(b, i).ok()?;
-            Some((J::Str(src.get(i + 1..end - 1)?.into()), end))
+            Some((J::Str(slice(i + 1, end - 1)?), end))
         }
         b't' => (b.get(i..i + 4)? == b"true").then_some((J::Bool(true), i + 4)),
         b'f' => (b.get(i..i + 5)? == b"false").then_some((J::Bool(false), i + 5)),

@@ -295,12 +295,34 @@ pub fn to_provider(messages: &str, target: &str, options: Option<&str>) -> Resul
 }
 
 /// [`to_provider`] for the bindings: the request's JSON text, a newline (which
-/// compact JSON never contains), then `{report, idMap}`.
+/// compact JSON never contains), then `{report, idMap, nameMap}`.
 pub fn to_provider_lines(messages: &str, target: &str, options: Option<&str>) -> Result<String> {
     let p = Provider::parse(target)?;
     let mut opts = ToOptions::from_json(options)?;
     let msgs = read_input(messages, &mut opts)?;
-    let c = convert(msgs, p, &opts)?;
+    lines(convert(msgs, p, &opts)?)
+}
+
+/// A session's context from `leaf` (default: the current leaf) as a request for
+/// `target`, without the context ever leaving Rust: [`to_provider_lines`]'s format.
+pub fn session_to_provider_lines(
+    session: &crate::Session,
+    leaf: Option<&str>,
+    target: &str,
+    options: Option<&str>,
+) -> Result<String> {
+    let p = Provider::parse(target)?;
+    let opts = ToOptions::from_json(options)?;
+    let ctx = session.context(leaf)?;
+    let msgs = crate::context::to_llm(&ctx.messages, crate::json::DEFAULT_MAX_DEPTH)?;
+    let msgs = msgs
+        .iter()
+        .map(|m| parse(m, "a context message"))
+        .collect::<Result<Vec<J>>>()?;
+    lines(convert(msgs, p, &opts)?)
+}
+
+fn lines(c: Converted) -> Result<String> {
     let rep =
         serde_json::to_string(&c.report).map_err(|e| crate::Error::internal(e.to_string()))?;
     let mut out = c.request.text();

@@ -750,7 +750,7 @@ pub fn apply(
 /// A text block with no text and no signature.
 fn is_empty_text(b: &J) -> bool {
     btype(b) == "text"
-        && b.str_of("text").is_some_and(|t| t.is_empty())
+        && matches!(b.get("text"), Some(J::Str(t)) if t.is_empty())
         && b.get("textSignature").is_none()
 }
 
