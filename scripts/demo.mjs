@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { SessionLoader, SessionWriter, loadSessionLazy, listSessions, EventLog, EventBus } = require('forkpoint');
+const { SessionLoader, SessionWriter, loadSessionLazy, listSessions, EventLog, EventBus, importSession, SessionMigrator } = require('forkpoint');
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const gen = join(root, '../shared/tools/gen-session.mjs');
@@ -74,6 +74,23 @@ console.log(`   ${ctx.messages.length} messages, ${mib(bytes)} of JSON, thinking
 for (const msg of [ctx.messages[0], ...ctx.messages.slice(-3)]) console.log(dim(`   ${msg.role.padEnd(17)} ${snippet(msg)}`));
 const same = JSON.stringify(ctx) === JSON.stringify(full.getSessionContext());
 console.log(`   lazy context equals the full load's: ${same}`);
+
+console.log(bold('\n4b. The same context as a request for each provider') + dim(' (converted natively; every step reported)'));
+for (const target of ['anthropic', 'openai', 'openai-responses', 'google']) {
+  const [conv, tc] = await time(() => full.toProvider(target));
+  const counts = {};
+  for (const st of conv.report.steps) counts[st.code] = (counts[st.code] ?? 0) + 1;
+  const summary = Object.entries(counts).map(([c, n]) => `${c} ×${n}`).join(', ') || 'nothing changed';
+  console.log(`   ${target.padEnd(17)} ${mib(conv.body.length)} body in ${ms(tc)}; ${summary}`);
+}
+const cc = join(root, '../shared/fixtures/real/marot-spotter_subagent.jsonl');
+const imported = await importSession(cc, { to: join(dir, 'claude-code.forkpoint.jsonl') });
+const ccs = await SessionLoader.open(imported.path);
+const g = ccs.toProvider('google', { model: 'gemini-3-pro' });
+console.log(`   a real Claude Code session imported: ${imported.summary.messages} messages, ${imported.summary.customEntries} metadata lines kept as custom entries, ${ccs.getBranch().getLeaves().length} leaves`);
+console.log(`   → Gemini 3: ${g.request.contents.length} contents; steps: ${[...new Set(g.report.steps.map((x) => x.code))].join(', ') || 'none'}; back to Anthropic lossless: ${ccs.toProvider('anthropic').report.compatible}`);
+const migrated = await SessionMigrator.migrate(imported.path, 'anthropic', 'openai', join(dir, 'claude-code.openai.jsonl'));
+console.log(`   migrated to OpenAI (a new file, written atomically): ${migrated.messagesChanged} messages rewritten, tree kept`);
 
 console.log(bold('\n5. Move the leaf to another branch') + dim(' (SessionWriter.moveLeaf appends a durable leaf entry)'));
 const other = full.getBranch().getLeaves().filter((n) => n.id !== fm.leafId).sort((a, b) => b.line - a.line)[0];

@@ -35,6 +35,10 @@ test('forkpoint-web loads sessions in Chromium', { skip: !existsSync(CHROMIUM) &
       assert.equal(r[k].roundTrip, true, k);
     }
     assert.equal(r.fromText, 4);
+    assert.equal(r.convert.format, 'claude-code');
+    assert.ok(r.convert.messages > 4 && r.convert.contents > 2, JSON.stringify(r.convert));
+    assert.equal(r.convert.compatible, true);
+    assert.equal(r.convert.byteStable, true);
     assert.deepEqual(r.error.code, 'UNSUPPORTED_FORMAT');
     assert.equal(r.error.forkpoint, true);
   } finally {

@@ -20,8 +20,12 @@ const types = {
 export function serve() {
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    const path = normalize(join(root, decodeURIComponent(url.pathname)));
-    if (!path.startsWith(root)) {
+    // /real/NAME: the real session files beside the repository (../shared/fixtures/real).
+    const real = join(root, '../shared/fixtures/real/');
+    const path = url.pathname.startsWith('/real/')
+      ? normalize(join(real, decodeURIComponent(url.pathname.slice('/real/'.length))))
+      : normalize(join(root, decodeURIComponent(url.pathname)));
+    if (!path.startsWith(root) && !path.startsWith(real)) {
       res.writeHead(403).end();
       return;
     }

@@ -73,3 +73,28 @@ export async function webApi(text: string, file: Blob): Promise<void> {
   const bytes: Uint8Array = a.toBytes();
   void m1, m2, bytes;
 }
+
+export async function conversionApi(path: string): Promise<void> {
+  const conv: node.FromProviderResult = node.fromProvider('{"messages":[]}', 'anthropic');
+  const msgs: node.NormalizedMessage[] = conv.messages;
+  const out: node.ProviderConversion = node.toProvider(msgs, 'google', { model: 'gemini-3-pro', system: 'Be brief.' });
+  const report: node.CompatibilityReport = out.report;
+  const steps: node.ConversionStep[] = report.steps;
+  const body: string = out.body;
+  const ids: Record<string, string> = out.idMap;
+  void [steps, body, ids, out.request, out.nameMap];
+  const one = node.MessageNormalizer.normalize({ role: 'user', content: 'hi' }, 'openai');
+  void node.MessageNormalizer.denormalize(one, 'anthropic');
+  const check: node.CompatibilityReport = node.SessionMigrator.checkCompatibility('anthropic', 'openai');
+  const m: node.MigrationResult = await node.SessionMigrator.migrate(path, 'anthropic', 'openai', path + '.out', {
+    onProgress: (p: node.MigrationProgress) => void p.bytesRead,
+  });
+  const imp: { path: string; summary: node.ImportSummary } = await node.importSession(path, { format: 'claude-code' });
+  const s = await node.SessionLoader.open(imp.path);
+  const fromSession: node.ProviderConversion = s.toProvider('openai-responses', { leafId: 'x' });
+  void [check, m, fromSession];
+  const w: web.ProviderConversion = web.toProvider('[]', 'openai');
+  const ws = await web.importSession(new Blob(['']), { format: 'auto' });
+  const wm = await web.SessionMigrator.migrate('', 'anthropic', 'google');
+  void [w, ws.session.getBranch(), ws.summary.entries, wm.text];
+}

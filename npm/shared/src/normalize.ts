@@ -138,7 +138,10 @@ export function createNormalizer(n: NativeNormalizerLike): Normalizer {
     JSON.parse(call(() => n.denormalizeMessageJson(text(normalized, 'the message'), name(provider, 'the provider'), opts?.model ?? null)));
   return {
     toProvider(messages, target, opts) {
-      const out = call(() => n.toProviderJson(text(messages, 'the messages'), name(target, 'the target'), opts === undefined ? null : text(opts, 'the options')));
+      // A `fromProvider` result: its `json` copy is not sent again (edits to `messages` count).
+      const input =
+        messages && typeof messages === 'object' && !Array.isArray(messages) && 'json' in messages ? { ...messages, json: undefined } : messages;
+      const out = call(() => n.toProviderJson(text(input, 'the messages'), name(target, 'the target'), opts === undefined ? null : text(opts, 'the options')));
       return parseConversion(out);
     },
     fromProvider(request, provider) {

@@ -35,10 +35,10 @@ fuzz_target!(|data: &[u8]| {
             };
             let parsed = J::parse(text).unwrap();
             let plain = match &parsed {
-                J::Obj(m) => m.iter().all(|(k, _)| keys.contains(&k.as_str())) && m.len() == m.iter().map(|(k, _)| k).collect::<std::collections::HashSet<_>>().len(),
+                J::Obj(m) => m.iter().all(|(k, _)| keys.contains(&&**k)) && m.len() == m.iter().map(|(k, _)| &**k).collect::<std::collections::HashSet<&str>>().len(),
                 _ => false,
             };
-            let ordered = matches!(&parsed, J::Obj(m) if m.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>() == keys.iter().copied().filter(|k| m.iter().any(|(x, _)| x == k)).collect::<Vec<_>>());
+            let ordered = matches!(&parsed, J::Obj(m) if m.iter().map(|(k, _)| &**k).collect::<Vec<&str>>() == keys.iter().copied().filter(|k| m.iter().any(|(x, _)| &**x == *k)).collect::<Vec<_>>());
             if plain && ordered && !(p == Provider::Responses && parsed.get("instructions") == Some(&J::Null)) {
                 assert_eq!(req, input, "{} not byte-stable", p.name());
             }

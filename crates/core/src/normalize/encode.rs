@@ -1359,7 +1359,11 @@ fn google_part(b: &J, i: usize, rep: &mut CompatibilityReport, ctx: &mut Ctx) ->
 
 fn google_response(m: &J) -> J {
     let bl = blocks(m);
-    let texts: Vec<&J> = bl.iter().filter(|b| btype(b) == "text").filter_map(|b| b.get("text")).collect();
+    let texts: Vec<&J> = bl
+        .iter()
+        .filter(|b| btype(b) == "text")
+        .filter_map(|b| b.get("text"))
+        .collect();
     // One text block: its string as it is (no decoding and re-escaping).
     let value = match texts.as_slice() {
         [one @ J::Str(_)] => (*one).clone(),

@@ -361,7 +361,8 @@ pub fn apply(
                                 .str_of("thinkingSignature")
                                 .map(|s| s.to_string())
                                 .filter(|s| !s.is_empty());
-                            let text = b.str_of("thinking").unwrap_or_default().to_string();
+                            // The raw JSON string: decoding a long text only to test it is wasteful.
+                            let raw_text = b.get("thinking").cloned().unwrap_or(J::s(""));
                             let keep = same
                                 && match target {
                                     Provider::Anthropic => sig.is_some(),
@@ -388,7 +389,7 @@ pub fn apply(
                                         target.name()
                                     ),
                                 );
-                            } else if !text.trim().is_empty() {
+                            } else if !is_blank(&raw_text) {
                                 report_signature(rep, i, sig.as_deref());
                                 rep.lossy(
                                     "thinking_to_text",
@@ -400,7 +401,7 @@ pub fn apply(
                                         target.name()
                                     ),
                                 );
-                                new_blocks.push(text_block(&text));
+                                new_blocks.push(text_block_j(raw_text));
                             } else if sig.is_some() {
                                 report_signature(rep, i, sig.as_deref());
                                 rep.lossy("thinking_dropped", Some(i), "thinkingSignature", "empty thinking kept only for its signature, which the target cannot verify".into());
@@ -745,6 +746,21 @@ pub fn apply(
         trim_final_assistant(&mut out, rep);
     }
     out
+}
+
+/// Whether a JSON string value is empty or whitespace only.
+fn is_blank(v: &J) -> bool {
+    match v {
+        J::Str(raw) => {
+            let b = raw.as_bytes();
+            // Plain non-space text: not blank, without decoding anything.
+            if b.iter().any(|&c| !matches!(c, b' ' | b'\\' | b'n' | b't' | b'r' | b'u' | b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F')) {
+                return false;
+            }
+            v.as_str().is_none_or(|t| t.trim().is_empty())
+        }
+        _ => true,
+    }
 }
 
 /// A text block with no text and no signature.
