@@ -1013,8 +1013,9 @@ model?: string,
  */
 system?: NormalizedContent, 
 /**
- * Send the system prompt as a `system` or `developer` message (OpenAI
- * Chat, Responses) instead of the default (Chat: `system`; Responses: `instructions`).
+ * OpenAI Chat: the role of the system prompt's message, `system`
+ * (default) or `developer`. Responses always takes it as `instructions`;
+ * Anthropic and Gemini have one top-level system prompt.
  */
 systemRole?: string, 
 /**

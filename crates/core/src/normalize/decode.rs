@@ -369,6 +369,9 @@ fn at(e: crate::Error, list: &str, i: usize) -> crate::Error {
 
 fn anthropic_message(d: &mut Dec, m: &J) -> Result<()> {
     let start = d.msgs.len();
+    // A user message right after one that held tool results is a message of its
+    // own here; the encoder would join it to the results: keep its exact JSON.
+    let after_results = d.msgs.last().is_some_and(|x| role(x) == "toolResult");
     let role = m.str_of("role").ok_or_else(|| bad("role missing"))?;
     let content = m.get("content").ok_or_else(|| bad("content missing"))?;
     match role.as_ref() {
@@ -417,7 +420,15 @@ fn anthropic_message(d: &mut Dec, m: &J) -> Result<()> {
         other => return Err(bad(format!("role {other:?} is not user or assistant"))),
     }
     // Members besides role and content are not modelled; the group keeps its original.
-    d.group(start, m);
+    let joins = after_results
+        && d.msgs
+            .get(start)
+            .is_some_and(|x| super::canon::role(x) == "user");
+    if joins && d.check {
+        attach_original(&mut d.msgs[start..], Provider::Anthropic, m);
+    } else {
+        d.group(start, m);
+    }
     Ok(())
 }
 

@@ -83,8 +83,8 @@ pub struct ToOptions {
     pub model: Option<String>,
     /// System prompt (string or text blocks).
     pub system: Option<J>,
-    /// `"system"` or `"developer"`: send the system prompt as a message of that role
-    /// (OpenAI Chat, Responses) instead of the default.
+    /// `"system"` or `"developer"`: the role of the system prompt's message for
+    /// OpenAI Chat (Responses takes it as `instructions`).
     pub system_role: Option<String>,
     /// Tool definitions `{name, description?, parameters}`.
     pub tools: Option<Vec<J>>,

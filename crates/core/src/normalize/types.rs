@@ -353,8 +353,9 @@ shape! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "ts", ts(optional))]
         pub system: Option<NormalizedContent>,
-        /// Send the system prompt as a `system` or `developer` message (OpenAI
-        /// Chat, Responses) instead of the default (Chat: `system`; Responses: `instructions`).
+        /// OpenAI Chat: the role of the system prompt's message, `system`
+        /// (default) or `developer`. Responses always takes it as `instructions`;
+        /// Anthropic and Gemini have one top-level system prompt.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "ts", ts(optional))]
         pub system_role: Option<String>,
