@@ -571,7 +571,19 @@ pub fn apply(
                 if found.is_none() && m.get("syntheticId").and_then(J::as_bool) == Some(true) {
                     // Gemini sent neither id: the first waiting call of the same name.
                     let name = m.str_of("toolName").unwrap_or_default();
-                    found = pending.iter().position(|p| p.synthetic && p.name == name);
+                    found = pending
+                        .iter()
+                        .position(|p| p.name == name && (p.synthetic || pairing));
+                    if let Some(pos) = found {
+                        rep.step(
+                            "tool_result_paired_by_name",
+                            Some(i),
+                            format!(
+                                "a result without an id paired with call {} by name and position",
+                                pending[pos].key
+                            ),
+                        );
+                    }
                 }
                 // Without pairing (one message, a session line), a `call|item` result
                 // follows the mapping its call got.
@@ -630,6 +642,11 @@ pub fn apply(
                 }
                 if r.str_of("toolName").is_none_or(|n| n.is_empty()) && !name.is_empty() {
                     r.set("toolName", J::s(&name));
+                    rep.step(
+                        "tool_result_name_filled",
+                        Some(i),
+                        format!("a result without a tool name takes its call's ({name})"),
+                    );
                 }
                 if let Some(n) = r
                     .str_of("toolName")
