@@ -5,11 +5,6 @@
 //! Errors cross as `Error`s whose message is the core error as JSON; the TS
 //! layer turns them into `ForkpointError`s.
 
-/// mimalloc: the codecs and the loaders allocate many small objects; glibc's
-/// allocator spent a third of a large conversion consolidating free lists.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod agent;
 mod events;
 mod incremental;
