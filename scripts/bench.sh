@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds what the benchmark runs (Node addon, wasm, native
 # example), then runs bench/bench.mjs (sessions), bench/events.mjs (event logs) and
-# bench/agent.mjs (a 1,000-step agent).
+# bench/agent.mjs (a 1,000-step agent) and bench/normalize.mjs (provider conversion).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -9,3 +9,4 @@ cargo build --quiet --release -p forkpoint-fs --example bench_native
 node bench/bench.mjs "$@"
 node bench/events.mjs
 node bench/agent.mjs
+node bench/normalize.mjs
