@@ -1084,14 +1084,9 @@ duplicateIds: number, };
  */
 export type ConversionStep = { 
 /**
- * Stable code: `thinking_to_text`, `thinking_dropped`, `signature_dropped`,
- * `redacted_thinking_dropped`, `reasoning_item_dropped`, `tool_call_id_mapped`,
- * `missing_tool_result_filled`, `orphan_tool_result_dropped`,
- * `duplicate_tool_result_dropped`, `tool_result_image_moved`, `tool_error_flag_lost`,
- * `invalid_arguments_wrapped`, `aborted_turn_dropped`, `lone_surrogates_replaced`,
- * `provider_fields_dropped`, `server_tool_dropped`, `unknown_block_dropped`,
- * `system_hoisted`, `thought_signature_sentinel`, `calls_pending_at_end`,
- * `document_dropped`, `image_dropped`, `turns_merged`.
+ * Stable code, one of the 36 listed in FORMAT.md §15.5 (`thinking_to_text`,
+ * `signature_dropped`, `tool_call_id_mapped`, `missing_tool_result_filled`,
+ * `orphan_tool_result_dropped`, `tool_result_image_moved`, …).
  */
 code: string, 
 /**
