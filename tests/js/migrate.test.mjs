@@ -76,6 +76,33 @@ if (BACKEND === 'napi') {
     await rejectsCode(assert, napi.SessionMigrator.migrate(src, 'anthropic', 'gemini-pro-max', dst), 'INVALID_INPUT');
   });
 
+  test('[napi] migrate: gzip found by content; pi-style call|item ids of any length stay paired', async () => {
+    const dir = tmp();
+    const gz = join(dir, 'session.jsonl'); // gzip without the .gz name
+    writeFileSync(gz, (await import('node:zlib')).gzipSync(readFileSync(PI)));
+    const r = await napi.SessionMigrator.migrate(gz, 'anthropic', 'openai', join(dir, 'out.jsonl'));
+    assert.ok(r.messagesChanged > 0);
+    const long = 'call_' + 'x'.repeat(70);
+    const lines = [
+      { type: 'session', version: 3, id: 's', timestamp: '2026-01-01T00:00:00.000Z', cwd: '/' },
+      { type: 'message', id: 'a', parentId: null, timestamp: '2026-01-01T00:00:01.000Z', message: { role: 'user', content: 'go', timestamp: 1 } },
+      { type: 'message', id: 'b', parentId: 'a', timestamp: '2026-01-01T00:00:02.000Z', message: { role: 'assistant', content: [{ type: 'toolCall', id: `${long}|fc_1`, name: 'f', arguments: {} }], api: 'openai-responses', provider: 'openai', model: 'm', stopReason: 'toolUse', timestamp: 2 } },
+      { type: 'message', id: 'c', parentId: 'b', timestamp: '2026-01-01T00:00:03.000Z', message: { role: 'toolResult', toolCallId: `${long}|fc_1`, toolName: 'f', content: [{ type: 'text', text: 'ok' }], isError: false, timestamp: 3 } },
+    ];
+    const src = join(dir, 'long.jsonl');
+    writeFileSync(src, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    for (const target of ['openai-responses', 'anthropic', 'openai', 'google']) {
+      const dst = join(dir, `long-${target}.jsonl`);
+      await napi.SessionMigrator.migrate(src, 'openai-responses', target, dst);
+      const out = readFileSync(dst, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const call = out[2].message.content[0].id;
+      const result = out[3].message.toolCallId;
+      assert.equal(result, call, target);
+      const o = napi.SessionLoader.fromJsonl(readFileSync(dst)).toProvider(target);
+      assert.ok(!o.report.steps.some((x) => x.code === 'orphan_tool_result_dropped'), target);
+    }
+  });
+
   test('[napi] importSession writes a pi v3 file beside the source; SessionLoader opens it', async () => {
     const dir = tmp();
     for (const f of CC) {

@@ -59,14 +59,24 @@ impl FileMigration {
                 "the target path must differ from the source path",
             ));
         }
-        let f = File::open(src).map_err(|e| io_error(e, src, "cannot open session file"))?;
+        let mut f = File::open(src).map_err(|e| io_error(e, src, "cannot open session file"))?;
+        // gzip by its magic bytes, as the loader decides (not by the name).
+        let mut magic = [0u8; 2];
+        let gz = f
+            .read(&mut magic)
+            .map(|n| n == 2 && magic == [0x1f, 0x8b])
+            .unwrap_or(false);
+        {
+            use std::io::Seek;
+            f.seek(std::io::SeekFrom::Start(0))
+                .map_err(|e| io_error(e, src, "cannot read session file"))?;
+        }
         let total = f.metadata().map(|m| m.len()).unwrap_or(0);
         let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counting = Counting {
             inner: f,
             read: read.clone(),
         };
-        let gz = src.extension().is_some_and(|e| e == "gz");
         let reader: Box<dyn BufRead + Send> = if gz {
             Box::new(BufReader::with_capacity(
                 1 << 20,

@@ -211,6 +211,16 @@ fn call_args_text(block: &mut J, text: &str) {
     }
 }
 
+/// Adds `vendor.openai-responses.kind` (the Responses item type a canonical object came from).
+fn with_kind(obj: J, vendor: Option<J>, kind: &str) -> J {
+    let p = Provider::Responses;
+    let mut inner = vendor
+        .and_then(|v| v.get(p.name()).cloned())
+        .unwrap_or(J::Obj(vec![]));
+    inner.set("kind", J::s(kind));
+    with_vendor(obj, Some(J::Obj(vec![(p.name().into(), inner)])))
+}
+
 fn tool_call(id: &str, name: J) -> J {
     J::obj([("type", J::s("toolCall")), ("id", J::s(id)), ("name", name)])
 }
@@ -340,7 +350,7 @@ fn anthropic_block(b: &J) -> J {
 
 fn anthropic_result_content(v: Option<&J>) -> Vec<J> {
     match v {
-        None => Vec::new(),
+        None | Some(J::Null) => Vec::new(),
         Some(s @ J::Str(_)) => vec![text_block_j(s.clone())],
         Some(J::Arr(a)) => a.iter().map(anthropic_block).collect(),
         Some(other) => vec![tagged("unknown", Provider::Anthropic, other)],
@@ -675,7 +685,7 @@ fn responses_item_kind(item: &J) -> &'static str {
             Some("system") | Some("developer") => "system",
             _ => "user",
         },
-        Some("function_call_output") => "output",
+        Some("function_call_output" | "custom_tool_call_output") => "output",
         Some(_) => "assistant",
     }
 }
@@ -783,10 +793,12 @@ fn responses_into(req: &J, d: &mut Dec) -> Result<()> {
                     }
                 };
                 let r = d.tool_result(&id, content, false);
-                d.msgs.push(with_vendor(
-                    r,
-                    vendor_of(item, &["type", "call_id", "output"], p),
-                ));
+                let v = vendor_of(item, &["type", "call_id", "output"], p);
+                d.msgs.push(if item.is("type", "custom_tool_call_output") {
+                    with_kind(r, v, "custom_tool_call_output")
+                } else {
+                    with_vendor(r, v)
+                });
                 d.group(start, item);
             }
         }
@@ -887,13 +899,40 @@ fn responses_assistant_item(it: &J, blocks: &mut Vec<J>) {
                 vendor_of(it, &["type", "id", "call_id", "name", "arguments"], p),
             ));
         }
+        Some(kind @ ("custom_tool_call" | "local_shell_call")) => {
+            // Client tools with other shapes (Codex: apply_patch, the shell): tool calls
+            // whose item type is remembered (`vendor.openai-responses.kind`) for Responses.
+            let call_id = it.str_of("call_id").unwrap_or_default().to_string();
+            let id = match it.str_of("id") {
+                Some(item_id) => format!("{call_id}|{item_id}"),
+                None => call_id,
+            };
+            let (name, args, known): (J, J, &[&str]) = if kind == "custom_tool_call" {
+                (
+                    it.get("name").cloned().unwrap_or(J::s("")),
+                    J::obj([("input", it.get("input").cloned().unwrap_or(J::s("")))]),
+                    &["type", "id", "call_id", "name", "input"],
+                )
+            } else {
+                (
+                    J::s("local_shell"),
+                    it.get("action")
+                        .filter(|a| a.is_obj())
+                        .cloned()
+                        .unwrap_or(J::Obj(vec![])),
+                    &["type", "id", "call_id", "action"],
+                )
+            };
+            let mut b = tool_call(&id, name);
+            b.set("arguments", args);
+            blocks.push(with_kind(b, vendor_of(it, known, p), kind));
+        }
         Some(
             "web_search_call"
             | "file_search_call"
             | "computer_call"
             | "code_interpreter_call"
             | "image_generation_call"
-            | "local_shell_call"
             | "mcp_call"
             | "mcp_list_tools"
             | "mcp_approval_request"

@@ -1104,12 +1104,16 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                 )
             };
             let id = m.str_of("toolCallId").unwrap_or_default().to_string();
+            let (kind, members) = split_kind(vendor_members(m, p));
             let mut item = J::obj([
-                ("type", J::s("function_call_output")),
+                (
+                    "type",
+                    J::s(kind.as_deref().unwrap_or("function_call_output")),
+                ),
                 ("call_id", J::s(id.split('|').next().unwrap_or(""))),
                 ("output", output),
             ]);
-            extend(&mut item, vendor_members(m, p));
+            extend(&mut item, members);
             out.push(item);
         }
         "assistant" => {
@@ -1215,20 +1219,30 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                             Some((c, it)) => (c.to_string(), Some(it.to_string())),
                             None => (full.clone(), None),
                         };
-                        let mut item = J::obj([("type", J::s("function_call"))]);
+                        let (kind, members) = split_kind(vendor_members(b, p));
+                        let mut item =
+                            J::obj([("type", J::s(kind.as_deref().unwrap_or("function_call")))]);
                         if let Some(it) = item_id {
                             item.set("id", J::s(&it));
                         }
                         item.set("call_id", J::s(&call_id));
-                        item.set("name", b.get("name").cloned().unwrap_or(J::s("")));
-                        let args = match b.get("argumentsRaw") {
-                            Some(raw) => raw.clone(),
-                            None => {
-                                J::s(&b.get("arguments").cloned().unwrap_or(J::Obj(vec![])).text())
+                        let args = b.get("arguments").cloned().unwrap_or(J::Obj(vec![]));
+                        match kind.as_deref() {
+                            Some("custom_tool_call") => {
+                                item.set("name", b.get("name").cloned().unwrap_or(J::s("")));
+                                item.set("input", args.get("input").cloned().unwrap_or(J::s("")));
                             }
-                        };
-                        item.set("arguments", args);
-                        extend(&mut item, vendor_members(b, p));
+                            Some("local_shell_call") => item.set("action", args),
+                            _ => {
+                                item.set("name", b.get("name").cloned().unwrap_or(J::s("")));
+                                let text = match b.get("argumentsRaw") {
+                                    Some(raw) => raw.clone(),
+                                    None => J::s(&args.text()),
+                                };
+                                item.set("arguments", text);
+                            }
+                        }
+                        extend(&mut item, members);
                         out.push(item);
                         k += 1;
                     }
@@ -1246,6 +1260,23 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
             format!("a message with role {other:?} cannot be sent to openai-responses"),
         ),
     }
+}
+
+/// The Responses item type kept in `vendor` (`kind`), and the other members.
+fn split_kind(members: Vec<(Key, J)>) -> (Option<String>, Vec<(Key, J)>) {
+    let mut kind = None;
+    let rest = members
+        .into_iter()
+        .filter(|(k, v)| {
+            if &**k == "kind" {
+                kind = v.as_str().map(|s| s.to_string());
+                false
+            } else {
+                true
+            }
+        })
+        .collect();
+    (kind, rest)
 }
 
 /// pi's text signature for Responses: `{"v":1,"id","phase"?}` or a bare message id.

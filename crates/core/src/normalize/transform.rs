@@ -632,10 +632,17 @@ pub fn apply(
                 answered.insert(k.clone());
                 let mut r = m;
                 let mapped = ids.map(&k, &rule);
-                let new_id = if target == Provider::Responses && mapped == k {
-                    id.clone()
-                } else {
-                    mapped
+                let new_id = match id.split_once('|') {
+                    // A pi-style `call|item` result keeps its item part for Responses, as its call does.
+                    Some((_, item)) if target == Provider::Responses && k != id => {
+                        if mapped == k {
+                            id.clone()
+                        } else {
+                            format!("{mapped}|{item}")
+                        }
+                    }
+                    _ if target == Provider::Responses && mapped == k => id.clone(),
+                    _ => mapped,
                 };
                 if new_id != id {
                     r.set("toolCallId", J::s(&new_id));
