@@ -1053,7 +1053,8 @@ messages: number,
  */
 customEntries: number, 
 /**
- * Always 0: every line is imported.
+ * 0, except 1 for a pi file whose last line is torn (a write cut short),
+ * which is left out as pi's loader leaves it out; every other line is imported.
  */
 skippedLines: number, 
 /**

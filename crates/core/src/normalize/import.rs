@@ -71,7 +71,8 @@ pub struct ImportSummary {
     pub messages: u64,
     /// `custom` entries written (metadata lines kept whole).
     pub custom_entries: u64,
-    /// Always 0: every line is imported.
+    /// 0, except 1 for a pi file whose last line is torn (a write cut short),
+    /// which is left out as pi's loader leaves it out; every other line is imported.
     pub skipped_lines: u64,
     /// The current leaf of the result (the last entry).
     pub leaf_id: Option<String>,
@@ -90,7 +91,7 @@ pub struct ImportSummary {
 /// Which format `bytes` hold, from their first non-blank lines (gzip is
 /// decompressed first). Anything else is `UNSUPPORTED_FORMAT`.
 pub fn detect(bytes: &[u8]) -> Result<ImportFormat> {
-    let data = gunzip(bytes, false)?;
+    let data = gunzip(bytes, true)?;
     let mut seen = 0;
     for (line, _, raw) in split_lines(&data) {
         if raw.iter().all(u8::is_ascii_whitespace) {
@@ -240,7 +241,11 @@ fn import_pi(bytes: &[u8]) -> Result<(String, ImportSummary)> {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    let summary = summarize(&text, ImportFormat::Pi, Stats::default())?;
+    let mut summary = summarize(&text, ImportFormat::Pi, Stats::default())?;
+    // A torn last line (a write cut short) is left out, as pi's loader does: say so.
+    if meta.torn_tail.is_some() {
+        summary.skipped_lines = 1;
+    }
     Ok((text, summary))
 }
 

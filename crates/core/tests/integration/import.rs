@@ -1120,3 +1120,22 @@ fn pi_v1_comes_back_as_v3() {
     let (again, _) = import(out.as_bytes());
     assert_eq!(again, out);
 }
+
+#[test]
+fn a_torn_pi_tail_is_counted_and_a_cut_gzip_is_corrupted() {
+    let mut bytes = real("mattpocock-sandcastle_resumed-session.jsonl");
+    let whole =
+        import_session(&bytes, ImportFormat::Auto, "x", "2026-01-01T00:00:00.000Z").unwrap();
+    assert_eq!(whole.1.skipped_lines, 0);
+    bytes.extend_from_slice(b"{\"type\":\"message\",\"id\":\"zz");
+    let (text, summary) =
+        import_session(&bytes, ImportFormat::Auto, "x", "2026-01-01T00:00:00.000Z").unwrap();
+    assert_eq!(summary.skipped_lines, 1);
+    assert_eq!(text, whole.0);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &real("marot-spotter_tool_heavy.jsonl")).unwrap();
+    let gz = gz.finish().unwrap();
+    let cut = &gz[..gz.len() - 100];
+    let e = import_session(cut, ImportFormat::Auto, "x", "2026-01-01T00:00:00.000Z").unwrap_err();
+    assert_eq!(e.code, ErrorCode::CorruptedData, "{}", e.message);
+}
