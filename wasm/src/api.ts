@@ -27,6 +27,7 @@ export interface WasmBackend extends NativeNormalizerLike {
   importSessionJson(bytes: Uint8Array, format: string, sessionId: string, nowIso: string): string;
   NativeMigration: new (from: string, to: string, model: string | null, nowIso: string) => {
     push(text: string): string;
+    finish(): string;
     readonly messagesChanged: number;
     resultJson(): string;
     free(): void;
@@ -96,28 +97,19 @@ export const SessionMigrator = {
     try {
       const parts: string[] = [];
       const decoder = new TextDecoder('utf-8', { fatal: true });
-      let pending = '';
       const total = typeof source === 'string' ? source.length : source instanceof Uint8Array ? source.byteLength : source.size;
-      const feed = (chunk: string, last: boolean) => {
-        pending += chunk;
-        const cut = last ? pending.length : pending.lastIndexOf('\n') + 1;
-        if (cut > 0) {
-          parts.push(call(() => m.push(pending.slice(0, cut))));
-          pending = pending.slice(cut);
-        }
-      };
-      if (typeof source === 'string') feed(source, true);
+      if (typeof source === 'string') parts.push(call(() => m.push(source)));
       else {
         const blob = source instanceof Uint8Array ? new Blob([source as Uint8Array<ArrayBuffer>]) : source;
         const step = opts.stepBytes ?? BLOB_CHUNK;
         for (let off = 0; off < blob.size; off += step) {
           const bytes = new Uint8Array(await blob.slice(off, off + step).arrayBuffer());
-          const last = off + step >= blob.size;
-          feed(call(() => decoder.decode(bytes, { stream: !last })), last);
+          const text = call(() => decoder.decode(bytes, { stream: off + step < blob.size }));
+          parts.push(call(() => m.push(text)));
           opts.onProgress?.({ bytesRead: Math.min(off + step, blob.size), totalBytes: total, messagesChanged: m.messagesChanged });
         }
-        if (blob.size === 0) feed('', true);
       }
+      parts.push(call(() => m.finish()));
       const r = JSON.parse(call(() => m.resultJson())) as { report: CompatibilityReport; idMap: Record<string, string> };
       return { text: parts.join(''), ...r, messagesChanged: m.messagesChanged };
     } finally {

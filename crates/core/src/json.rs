@@ -524,7 +524,8 @@ pub fn key_is(key: &Value, src: &str, name: &str) -> bool {
     }
 }
 
-fn hex4(s: &[u8]) -> Option<u32> {
+/// The value of four hex digits at the start of `s`.
+pub(crate) fn hex4(s: &[u8]) -> Option<u32> {
     let mut v = 0u32;
     for &c in s.get(..4)? {
         v = v * 16 + (c as char).to_digit(16)?;

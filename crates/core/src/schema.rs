@@ -15,6 +15,7 @@ macro_rules! shape {
         pub struct $name { $($body)* }
     };
 }
+pub(crate) use shape;
 
 shape! {
     /// Text. `textSignature` is OpenAI Responses message metadata.

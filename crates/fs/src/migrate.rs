@@ -132,6 +132,11 @@ impl FileMigration {
         &self.core.report
     }
 
+    /// `{report, idMap}` as JSON text.
+    pub fn result_json(&self) -> Result<String> {
+        self.core.result_json()
+    }
+
     /// The id map (target id → original id).
     pub fn id_map(&self) -> &[(String, String)] {
         self.core.id_map()

@@ -139,12 +139,7 @@ impl NativeMigration {
     /// `{report, idMap}` (JSON).
     #[napi]
     pub fn result_json(&self) -> napi::Result<String> {
-        guard(|| {
-            let m = locked(&self.inner)?;
-            let rep = forkpoint_core::types::to_json_text(m.report())?;
-            let map = normalize::id_map_json(m.id_map());
-            Ok(format!("{{\"report\":{rep},\"idMap\":{}}}", map.text()))
-        })
+        guard(|| locked(&self.inner)?.result_json())
     }
 
     /// Stops and removes the temporary file (the target is untouched).

@@ -70,14 +70,14 @@ impl NativeMigration {
         })
     }
 
-    /// Migrates complete lines (text ending with `\n`); returns the output lines.
+    /// Migrates text given in pieces of any size; returns the output of the lines it completes.
     pub fn push(&mut self, text: &str) -> Result<String, JsError> {
-        let mut out = String::with_capacity(text.len());
-        for line in text.split_inclusive('\n') {
-            out.push_str(&self.inner.line(line).map_err(err)?);
-            out.push('\n');
-        }
-        Ok(out)
+        self.inner.push(text).map_err(err)
+    }
+
+    /// The output of a last line without a newline, after the last piece.
+    pub fn finish(&mut self) -> Result<String, JsError> {
+        self.inner.finish().map_err(err)
     }
 
     /// Messages changed so far.
@@ -89,11 +89,7 @@ impl NativeMigration {
     /// `{report, idMap}` (JSON).
     #[wasm_bindgen(js_name = resultJson)]
     pub fn result_json(&self) -> Result<String, JsError> {
-        let rep = forkpoint_core::types::to_json_text(&self.inner.report).map_err(err)?;
-        Ok(format!(
-            "{{\"report\":{rep},\"idMap\":{}}}",
-            normalize::id_map_json(self.inner.id_map()).text()
-        ))
+        self.inner.result_json().map_err(err)
     }
 }
 

@@ -251,6 +251,20 @@ fn anthropic_system(s: &J) -> J {
     }
 }
 
+/// A `system` / `developer` message inside an OpenAI Chat or Responses conversation.
+fn system_message(m: &J, p: Provider) -> J {
+    let dev = m.get("developer").and_then(J::as_bool) == Some(true);
+    let mut msg = J::obj([
+        ("role", J::s(if dev { "developer" } else { "system" })),
+        (
+            "content",
+            openai_system(m.get("content").unwrap_or(&J::s("")), p),
+        ),
+    ]);
+    extend(&mut msg, vendor_members(m, p));
+    msg
+}
+
 fn openai_system(s: &J, p: Provider) -> J {
     let part = if p == Provider::Responses {
         "input_text"
@@ -865,18 +879,7 @@ fn openai_one(
         from.resize(out.len(), i);
     }
     match r.as_str() {
-        "system" => {
-            let dev = m.get("developer").and_then(J::as_bool) == Some(true);
-            let mut msg = J::obj([
-                ("role", J::s(if dev { "developer" } else { "system" })),
-                (
-                    "content",
-                    openai_system(m.get("content").unwrap_or(&J::s("")), p),
-                ),
-            ]);
-            extend(&mut msg, vendor_members(m, p));
-            out.push(msg);
-        }
+        "system" => out.push(system_message(m, p)),
         "user" => {
             let mut msg = J::obj([
                 ("role", J::s("user")),
@@ -1063,18 +1066,7 @@ fn openai_one(
 fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityReport) {
     let p = Provider::Responses;
     match role(m).as_ref() {
-        "system" => {
-            let dev = m.get("developer").and_then(J::as_bool) == Some(true);
-            let mut msg = J::obj([
-                ("role", J::s(if dev { "developer" } else { "system" })),
-                (
-                    "content",
-                    openai_system(m.get("content").unwrap_or(&J::s("")), p),
-                ),
-            ]);
-            extend(&mut msg, vendor_members(m, p));
-            out.push(msg);
-        }
+        "system" => out.push(system_message(m, p)),
         "user" => {
             let mut msg = J::obj([
                 ("role", J::s("user")),

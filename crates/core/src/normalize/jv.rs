@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::json::{self, decode_escaped, push_escaped, scan_number, scan_string, skip_ws};
+use crate::json::{self, decode_escaped, hex4, push_escaped, scan_number, scan_string, skip_ws};
 
 /// Text shared with the document it was parsed from: a parsed tree points
 /// into one copy of the input (no allocation per string), and cloning a tree
@@ -377,14 +377,6 @@ fn unescape(k: &str) -> Cow<'_, str> {
 
 fn key_eq(raw: &str, key: &str) -> bool {
     raw == key || (raw.len() > key.len() && raw.contains('\\') && decode_escaped(raw) == key)
-}
-
-fn hex4(s: &[u8]) -> Option<u32> {
-    let mut v = 0u32;
-    for &c in s.get(..4)? {
-        v = v * 16 + (c as char).to_digit(16)?;
-    }
-    Some(v)
 }
 
 /// The escaped text with lone-surrogate escapes replaced by `\ufffd`, and whether any was found.

@@ -23,6 +23,8 @@ pub struct Migration {
     line: u64,
     /// Messages changed so far.
     pub changed: u64,
+    /// The start of a line whose end has not come yet ([`Migration::push`]).
+    partial: String,
 }
 
 impl Migration {
@@ -37,6 +39,7 @@ impl Migration {
             at: at.to_string(),
             line: 0,
             changed: 0,
+            partial: String::new(),
         }
     }
 
@@ -119,6 +122,43 @@ impl Migration {
             }
             _ => Ok(trimmed.to_string()),
         }
+    }
+
+    /// Migrates text given in pieces of any size: returns the output for the
+    /// lines completed by `chunk` (each ending with `\n`); call [`Migration::finish`] after the last piece.
+    pub fn push(&mut self, chunk: &str) -> Result<String> {
+        self.partial.push_str(chunk);
+        let Some(end) = self.partial.rfind('\n') else {
+            return Ok(String::new());
+        };
+        let rest = self.partial.split_off(end + 1);
+        let done = std::mem::replace(&mut self.partial, rest);
+        let mut out = String::with_capacity(done.len());
+        for line in done.split_inclusive('\n') {
+            out.push_str(&self.line(line)?);
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
+    /// The output for a last line without a newline, if any.
+    pub fn finish(&mut self) -> Result<String> {
+        if self.partial.is_empty() {
+            return Ok(String::new());
+        }
+        let last = std::mem::take(&mut self.partial);
+        let mut out = self.line(&last)?;
+        out.push('\n');
+        Ok(out)
+    }
+
+    /// `{report, idMap}` as JSON text.
+    pub fn result_json(&self) -> Result<String> {
+        let rep = crate::types::to_json_text(&self.report)?;
+        Ok(format!(
+            "{{\"report\":{rep},\"idMap\":{}}}",
+            super::id_map_json(self.id_map()).text()
+        ))
     }
 
     /// Lines seen so far.

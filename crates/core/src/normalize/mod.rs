@@ -200,23 +200,7 @@ pub fn convert(msgs: Vec<J>, target: Provider, opts: &ToOptions) -> Result<Conve
     }
     if let Some(J::Arr(blocks)) = &mut system {
         for b in blocks.iter_mut() {
-            let foreign = canon::foreign_vendor_keys(b, target);
-            if !foreign.is_empty() {
-                let own = b.get("vendor").and_then(|v| v.get(target.name())).cloned();
-                b.remove("vendor");
-                if let Some(o) = own {
-                    b.set("vendor", J::Obj(vec![(target.name().into(), o)]));
-                }
-                report.warn_step(
-                    "provider_fields_dropped",
-                    None,
-                    format!(
-                        "system prompt fields not sent to {}: {}",
-                        target.name(),
-                        foreign.join(", ")
-                    ),
-                );
-            }
+            transform::strip_foreign_vendor(b, target, None, "system prompt fields", &mut report);
         }
     }
     // Tool definitions take the names the calls got.

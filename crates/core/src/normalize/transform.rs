@@ -120,7 +120,14 @@ fn llm_messages(msgs: Vec<J>, rep: &mut CompatibilityReport) -> Vec<(usize, J)> 
     out
 }
 
-fn strip_foreign_vendor(obj: &mut J, target: Provider, i: usize, rep: &mut CompatibilityReport) {
+/// Drops the `vendor` members kept for providers other than `target` (reported).
+pub(crate) fn strip_foreign_vendor(
+    obj: &mut J,
+    target: Provider,
+    i: Option<usize>,
+    what: &str,
+    rep: &mut CompatibilityReport,
+) {
     let foreign = foreign_vendor_keys(obj, target);
     if foreign.is_empty() {
         return;
@@ -137,9 +144,9 @@ fn strip_foreign_vendor(obj: &mut J, target: Provider, i: usize, rep: &mut Compa
     }
     rep.warn_step(
         "provider_fields_dropped",
-        Some(i),
+        i,
         format!(
-            "provider-specific fields not sent to {}: {}",
+            "{what} not sent to {}: {}",
             target.name(),
             foreign.join(", ")
         ),
@@ -427,7 +434,13 @@ pub fn apply(
                                     changed = true;
                                     rep.lossy("signature_dropped", Some(i), "textSignature", "a text signature (message id / Gemini signature) belongs to its origin".into());
                                 }
-                                strip_foreign_vendor(&mut b, target, i, rep);
+                                strip_foreign_vendor(
+                                    &mut b,
+                                    target,
+                                    Some(i),
+                                    "provider-specific fields",
+                                    rep,
+                                );
                             }
                             new_blocks.push(b);
                         }
@@ -485,7 +498,13 @@ pub fn apply(
                                     changed = true;
                                     rep.lossy("signature_dropped", Some(i), "thoughtSignature", "a Gemini thought signature only verifies with the model that produced it".into());
                                 }
-                                strip_foreign_vendor(&mut b, target, i, rep);
+                                strip_foreign_vendor(
+                                    &mut b,
+                                    target,
+                                    Some(i),
+                                    "provider-specific fields",
+                                    rep,
+                                );
                             }
                             let raw_not_object = b
                                 .str_of("argumentsRaw")
@@ -551,7 +570,13 @@ pub fn apply(
                     continue;
                 }
                 if !same {
-                    strip_foreign_vendor(&mut msg, target, i, rep);
+                    strip_foreign_vendor(
+                        &mut msg,
+                        target,
+                        Some(i),
+                        "provider-specific fields",
+                        rep,
+                    );
                 }
                 if changed || !same || !was_string {
                     msg.set("content", J::Arr(new_blocks));
@@ -670,14 +695,14 @@ pub fn apply(
                 {
                     rep.lossy("tool_error_flag_lost", Some(i), "isError", format!("{} has no error flag on tool results: call {k} failed, only its text says so", target.name()));
                 }
-                strip_foreign_vendor(&mut r, target, i, rep);
+                strip_foreign_vendor(&mut r, target, Some(i), "provider-specific fields", rep);
                 out.push(r);
             }
             _ => {
                 close_turn(&mut out, &mut pending, &mut turn, ids, i, true, rep);
                 answered.clear();
                 let mut u = m;
-                strip_foreign_vendor(&mut u, target, i, rep);
+                strip_foreign_vendor(&mut u, target, Some(i), "provider-specific fields", rep);
                 if let Some(J::Arr(bl)) = u.get_mut("content") {
                     let mut kept = Vec::with_capacity(bl.len());
                     for mut b in bl.drain(..) {
@@ -713,7 +738,13 @@ pub fn apply(
                             );
                             continue;
                         }
-                        strip_foreign_vendor(&mut b, target, i, rep);
+                        strip_foreign_vendor(
+                            &mut b,
+                            target,
+                            Some(i),
+                            "provider-specific fields",
+                            rep,
+                        );
                         if matches!(target, Provider::Anthropic | Provider::Google)
                             && b.remove("detail").is_some()
                         {

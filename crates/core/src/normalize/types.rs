@@ -19,15 +19,7 @@ pub enum ProviderName {
     Google,
 }
 
-macro_rules! shape {
-    ($(#[$m:meta])* pub struct $name:ident { $($body:tt)* }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-        pub struct $name { $($body)* }
-    };
-}
+use crate::schema::shape;
 
 shape! {
     /// Text. `textSignature`: OpenAI Responses message id/phase (pi's `{"v":1,…}`
