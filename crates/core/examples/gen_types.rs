@@ -35,6 +35,8 @@ fn main() {
         TreeRun,
         RunLabel,
         SessionInfo,
+        StoredSessionInfo,
+        Checkpoint,
         BatchInfo,
         LazyMetadata,
         Durability,

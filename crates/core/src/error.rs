@@ -50,6 +50,9 @@ pub enum ErrorCode {
     SnapshotNotFound,
     /// `decide` for a call that does not wait for a decision.
     PermissionNotPending,
+    /// Another handle (another tab) changed the stored session between a read and
+    /// a write, twice in a row; reload it and retry.
+    Conflict,
 }
 
 impl ErrorCode {
@@ -74,6 +77,7 @@ impl ErrorCode {
             ErrorCode::TemplateNotFound => "TEMPLATE_NOT_FOUND",
             ErrorCode::SnapshotNotFound => "SNAPSHOT_NOT_FOUND",
             ErrorCode::PermissionNotPending => "PERMISSION_NOT_PENDING",
+            ErrorCode::Conflict => "CONFLICT",
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod load;
 pub mod normalize;
 pub mod schema;
 pub mod session;
+pub mod store;
 pub mod time;
 pub mod tree;
 pub mod types;

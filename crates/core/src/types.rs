@@ -517,3 +517,61 @@ pub struct WriterOpenReport {
     /// Number of entries in the file.
     pub entry_count: u64,
 }
+
+/// A session kept in a store (IndexedDB in browsers): what `listSessions()`
+/// returns, read from the session's record only.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct StoredSessionInfo {
+    /// The key in the store (a pi header's id by default).
+    pub id: String,
+    /// Display name: the one given at import, else the session's own, else the file name.
+    pub name: Option<String>,
+    /// The imported file's name, if known.
+    pub source: Option<String>,
+    /// What was imported: `pi`, `claude-code` or `codex`.
+    pub format: String,
+    /// The imported pi file's format version (1–3; 0 for other formats). Stored
+    /// sessions are always version 3.
+    pub version: u32,
+    pub cwd: Option<String>,
+    /// The session header's timestamp.
+    pub created_at: Option<String>,
+    /// When the store last changed it.
+    pub modified_at: String,
+    pub imported_at: String,
+    /// The session it was forked from, if any.
+    pub parent_session: Option<String>,
+    /// The current leaf.
+    pub leaf_id: Option<String>,
+    pub entry_count: u64,
+    pub message_count: u64,
+    /// Size of the stored pi v3 JSONL.
+    pub bytes: u64,
+    /// Size of the imported file kept beside it (0: the JSONL is the imported file).
+    pub source_bytes: u64,
+    /// The imported file was gzip.
+    pub gzip: bool,
+    /// Changed since the import (entries appended, leaf moved): exporting gives
+    /// the pi JSONL, no longer the imported bytes.
+    pub changed: bool,
+}
+
+/// A named position of a stored session: its leaf and size at one moment,
+/// and the seq of its event log then.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Checkpoint {
+    pub id: String,
+    pub session_id: String,
+    pub label: Option<String>,
+    /// The entry the checkpoint points at (the leaf when it was saved, unless given).
+    pub entry_id: Option<String>,
+    /// Entries in the session when it was saved.
+    pub entry_count: u64,
+    /// The last event seq of the session's event log when it was saved.
+    pub event_seq: Option<u64>,
+    pub created_at: String,
+}

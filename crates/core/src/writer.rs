@@ -197,6 +197,11 @@ impl WriterCore {
         self.entries.len() as u64
     }
 
+    /// Number of `message` entries (queued ones included).
+    pub fn message_count(&self) -> u64 {
+        self.message_count
+    }
+
     /// Appends an entry given as a JSON object. `type` is required; `id`,
     /// `parentId` and `timestamp` are filled when absent (`parentId` = the current
     /// leaf). Returns the id and the ticket to wait for.

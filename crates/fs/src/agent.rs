@@ -25,42 +25,10 @@ const SESSION: &str = "session.jsonl";
 const EVENTS: &str = "events.jsonl";
 const LOCK: &str = "LOCK";
 
-/// Names Windows reserves (with any extension), refused as agent ids everywhere.
-const RESERVED: [&str; 22] = [
-    "CON", "PRN", "AUX", "NUL", "COM1", "COM2", "COM3", "COM4", "COM5", "COM6", "COM7", "COM8",
-    "COM9", "LPT1", "LPT2", "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9",
-];
-
 /// Checks an agent id: `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`, no `..`, not a
 /// reserved device name. Ids become directory names, so nothing else passes.
 pub fn validate_id(id: &str) -> Result<()> {
-    let bad = |why: &str| {
-        Err(Error::new(
-            ErrorCode::InvalidId,
-            format!("invalid agent id {id:?}: {why}"),
-        ))
-    };
-    let b = id.as_bytes();
-    if b.is_empty() || b.len() > 128 {
-        return bad("an id is 1 to 128 characters");
-    }
-    if !b[0].is_ascii_alphanumeric() {
-        return bad("an id starts with a letter or a digit");
-    }
-    if !b
-        .iter()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
-    {
-        return bad("an id has only letters, digits, '.', '_' and '-'");
-    }
-    if id.contains("..") {
-        return bad("an id has no '..'");
-    }
-    let stem = id.split('.').next().unwrap_or("").to_ascii_uppercase();
-    if RESERVED.contains(&stem.as_str()) {
-        return bad("a reserved device name");
-    }
-    Ok(())
+    forkpoint_core::store::validate_id(id, "agent")
 }
 
 /// Keys never written to `meta.json`, at any depth (credentials): names that,

@@ -8,4 +8,5 @@ mod fixtures;
 mod import;
 mod lazy_props;
 mod providers;
+mod store;
 mod writer_core;

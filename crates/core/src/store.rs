@@ -1,0 +1,1088 @@
+//! Sessions kept in a key-value storage: IndexedDB in browsers (crates/wasm),
+//! memory in tests. The storage is the [`Storage`] trait; everything else —
+//! import, chunking, the resume hint, appends through the writer's state
+//! machine, forks, exports, checkpoints — is here, once, so every backend
+//! behaves the same (FORMAT.md §16).
+//!
+//! A stored session is its pi v3 JSONL text cut into chunks of whole lines
+//! (about [`CHUNK_BYTES`] each), plus one record with its facts, the chunks'
+//! offsets and its resume hint. Reading a byte range reads the chunks that
+//! cover it, so the lazy loader of [`crate::lazy`] runs unchanged over a
+//! stored session. Every change is one atomic [`Commit`] guarded by the
+//! record's revision: two handles (two tabs) never interleave their writes.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::lazy::{LazyLoader, Step};
+use crate::load::CURRENT_VERSION;
+use crate::normalize::import::{ImportFormat, ImportSummary, detect, import_session};
+use crate::session::Session;
+use crate::time;
+use crate::types::{Checkpoint, LazyOptions, LoadOptions, StoredSessionInfo};
+use crate::writer::WriterCore;
+
+/// Target size of a chunk of lines. A line longer than this is a chunk alone.
+pub const CHUNK_BYTES: usize = 1 << 20;
+/// Appends rewrite the last chunk while it stays under this size, then start a
+/// new one: an append writes at most this much again.
+pub const APPEND_CHUNK: usize = 64 << 10;
+/// The version of the session record layout (FORMAT.md §16).
+pub const RECORD_VERSION: u32 = 1;
+/// Prefix of a stored session's event log name (`session:<id>`).
+pub const EVENTS_PREFIX: &str = "session:";
+
+/// Which bytes of a session a chunk holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    /// The session's pi v3 JSONL.
+    Lines,
+    /// The imported file as it came (kept only when it differs from `Lines`:
+    /// Claude Code, Codex, gzip, pi v1/v2, a torn or unterminated last line).
+    Source,
+}
+
+impl Part {
+    /// The name used in storage keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Lines => "lines",
+            Part::Source => "source",
+        }
+    }
+}
+
+/// One change inside a [`Commit`].
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Writes a session record (JSON).
+    PutSession { id: String, record: String },
+    /// Removes a session record.
+    DeleteSession { id: String },
+    /// Writes chunk `n` of a part.
+    PutChunk {
+        id: String,
+        part: Part,
+        n: u32,
+        bytes: Vec<u8>,
+    },
+    /// Removes the chunks of a part numbered `from` and above.
+    DeleteChunks { id: String, part: Part, from: u32 },
+    /// Writes a checkpoint record (JSON).
+    PutCheckpoint {
+        id: String,
+        checkpoint: String,
+        record: String,
+    },
+    /// Removes one checkpoint.
+    DeleteCheckpoint { id: String, checkpoint: String },
+    /// Removes all checkpoints of a session.
+    DeleteCheckpoints { id: String },
+    /// Removes the session's event log (`session:<id>`), where the backend keeps one.
+    DeleteEvents { id: String },
+}
+
+/// Changes applied all together or not at all.
+#[derive(Debug, Clone, Default)]
+pub struct Commit {
+    /// `(session, revision)`: the commit applies only if the session's record
+    /// has this revision (`None`: only if there is no record). Otherwise it
+    /// fails with `CONFLICT` (or `INVALID_ID` when the session should not exist).
+    pub guard: Option<(String, Option<u64>)>,
+    pub ops: Vec<Op>,
+}
+
+/// Where sessions are kept. `async` without a `Send` bound: IndexedDB's
+/// futures live on the browser's one thread.
+#[allow(async_fn_in_trait)]
+pub trait Storage {
+    /// Every session record (JSON), in any order.
+    async fn session_records(&self) -> Result<Vec<String>>;
+    /// One session record, if it exists.
+    async fn session_record(&self, id: &str) -> Result<Option<String>>;
+    /// Chunks `from..to` of a part, in order (all of them must exist).
+    async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>>;
+    /// Every checkpoint record (JSON) of a session.
+    async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>>;
+    /// Applies a commit atomically.
+    async fn commit(&self, commit: Commit) -> Result<()>;
+}
+
+/// Checks an id used as a key or a directory name:
+/// `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`, no `..`, not a reserved device name
+/// (`INVALID_ID` otherwise). `what` names the id in the message.
+pub fn validate_id(id: &str, what: &str) -> Result<()> {
+    const RESERVED: [&str; 22] = [
+        "CON", "PRN", "AUX", "NUL", "COM1", "COM2", "COM3", "COM4", "COM5", "COM6", "COM7", "COM8",
+        "COM9", "LPT1", "LPT2", "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9",
+    ];
+    let bad = |why: &str| {
+        Err(Error::new(
+            ErrorCode::InvalidId,
+            format!("invalid {what} id {id:?}: {why}"),
+        ))
+    };
+    let b = id.as_bytes();
+    if b.is_empty() || b.len() > 128 {
+        return bad("an id is 1 to 128 characters");
+    }
+    if !b[0].is_ascii_alphanumeric() {
+        return bad("an id starts with a letter or a digit");
+    }
+    if !b
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+    {
+        return bad("an id has only letters, digits, '.', '_' and '-'");
+    }
+    if id.contains("..") {
+        return bad("an id has no '..'");
+    }
+    let stem = id.split('.').next().unwrap_or("").to_ascii_uppercase();
+    if RESERVED.contains(&stem.as_str()) {
+        return bad("a reserved device name");
+    }
+    Ok(())
+}
+
+/// The stored record of a session (FORMAT.md §16).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    /// [`RECORD_VERSION`].
+    pub record_version: u32,
+    pub info: StoredSessionInfo,
+    /// Byte offset where each `Lines` chunk starts (the first is 0).
+    pub chunks: Vec<u64>,
+    /// Number of `Source` chunks (0: the source is the `Lines` text itself).
+    pub source_chunks: u32,
+    /// The resume hint for lazy loading (FORMAT.md, "Resume hint").
+    pub hint: Option<String>,
+    /// Incremented by every change.
+    pub revision: u64,
+}
+
+impl SessionRecord {
+    fn parse(text: &str, id: &str) -> Result<SessionRecord> {
+        let r: SessionRecord = serde_json::from_str(text).map_err(|e| {
+            Error::corrupted(format!(
+                "the stored record of session {id:?} is damaged: {e}"
+            ))
+        })?;
+        if r.record_version > RECORD_VERSION {
+            return Err(Error::unsupported(format!(
+                "session {id:?} was stored by a newer forkpoint (record version {})",
+                r.record_version
+            )));
+        }
+        Ok(r)
+    }
+
+    fn json(&self) -> Result<String> {
+        crate::types::to_json_text(self)
+    }
+
+    /// The chunks covering bytes `offset..offset + len`: `(first, last + 1)`.
+    fn cover(&self, offset: u64, len: u64) -> (u32, u32) {
+        let end = offset + len.max(1);
+        let first = self
+            .chunks
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1);
+        let last = self.chunks.partition_point(|&s| s < end);
+        (first as u32, last.max(first + 1) as u32)
+    }
+}
+
+/// What to import.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The key to store it under (default: the pi header's id, or a new id given
+    /// as `new_id` for Claude Code / Codex).
+    pub id: Option<String>,
+    /// A fresh id for sessions without one of their own.
+    pub new_id: String,
+    pub format: Option<ImportFormat>,
+    /// The file name it came from.
+    pub source: Option<String>,
+    /// A display name (default: the session's own name, else `source`).
+    pub name: Option<String>,
+    pub now_ms: i64,
+}
+
+/// Splits JSONL text into chunks of whole lines of about [`CHUNK_BYTES`];
+/// returns the chunks and their start offsets.
+pub fn split_chunks(text: &[u8]) -> (Vec<Vec<u8>>, Vec<u64>) {
+    let mut chunks = Vec::new();
+    let mut starts = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + CHUNK_BYTES).min(text.len());
+        if end < text.len() {
+            // Extend to the end of the line the target falls in.
+            end = match memchr::memchr(b'\n', &text[end - 1..]) {
+                Some(i) => end + i,
+                None => text.len(),
+            };
+        }
+        starts.push(start as u64);
+        chunks.push(text[start..end].to_vec());
+        start = end;
+    }
+    if chunks.is_empty() {
+        starts.push(0);
+        chunks.push(Vec::new());
+    }
+    (chunks, starts)
+}
+
+/// A stored session opened lazily.
+#[derive(Debug)]
+pub struct StoredLazy {
+    pub loader: LazyLoader,
+    id: String,
+    record: SessionRecord,
+    cache: BTreeMap<u32, Vec<u8>>,
+    cached_bytes: usize,
+    /// Whether a fresh resume hint was stored by this load.
+    pub hint_written: bool,
+}
+
+/// Chunks kept in memory by a lazy session between reads.
+const LAZY_CACHE: usize = 32 << 20;
+
+/// An open session's writer, kept between changes while the record's revision
+/// is the one it was built from.
+struct Open {
+    record: SessionRecord,
+    writer: WriterCore,
+    /// The bytes of the last `Lines` chunk (appends extend it until it is full).
+    last_chunk: Vec<u8>,
+}
+
+/// Sessions in a [`Storage`].
+pub struct Store<S: Storage> {
+    storage: S,
+    open: RefCell<HashMap<String, Open>>,
+    seed: std::cell::Cell<u64>,
+}
+
+impl<S: Storage> Store<S> {
+    /// A store over `storage`; `seed` seeds the entry-id generator.
+    pub fn new(storage: S, seed: u64) -> Self {
+        Store {
+            storage,
+            open: RefCell::new(HashMap::new()),
+            seed: std::cell::Cell::new(seed),
+        }
+    }
+
+    /// The storage underneath.
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    fn next_seed(&self) -> u64 {
+        let s = self
+            .seed
+            .get()
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.seed.set(s);
+        s
+    }
+
+    async fn record(&self, id: &str) -> Result<SessionRecord> {
+        match self.storage.session_record(id).await? {
+            Some(t) => SessionRecord::parse(&t, id),
+            None => Err(Error::new(
+                ErrorCode::NotFound,
+                format!("no session {id:?} in the store"),
+            )),
+        }
+    }
+
+    /// Every session's facts, most recently changed first. Reads the records only.
+    pub async fn list(&self) -> Result<Vec<StoredSessionInfo>> {
+        let mut out = Vec::new();
+        for t in self.storage.session_records().await? {
+            let id = serde_json::from_str::<serde_json::Value>(&t)
+                .ok()
+                .and_then(|v| {
+                    v.pointer("/info/id")
+                        .and_then(|x| x.as_str())
+                        .map(String::from)
+                })
+                .unwrap_or_default();
+            out.push(SessionRecord::parse(&t, &id)?.info);
+        }
+        out.sort_by(|a, b| b.modified_at.cmp(&a.modified_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// One session's facts (`NOT_FOUND` if absent).
+    pub async fn info(&self, id: &str) -> Result<StoredSessionInfo> {
+        Ok(self.record(id).await?.info)
+    }
+
+    /// Imports a session file (pi, Claude Code or Codex; gzip or not) as one
+    /// commit. The file is checked whole before anything is written:
+    /// `CORRUPTED_DATA` / `UNSUPPORTED_FORMAT` leave the store as it was.
+    pub async fn import(
+        &self,
+        bytes: Vec<u8>,
+        opts: &ImportOptions,
+    ) -> Result<(StoredSessionInfo, ImportSummary)> {
+        let format = match opts.format {
+            None | Some(ImportFormat::Auto) => detect(&bytes)?,
+            Some(f) => f,
+        };
+        let load = LoadOptions::default();
+        // A plain pi v3 file with a clean end is stored as it is; anything
+        // else is stored as the importer's pi v3 text, the source kept beside it.
+        let convert = |src: Vec<u8>| -> Result<(Session, Option<Vec<u8>>, ImportSummary)> {
+            let (text, summary) = import_session(
+                &src,
+                format,
+                opts.id.as_deref().unwrap_or(&opts.new_id),
+                &time::ms_to_iso(opts.now_ms),
+            )
+            .map_err(|e| match &opts.source {
+                Some(p) if e.path.is_none() => e.with_path(p.clone()),
+                _ => e,
+            })?;
+            let s = Session::from_bytes(text.into_bytes(), &load, None)?;
+            Ok((s, Some(src), summary))
+        };
+        let (session, source, summary) =
+            if format == ImportFormat::Pi && !crate::gz::is_gzip(&bytes) {
+                let s = Session::from_bytes(bytes, &load, opts.source.clone())?;
+                let m = s.metadata();
+                if s.header().version == CURRENT_VERSION
+                    && m.torn_tail.is_none()
+                    && !m.missing_final_newline
+                {
+                    let summary = summary_of(&s, format);
+                    (s, None, summary)
+                } else {
+                    convert(s.original_bytes().to_vec())?
+                }
+            } else {
+                convert(bytes)?
+            };
+        let id = match &opts.id {
+            Some(id) => id.clone(),
+            None if format == ImportFormat::Pi => session.header().id.to_string(),
+            None => opts.new_id.clone(),
+        };
+        validate_id(&id, "session")?;
+        let meta = session.metadata();
+        let now = time::ms_to_iso(opts.now_ms);
+        let info = StoredSessionInfo {
+            id: id.clone(),
+            name: opts
+                .name
+                .clone()
+                .or_else(|| meta.name.clone())
+                .or_else(|| opts.source.clone()),
+            source: opts.source.clone(),
+            format: format.name().to_string(),
+            version: source_version(&session, source.as_deref(), format),
+            cwd: meta.cwd.clone(),
+            created_at: meta.created_at.clone(),
+            modified_at: now.clone(),
+            imported_at: now,
+            parent_session: meta.parent_session.clone(),
+            leaf_id: meta.leaf_id.clone(),
+            entry_count: meta.entry_count,
+            message_count: meta.message_count,
+            bytes: session.original_bytes().len() as u64,
+            source_bytes: source.as_ref().map_or(0, |s| s.len() as u64),
+            gzip: source.as_deref().is_some_and(crate::gz::is_gzip),
+            changed: false,
+        };
+        let (chunks, starts) = split_chunks(session.original_bytes());
+        let mut ops: Vec<Op> = Vec::with_capacity(chunks.len() + 4);
+        let mut source_chunks = 0;
+        if let Some(src) = source {
+            for (n, c) in src.chunks(CHUNK_BYTES).enumerate() {
+                ops.push(Op::PutChunk {
+                    id: id.clone(),
+                    part: Part::Source,
+                    n: n as u32,
+                    bytes: c.to_vec(),
+                });
+                source_chunks += 1;
+            }
+        }
+        for (n, c) in chunks.into_iter().enumerate() {
+            ops.push(Op::PutChunk {
+                id: id.clone(),
+                part: Part::Lines,
+                n: n as u32,
+                bytes: c,
+            });
+        }
+        let len = session.original_bytes().len() as u64;
+        let hint = WriterCore::from_session(session, len, 0, &load)
+            .ok()
+            .and_then(|mut w| w.take_hint(true))
+            .map(|h| h.to_json());
+        let record = SessionRecord {
+            record_version: RECORD_VERSION,
+            info: info.clone(),
+            chunks: starts,
+            source_chunks,
+            hint,
+            revision: 1,
+        };
+        ops.push(Op::PutSession {
+            id: id.clone(),
+            record: record.json()?,
+        });
+        self.storage
+            .commit(Commit {
+                guard: Some((id, None)),
+                ops,
+            })
+            .await?;
+        Ok((info, summary))
+    }
+
+    /// The session's pi v3 JSONL, whole.
+    pub async fn text(&self, id: &str) -> Result<Vec<u8>> {
+        let r = self.record(id).await?;
+        self.read_all(id, &r, Part::Lines).await
+    }
+
+    async fn read_all(&self, id: &str, r: &SessionRecord, part: Part) -> Result<Vec<u8>> {
+        let n = match part {
+            Part::Lines => r.chunks.len() as u32,
+            Part::Source => r.source_chunks,
+        };
+        let chunks = self.storage.chunks(id, part, 0, n).await?;
+        let total = chunks.iter().map(Vec::len).sum();
+        let mut out = Vec::with_capacity(total);
+        for c in chunks {
+            out.extend_from_slice(&c);
+        }
+        if part == Part::Lines && out.len() as u64 != r.info.bytes {
+            return Err(Error::corrupted(format!(
+                "session {id:?} holds {} bytes in storage, its record says {}",
+                out.len(),
+                r.info.bytes
+            )));
+        }
+        Ok(out)
+    }
+
+    /// Loads a stored session whole.
+    pub async fn load(&self, id: &str, opts: &LoadOptions) -> Result<Session> {
+        let bytes = self.text(id).await?;
+        Session::from_bytes(bytes, opts, Some(id.to_string()))
+    }
+
+    /// Loads the context from the current leaf, reading only the chunks the
+    /// lazy loader asks for (with the stored resume hint: about the kept tail).
+    /// A missing or stale hint is replaced.
+    pub async fn load_lazy(&self, id: &str, opts: LazyOptions) -> Result<StoredLazy> {
+        let record = self.record(id).await?;
+        let loader = LazyLoader::new(
+            record.info.bytes,
+            opts,
+            Some(id.to_string()),
+            record.hint.clone(),
+        );
+        let mut lazy = StoredLazy {
+            loader,
+            id: id.to_string(),
+            record,
+            cache: BTreeMap::new(),
+            cached_bytes: 0,
+            hint_written: false,
+        };
+        self.drive(&mut lazy).await?;
+        if let Some(h) = lazy.loader.new_hint() {
+            let mut r = lazy.record.clone();
+            r.hint = Some(h.to_json());
+            r.revision += 1;
+            // Best effort: another handle may have changed the session meanwhile.
+            if self
+                .storage
+                .commit(Commit {
+                    guard: Some((id.to_string(), Some(lazy.record.revision))),
+                    ops: vec![Op::PutSession {
+                        id: id.to_string(),
+                        record: r.json()?,
+                    }],
+                })
+                .await
+                .is_ok()
+            {
+                lazy.hint_written = true;
+                lazy.record = r;
+            }
+        }
+        Ok(lazy)
+    }
+
+    async fn drive(&self, lazy: &mut StoredLazy) -> Result<()> {
+        loop {
+            match lazy.loader.next_step()? {
+                Step::Done => return Ok(()),
+                Step::Read { offset, len } => {
+                    let bytes = self.read_range(lazy, offset, len).await?;
+                    lazy.loader.provide(bytes)?;
+                }
+            }
+        }
+    }
+
+    async fn read_range(&self, lazy: &mut StoredLazy, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let (first, end) = lazy.record.cover(offset, len);
+        let missing: Vec<u32> = (first..end)
+            .filter(|n| !lazy.cache.contains_key(n))
+            .collect();
+        if let (Some(&lo), Some(&hi)) = (missing.first(), missing.last()) {
+            let got = self
+                .storage
+                .chunks(&lazy.id, Part::Lines, lo, hi + 1)
+                .await?;
+            for (k, c) in (lo..=hi).zip(got) {
+                lazy.cached_bytes += c.len();
+                lazy.cache.insert(k, c);
+            }
+        }
+        let base = lazy.record.chunks[first as usize];
+        let mut out = Vec::with_capacity(len as usize);
+        for n in first..end {
+            out.extend_from_slice(&lazy.cache[&n]);
+        }
+        let from = (offset - base) as usize;
+        let to = (from + len as usize).min(out.len());
+        if from > out.len() {
+            return Err(Error::corrupted(format!(
+                "session {:?}: byte {offset} is past its stored chunks",
+                lazy.id
+            )));
+        }
+        let bytes = out[from..to].to_vec();
+        // Keep the cache bounded: drop the chunks farthest from this read.
+        while lazy.cached_bytes > LAZY_CACHE && lazy.cache.len() > (end - first) as usize {
+            let (&lo, _) = lazy.cache.first_key_value().unwrap_or((&0, &Vec::new()));
+            let (&hi, _) = lazy.cache.last_key_value().unwrap_or((&0, &Vec::new()));
+            let drop = if first.abs_diff(lo) > hi.abs_diff(first) {
+                lo
+            } else {
+                hi
+            };
+            if let Some(c) = lazy.cache.remove(&drop) {
+                lazy.cached_bytes -= c.len();
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Loads up to `n` older messages of a lazily opened session (JSON array).
+    pub async fn more_history(&self, lazy: &mut StoredLazy, n: usize) -> Result<String> {
+        lazy.loader.request_more_history(n)?;
+        self.drive(lazy).await?;
+        lazy.loader.take_history_json()
+    }
+
+    /// The writer of a session, from the cache when its revision is current.
+    async fn open(&self, id: &str) -> Result<Open> {
+        let record = self.record(id).await?;
+        if let Some(o) = self.open.borrow_mut().remove(id)
+            && o.record.revision == record.revision
+        {
+            return Ok(o);
+        }
+        let bytes = self.read_all(id, &record, Part::Lines).await?;
+        let last_start = record.chunks.last().copied().unwrap_or(0) as usize;
+        let last_chunk = bytes.get(last_start..).unwrap_or_default().to_vec();
+        let len = bytes.len() as u64;
+        let load = LoadOptions::default();
+        let session = Session::from_bytes(bytes, &load, Some(id.to_string()))?;
+        let writer = WriterCore::from_session(session, len, self.next_seed(), &load)?;
+        Ok(Open {
+            record,
+            writer,
+            last_chunk,
+        })
+    }
+
+    /// Runs `f` on the session's writer and commits the lines it queued as
+    /// one change. A conflict with another handle reloads and retries once.
+    async fn change<T>(
+        &self,
+        id: &str,
+        now_ms: i64,
+        f: impl Fn(&mut WriterCore) -> Result<T>,
+    ) -> Result<T> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut o = self.open(id).await?;
+            let out = f(&mut o.writer)?;
+            let Some(batch) = o.writer.take_batch(None) else {
+                self.open.borrow_mut().insert(id.to_string(), o);
+                return Ok(out);
+            };
+            let mut r = o.record.clone();
+            let mut ops = Vec::new();
+            let mut n = r.chunks.len() as u32 - 1;
+            if !o.last_chunk.is_empty() && o.last_chunk.len() + batch.bytes.len() > APPEND_CHUNK {
+                n += 1;
+                r.chunks.push(r.info.bytes);
+                o.last_chunk.clear();
+            }
+            o.last_chunk.extend_from_slice(&batch.bytes);
+            ops.push(Op::PutChunk {
+                id: id.to_string(),
+                part: Part::Lines,
+                n,
+                bytes: o.last_chunk.clone(),
+            });
+            r.info.bytes += batch.bytes.len() as u64;
+            r.info.entry_count = o.writer.entry_count();
+            r.info.message_count = o.writer.message_count();
+            r.info.leaf_id = o.writer.leaf_id().map(str::to_string);
+            r.info.modified_at = time::ms_to_iso(now_ms);
+            r.info.changed = true;
+            if let Some(h) = o.writer.take_hint(false) {
+                r.hint = Some(h.to_json());
+            }
+            r.revision += 1;
+            ops.push(Op::PutSession {
+                id: id.to_string(),
+                record: r.json()?,
+            });
+            let res = self
+                .storage
+                .commit(Commit {
+                    guard: Some((id.to_string(), Some(o.record.revision))),
+                    ops,
+                })
+                .await;
+            match res {
+                Ok(()) => {
+                    o.writer.committed(&batch);
+                    o.record = r;
+                    self.open.borrow_mut().insert(id.to_string(), o);
+                    return Ok(out);
+                }
+                // The cached writer is dropped: it holds the line that was not stored.
+                Err(e) if e.code == ErrorCode::Conflict && tries < 2 => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Appends an entry (JSON object; `type` required, `id`, `parentId` and
+    /// `timestamp` filled when absent). Returns its id once stored.
+    pub async fn append(&self, id: &str, entry_json: &str, now_ms: i64) -> Result<String> {
+        self.change(id, now_ms, |w| w.append(entry_json, now_ms).map(|(i, _)| i))
+            .await
+    }
+
+    /// Moves the current leaf to `target` (`None`: before the first entry).
+    pub async fn move_leaf(&self, id: &str, target: Option<&str>, now_ms: i64) -> Result<()> {
+        self.change(id, now_ms, |w| w.move_leaf(target, now_ms).map(|_| ()))
+            .await
+    }
+
+    /// Sets (or with `None` clears) an entry's label.
+    pub async fn set_label(
+        &self,
+        id: &str,
+        target: &str,
+        label: Option<&str>,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.change(id, now_ms, |w| {
+            w.append_label(target, label, now_ms).map(|_| ())
+        })
+        .await
+    }
+
+    /// A new session `new_id` holding the path from the root to `entry_id`,
+    /// with `parentSession` = `id`.
+    pub async fn fork(
+        &self,
+        id: &str,
+        entry_id: &str,
+        new_id: &str,
+        now_ms: i64,
+    ) -> Result<StoredSessionInfo> {
+        validate_id(new_id, "session")?;
+        let parent = self.load(id, &LoadOptions::default()).await?;
+        let at = parent.index_of(entry_id)?;
+        let mut text = WriterCore::new_header_line(
+            new_id,
+            now_ms,
+            parent.header().cwd.as_deref().unwrap_or(""),
+            Some(id),
+        );
+        for i in parent.tree().path_to(at) {
+            text.push_str(parent.entry_text(i));
+            text.push('\n');
+        }
+        let name = self.info(id).await?.name.map(|n| format!("{n} (fork)"));
+        let (info, _) = self
+            .import(
+                text.into_bytes(),
+                &ImportOptions {
+                    id: Some(new_id.to_string()),
+                    new_id: new_id.to_string(),
+                    format: Some(ImportFormat::Pi),
+                    source: None,
+                    name,
+                    now_ms,
+                },
+            )
+            .await?;
+        Ok(info)
+    }
+
+    /// The session as a file: the imported bytes while the session is unchanged
+    /// (`original`), else its pi v3 JSONL.
+    pub async fn export(&self, id: &str, original: bool) -> Result<Vec<u8>> {
+        let r = self.record(id).await?;
+        if original && !r.info.changed && r.source_chunks > 0 {
+            return self.read_all(id, &r, Part::Source).await;
+        }
+        self.read_all(id, &r, Part::Lines).await
+    }
+
+    /// Removes a session with its chunks, checkpoints and event log.
+    pub async fn delete(&self, id: &str) -> Result<()> {
+        let r = self.record(id).await?;
+        self.open.borrow_mut().remove(id);
+        let id = id.to_string();
+        self.storage
+            .commit(Commit {
+                guard: Some((id.clone(), Some(r.revision))),
+                ops: vec![
+                    Op::DeleteChunks {
+                        id: id.clone(),
+                        part: Part::Lines,
+                        from: 0,
+                    },
+                    Op::DeleteChunks {
+                        id: id.clone(),
+                        part: Part::Source,
+                        from: 0,
+                    },
+                    Op::DeleteCheckpoints { id: id.clone() },
+                    Op::DeleteEvents { id: id.clone() },
+                    Op::DeleteSession { id },
+                ],
+            })
+            .await
+    }
+
+    /// Records a checkpoint of a session: its current leaf (or `entry_id`),
+    /// entry count and, if given, the seq of its event log at that moment.
+    pub async fn save_checkpoint(
+        &self,
+        id: &str,
+        checkpoint_id: &str,
+        label: Option<String>,
+        entry_id: Option<String>,
+        event_seq: Option<u64>,
+        now_ms: i64,
+    ) -> Result<Checkpoint> {
+        validate_id(checkpoint_id, "checkpoint")?;
+        let r = self.record(id).await?;
+        let entry_id = match entry_id {
+            Some(e) => {
+                self.load(id, &LoadOptions::default()).await?.index_of(&e)?;
+                Some(e)
+            }
+            None => r.info.leaf_id.clone(),
+        };
+        let cp = Checkpoint {
+            id: checkpoint_id.to_string(),
+            session_id: id.to_string(),
+            label,
+            entry_id,
+            entry_count: r.info.entry_count,
+            event_seq,
+            created_at: time::ms_to_iso(now_ms),
+        };
+        self.storage
+            .commit(Commit {
+                guard: Some((id.to_string(), Some(r.revision))),
+                ops: vec![Op::PutCheckpoint {
+                    id: id.to_string(),
+                    checkpoint: checkpoint_id.to_string(),
+                    record: crate::types::to_json_text(&cp)?,
+                }],
+            })
+            .await?;
+        Ok(cp)
+    }
+
+    /// A session's checkpoints, oldest first.
+    pub async fn checkpoints(&self, id: &str) -> Result<Vec<Checkpoint>> {
+        self.record(id).await?;
+        let mut out = Vec::new();
+        for t in self.storage.checkpoint_records(id).await? {
+            out.push(serde_json::from_str::<Checkpoint>(&t).map_err(|e| {
+                Error::corrupted(format!("a checkpoint of session {id:?} is damaged: {e}"))
+            })?);
+        }
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// Moves the session's leaf to a checkpoint's entry.
+    pub async fn restore_checkpoint(
+        &self,
+        id: &str,
+        checkpoint_id: &str,
+        now_ms: i64,
+    ) -> Result<Checkpoint> {
+        let cp = self
+            .checkpoints(id)
+            .await?
+            .into_iter()
+            .find(|c| c.id == checkpoint_id)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::NotFound,
+                    format!("session {id:?} has no checkpoint {checkpoint_id:?}"),
+                )
+            })?;
+        self.move_leaf(id, cp.entry_id.as_deref(), now_ms).await?;
+        Ok(cp)
+    }
+
+    /// Removes a checkpoint (`NOT_FOUND` if absent).
+    pub async fn delete_checkpoint(&self, id: &str, checkpoint_id: &str) -> Result<()> {
+        let r = self.record(id).await?;
+        if !self
+            .checkpoints(id)
+            .await?
+            .iter()
+            .any(|c| c.id == checkpoint_id)
+        {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!("session {id:?} has no checkpoint {checkpoint_id:?}"),
+            ));
+        }
+        self.storage
+            .commit(Commit {
+                guard: Some((id.to_string(), Some(r.revision))),
+                ops: vec![Op::DeleteCheckpoint {
+                    id: id.to_string(),
+                    checkpoint: checkpoint_id.to_string(),
+                }],
+            })
+            .await
+    }
+}
+
+impl StoredLazy {
+    /// The session's stored facts.
+    pub fn info(&self) -> &StoredSessionInfo {
+        &self.record.info
+    }
+}
+
+fn summary_of(s: &Session, format: ImportFormat) -> ImportSummary {
+    let meta = s.metadata();
+    ImportSummary {
+        format: format.name().to_string(),
+        entries: meta.entry_count,
+        messages: meta.message_count,
+        custom_entries: s
+            .entries()
+            .iter()
+            .filter(|e| e.kind == crate::entry::EntryKind::Custom)
+            .count() as u64,
+        skipped_lines: meta.skipped_lines,
+        leaf_id: meta.leaf_id,
+        orphans: 0,
+        broken_cycles: 0,
+        rechained_results: 0,
+        duplicate_ids: 0,
+    }
+}
+
+/// The format version of what was imported (pi's header version; 0 for other formats).
+fn source_version(s: &Session, source: Option<&[u8]>, format: ImportFormat) -> u32 {
+    if format != ImportFormat::Pi {
+        return 0;
+    }
+    match source {
+        None => s.header().version,
+        Some(src) => Session::from_bytes(src.to_vec(), &LoadOptions::default(), None)
+            .map_or(s.header().version, |o| o.header().version),
+    }
+}
+
+/// Sessions in memory (tests, and a reference for other backends).
+#[derive(Debug, Default)]
+pub struct MemoryStorage {
+    state: RefCell<MemState>,
+    /// Fail the next commit with this error (fault injection for tests).
+    pub fail_next_commit: RefCell<Option<Error>>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct MemState {
+    sessions: BTreeMap<String, String>,
+    chunks: BTreeMap<(String, Part, u32), Vec<u8>>,
+    checkpoints: BTreeMap<(String, String), String>,
+}
+
+impl MemoryStorage {
+    /// An empty storage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of chunks stored (all sessions).
+    pub fn chunk_count(&self) -> usize {
+        self.state.borrow().chunks.len()
+    }
+}
+
+fn revision_of(record: &str) -> Option<u64> {
+    serde_json::from_str::<serde_json::Value>(record)
+        .ok()
+        .and_then(|v| v.get("revision").and_then(|r| r.as_u64()))
+}
+
+/// Checks a commit's guard against the current record (shared by backends).
+pub fn check_guard(guard: &Option<(String, Option<u64>)>, current: Option<&str>) -> Result<()> {
+    let Some((id, want)) = guard else {
+        return Ok(());
+    };
+    match (want, current) {
+        (None, None) => Ok(()),
+        (None, Some(_)) => Err(Error::new(
+            ErrorCode::InvalidId,
+            format!("a session with id {id:?} is already in the store"),
+        )),
+        (Some(_), None) => Err(Error::new(
+            ErrorCode::NotFound,
+            format!("no session {id:?} in the store"),
+        )),
+        (Some(w), Some(t)) if revision_of(t) == Some(*w) => Ok(()),
+        (Some(_), Some(_)) => Err(Error::new(
+            ErrorCode::Conflict,
+            format!("session {id:?} was changed by another handle; reload it and retry"),
+        )),
+    }
+}
+
+impl Storage for MemoryStorage {
+    async fn session_records(&self) -> Result<Vec<String>> {
+        Ok(self.state.borrow().sessions.values().cloned().collect())
+    }
+
+    async fn session_record(&self, id: &str) -> Result<Option<String>> {
+        Ok(self.state.borrow().sessions.get(id).cloned())
+    }
+
+    async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>> {
+        let st = self.state.borrow();
+        (from..to)
+            .map(|n| {
+                st.chunks
+                    .get(&(id.to_string(), part, n))
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::corrupted(format!(
+                            "session {id:?}: {} chunk {n} is missing",
+                            part.name()
+                        ))
+                    })
+            })
+            .collect()
+    }
+
+    async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {
+        Ok(self
+            .state
+            .borrow()
+            .checkpoints
+            .iter()
+            .filter(|((s, _), _)| s == id)
+            .map(|(_, v)| v.clone())
+            .collect())
+    }
+
+    async fn commit(&self, commit: Commit) -> Result<()> {
+        if let Some(e) = self.fail_next_commit.borrow_mut().take() {
+            return Err(e);
+        }
+        let mut st = self.state.borrow_mut();
+        let current = commit
+            .guard
+            .as_ref()
+            .and_then(|(id, _)| st.sessions.get(id).cloned());
+        check_guard(&commit.guard, current.as_deref())?;
+        // Apply to a copy, swap at the end: all or nothing.
+        let mut next = st.clone();
+        for op in commit.ops {
+            match op {
+                Op::PutSession { id, record } => {
+                    next.sessions.insert(id, record);
+                }
+                Op::DeleteSession { id } => {
+                    next.sessions.remove(&id);
+                }
+                Op::PutChunk { id, part, n, bytes } => {
+                    next.chunks.insert((id, part, n), bytes);
+                }
+                Op::DeleteChunks { id, part, from } => {
+                    next.chunks
+                        .retain(|(s, p, n), _| !(s == &id && *p == part && *n >= from));
+                }
+                Op::PutCheckpoint {
+                    id,
+                    checkpoint,
+                    record,
+                } => {
+                    next.checkpoints.insert((id, checkpoint), record);
+                }
+                Op::DeleteCheckpoint { id, checkpoint } => {
+                    next.checkpoints.remove(&(id, checkpoint));
+                }
+                Op::DeleteCheckpoints { id } => {
+                    next.checkpoints.retain(|(s, _), _| s != &id);
+                }
+                Op::DeleteEvents { .. } => {}
+            }
+        }
+        *st = next;
+        Ok(())
+    }
+}
+
+/// A storage shared by several stores (several handles on one database).
+impl<T: Storage> Storage for std::rc::Rc<T> {
+    async fn session_records(&self) -> Result<Vec<String>> {
+        (**self).session_records().await
+    }
+    async fn session_record(&self, id: &str) -> Result<Option<String>> {
+        (**self).session_record(id).await
+    }
+    async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>> {
+        (**self).chunks(id, part, from, to).await
+    }
+    async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {
+        (**self).checkpoint_records(id).await
+    }
+    async fn commit(&self, commit: Commit) -> Result<()> {
+        (**self).commit(commit).await
+    }
+}

@@ -1,0 +1,349 @@
+//! The session store over the in-memory storage (the IndexedDB backend runs the
+//! JS contract suite: tests/js/store.test.mjs, tests/browser/).
+
+use std::future::Future;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use forkpoint_core::normalize::import::ImportFormat;
+use forkpoint_core::store::{
+    CHUNK_BYTES, Commit, ImportOptions, MemoryStorage, Op, Storage, Store, split_chunks,
+};
+use forkpoint_core::{Error, ErrorCode, LazyOptions, LoadOptions, Session};
+
+use crate::common::{bytes, fixture, load};
+
+/// Runs a future of the memory storage (it never waits).
+fn run<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+fn real(name: &str) -> Vec<u8> {
+    std::fs::read(fixture(&format!("../../../shared/fixtures/real/{name}"))).unwrap()
+}
+
+fn opts(source: &str) -> ImportOptions {
+    ImportOptions {
+        new_id: "new-session-1".into(),
+        source: Some(source.into()),
+        now_ms: 1_780_000_000_000,
+        ..Default::default()
+    }
+}
+
+fn store() -> Store<Rc<MemoryStorage>> {
+    Store::new(Rc::new(MemoryStorage::new()), 7)
+}
+
+/// A pi v3 session of `n` user/assistant turns of about `size` bytes each.
+fn big_session(n: usize, size: usize) -> Vec<u8> {
+    let mut s = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"big-1\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+    );
+    let pad = "x".repeat(size);
+    let mut parent = "null".to_string();
+    for i in 0..n {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let id = format!("{i:08x}");
+        s.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":[{{\"type\":\"text\",\"text\":\"{i} {pad}\"}}],\"timestamp\":1}}}}\n"
+        ));
+        parent = format!("\"{id}\"");
+    }
+    s.into_bytes()
+}
+
+#[test]
+fn chunks_hold_whole_lines() {
+    let b = big_session(3000, 1500);
+    let (chunks, starts) = split_chunks(&b);
+    assert!(chunks.len() >= 4, "{} chunks", chunks.len());
+    assert_eq!(chunks.concat(), b);
+    for (c, s) in chunks.iter().zip(&starts) {
+        assert!(c.ends_with(b"\n"));
+        assert!(c.len() <= CHUNK_BYTES + 2000);
+        assert!(*s == 0 || b[*s as usize - 1] == b'\n');
+    }
+}
+
+#[test]
+fn import_list_load_export_pi_files() {
+    let st = store();
+    for name in ["branches.jsonl", "compactions.jsonl", "leaf-moves.jsonl"] {
+        let b = bytes(name);
+        let (info, summary) = run(st.import(b.clone(), &opts(name))).unwrap();
+        let s = load(&b).unwrap();
+        let m = s.metadata();
+        assert_eq!(info.id, m.session_id, "{name}: the header id is the key");
+        assert_eq!(
+            (info.entry_count, info.message_count),
+            (m.entry_count, m.message_count)
+        );
+        assert_eq!(info.leaf_id, m.leaf_id);
+        assert_eq!(
+            (info.source_bytes, info.changed, info.version),
+            (0, false, 3)
+        );
+        assert_eq!(summary.entries, m.entry_count);
+        assert_eq!(run(st.export(&info.id, true)).unwrap(), b, "{name}");
+        let back = run(st.load(&info.id, &LoadOptions::default())).unwrap();
+        assert_eq!(
+            back.context_json(None, false).unwrap(),
+            s.context_json(None, false).unwrap()
+        );
+        let lazy = run(st.load_lazy(&info.id, LazyOptions::default())).unwrap();
+        assert_eq!(
+            lazy.loader.context_json(false).unwrap(),
+            s.context_json(None, false).unwrap()
+        );
+    }
+    let list = run(st.list()).unwrap();
+    assert_eq!(list.len(), 3);
+    // The same file again: its id is taken.
+    let e = run(st.import(bytes("branches.jsonl"), &opts("b"))).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidId, "{e}");
+    assert_eq!(run(st.list()).unwrap().len(), 3);
+}
+
+#[test]
+fn other_formats_keep_their_bytes_until_changed() {
+    let st = store();
+    // pi v1 (migrated), Claude Code (converted), gzip (decompressed).
+    let v1 = real("badlogic-pi-mono_large-session.jsonl");
+    let cc = real("marot-spotter_subagent.jsonl");
+    let gz = bytes("branches.jsonl.gz");
+    for (i, (b, fmt)) in [(v1, "pi"), (cc, "claude-code"), (gz, "pi")]
+        .into_iter()
+        .enumerate()
+    {
+        let mut o = opts("x");
+        o.id = Some(format!("s{i}"));
+        let (info, _) = run(st.import(b.clone(), &o)).unwrap();
+        assert_eq!(info.format, fmt);
+        assert_eq!(info.source_bytes, b.len() as u64);
+        assert_eq!(
+            run(st.export(&info.id, true)).unwrap(),
+            b,
+            "original bytes back"
+        );
+        let pi = run(st.export(&info.id, false)).unwrap();
+        let s = load(&pi).unwrap();
+        assert_eq!(s.header().version, 3);
+        assert_eq!(s.metadata().entry_count, info.entry_count);
+        // A change: the export is the pi file from then on.
+        run(st.append(
+            &info.id,
+            r#"{"type":"custom","customType":"note","data":1}"#,
+            1,
+        ))
+        .unwrap();
+        let after = run(st.export(&info.id, true)).unwrap();
+        assert_eq!(&after[..pi.len()], &pi[..]);
+        assert!(run(st.info(&info.id)).unwrap().changed);
+    }
+}
+
+#[test]
+fn bad_input_stores_nothing() {
+    let st = store();
+    let e = run(st.import(bytes("corrupt-middle.jsonl"), &opts("c.jsonl"))).unwrap_err();
+    assert_eq!(e.code, ErrorCode::CorruptedData);
+    assert!(e.line.is_some(), "{e:?}");
+    let e = run(st.import(bytes("not-sessions/binary.jsonl"), &opts("b"))).unwrap_err();
+    assert_eq!(e.code, ErrorCode::UnsupportedFormat);
+    let mut o = opts("x");
+    o.id = Some("../etc".into());
+    let e = run(st.import(bytes("branches.jsonl"), &o)).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidId);
+    assert!(run(st.list()).unwrap().is_empty());
+    assert_eq!(st.storage().chunk_count(), 0);
+    // A failing commit (quota) leaves nothing either, and keeps what was there.
+    run(st.import(bytes("compactions.jsonl"), &opts("c"))).unwrap();
+    *st.storage().fail_next_commit.borrow_mut() = Some(Error::new(ErrorCode::StorageFull, "quota"));
+    let e = run(st.import(bytes("branches.jsonl"), &opts("b"))).unwrap_err();
+    assert_eq!(e.code, ErrorCode::StorageFull);
+    let list = run(st.list()).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(
+        run(st.export(&list[0].id, true)).unwrap(),
+        bytes("compactions.jsonl")
+    );
+    assert_eq!(
+        run(st.load("nope", &LoadOptions::default()))
+            .err()
+            .unwrap()
+            .code,
+        ErrorCode::NotFound
+    );
+}
+
+#[test]
+fn appends_across_chunks_and_lazy_agrees() {
+    let st = store();
+    let b = big_session(2000, 1500);
+    let (info, _) = run(st.import(b.clone(), &opts("big"))).unwrap();
+    let n0 = info.entry_count;
+    let mut ids = vec![info.leaf_id.clone().unwrap()];
+    // Enough appends to fill the last chunk and start new ones.
+    let pad = "y".repeat(40_000);
+    for i in 0..60 {
+        let e = format!(
+            r#"{{"type":"message","message":{{"role":"user","content":[{{"type":"text","text":"more {i} {pad}"}}],"timestamp":2}}}}"#
+        );
+        ids.push(run(st.append("big-1", &e, 1_780_000_000_000 + i)).unwrap());
+    }
+    let s = run(st.load("big-1", &LoadOptions::default())).unwrap();
+    for w in ids.windows(2) {
+        let parent = &s.entries()[s.index_of(&w[1]).unwrap() as usize].parent_id;
+        assert_eq!(parent.as_deref(), Some(&*w[0]));
+    }
+    let last = ids.last().unwrap().clone();
+    let info = run(st.info("big-1")).unwrap();
+    assert_eq!(info.entry_count, n0 + 60);
+    assert_eq!(info.leaf_id.as_deref(), Some(&*last));
+    let full = run(st.load("big-1", &LoadOptions::default())).unwrap();
+    let text = run(st.export("big-1", true)).unwrap();
+    assert_eq!(&text[..b.len()], &b[..]);
+    assert_eq!(text.len() as u64, info.bytes);
+    let lazy = run(st.load_lazy("big-1", LazyOptions::default())).unwrap();
+    assert_eq!(
+        lazy.loader.context_json(false).unwrap(),
+        full.context_json(None, false).unwrap()
+    );
+    // With maxMessages, older history comes page by page from the chunks.
+    let mut lazy = run(st.load_lazy(
+        "big-1",
+        LazyOptions {
+            max_messages: Some(10),
+            ..Default::default()
+        },
+    ))
+    .unwrap();
+    let more = run(st.more_history(&mut lazy, 25)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&more).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 25);
+}
+
+#[test]
+fn move_leaf_fork_label_checkpoints_delete() {
+    let st = store();
+    let (info, _) = run(st.import(bytes("branches.jsonl"), &opts("branches.jsonl"))).unwrap();
+    let id = info.id.clone();
+    let s = load(&bytes("branches.jsonl")).unwrap();
+    let leaves = s.leaves();
+    let other = leaves
+        .iter()
+        .find(|l| Some(&l.id) != info.leaf_id.as_ref())
+        .unwrap();
+    run(st.move_leaf(&id, Some(&other.id), 5)).unwrap();
+    let moved = run(st.load(&id, &LoadOptions::default())).unwrap();
+    assert_eq!(
+        moved.context_json(None, false).unwrap(),
+        s.context_json(Some(&other.id), false).unwrap()
+    );
+    assert_eq!(run(st.info(&id)).unwrap().leaf_id, Some(other.id.clone()));
+    let e = run(st.move_leaf(&id, Some("nope"), 5)).unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotFound);
+    run(st.set_label(&id, &other.id, Some("here"), 6)).unwrap();
+    assert_eq!(
+        run(st.load(&id, &LoadOptions::default()))
+            .unwrap()
+            .label(&other.id),
+        Some("here")
+    );
+
+    // Fork: the path to the entry, parentSession set, context the same.
+    let f = run(st.fork(&id, &other.id, "fork-1", 7)).unwrap();
+    assert_eq!(f.parent_session.as_deref(), Some(&*id));
+    let fs = run(st.load("fork-1", &LoadOptions::default())).unwrap();
+    assert_eq!(
+        fs.metadata().entry_count as usize,
+        s.path_ids(&other.id).unwrap().len()
+    );
+    assert_eq!(
+        fs.context_json(None, false).unwrap(),
+        s.context_json(Some(&other.id), false).unwrap()
+    );
+    assert_eq!(
+        run(st.fork(&id, "nope", "fork-2", 7)).unwrap_err().code,
+        ErrorCode::NotFound
+    );
+
+    // Checkpoints.
+    // (The label entry is the leaf now, as in pi.)
+    let leaf = run(st.info(&id)).unwrap().leaf_id;
+    let cp = run(st.save_checkpoint(&id, "cp1", Some("before".into()), None, Some(41), 8)).unwrap();
+    assert_eq!(cp.entry_id, leaf);
+    run(st.move_leaf(&id, info.leaf_id.as_deref(), 9)).unwrap();
+    let back = run(st.restore_checkpoint(&id, "cp1", 10)).unwrap();
+    assert_eq!(back.event_seq, Some(41));
+    assert_eq!(run(st.info(&id)).unwrap().leaf_id, leaf);
+    assert_eq!(run(st.checkpoints(&id)).unwrap().len(), 1);
+    run(st.delete_checkpoint(&id, "cp1")).unwrap();
+    assert!(run(st.checkpoints(&id)).unwrap().is_empty());
+
+    run(st.save_checkpoint(&id, "cp2", None, None, None, 11)).unwrap();
+    run(st.delete(&id)).unwrap();
+    assert_eq!(run(st.info(&id)).unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(run(st.list()).unwrap().len(), 1, "the fork stays");
+    let fork_chunks = st.storage().chunk_count();
+    assert!(fork_chunks >= 1);
+    run(st.delete("fork-1")).unwrap();
+    assert_eq!(st.storage().chunk_count(), 0);
+}
+
+#[test]
+fn two_handles_never_interleave() {
+    let shared = Rc::new(MemoryStorage::new());
+    let a = Store::new(shared.clone(), 1);
+    let b = Store::new(shared.clone(), 2);
+    run(a.import(bytes("compactions.jsonl"), &opts("c"))).unwrap();
+    let id = run(a.list()).unwrap()[0].id.clone();
+    let e = |t: &str| format!(r#"{{"type":"custom","customType":"{t}"}}"#);
+    let x = run(a.append(&id, &e("a1"), 1)).unwrap();
+    let y = run(b.append(&id, &e("b1"), 2)).unwrap();
+    // `a` cached its writer; it sees `b`'s change and chains after it.
+    let z = run(a.append(&id, &e("a2"), 3)).unwrap();
+    let s = run(b.load(&id, &LoadOptions::default())).unwrap();
+    let parent = |i: &str| {
+        s.entries()[s.index_of(i).unwrap() as usize]
+            .parent_id
+            .clone()
+            .unwrap()
+    };
+    assert_eq!(parent(&y).as_ref(), x.as_str());
+    assert_eq!(parent(&z).as_ref(), y.as_str());
+    // A commit guarded by a stale revision is refused whole.
+    let before = run(a.export(&id, false)).unwrap();
+    let e = run(shared.commit(Commit {
+        guard: Some((id.clone(), Some(1))),
+        ops: vec![Op::DeleteSession { id: id.clone() }],
+    }))
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::Conflict);
+    assert_eq!(run(a.export(&id, false)).unwrap(), before);
+}
+
+#[test]
+fn explicit_formats_and_ids() {
+    let st = store();
+    let cc = real("marot-spotter_tool_heavy.jsonl");
+    let mut o = opts("t.jsonl");
+    o.format = Some(ImportFormat::Pi);
+    assert_eq!(
+        run(st.import(cc.clone(), &o)).unwrap_err().code,
+        ErrorCode::UnsupportedFormat
+    );
+    o.format = Some(ImportFormat::ClaudeCode);
+    let (info, summary) = run(st.import(cc, &o)).unwrap();
+    assert_eq!(info.id, "new-session-1");
+    assert_eq!(summary.format, "claude-code");
+    let s: Session = run(st.load(&info.id, &LoadOptions::default())).unwrap();
+    assert_eq!(s.header().id, "new-session-1");
+}
