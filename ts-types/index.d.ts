@@ -4,7 +4,7 @@
 /**
  * Stable error codes. The string form is part of the public API.
  */
-export type ErrorCode = "CORRUPTED_DATA" | "UNSUPPORTED_FORMAT" | "LIMIT_EXCEEDED" | "INVALID_INPUT" | "INVALID_ID" | "NOT_FOUND" | "SESSION_LOCKED" | "LOG_LOCKED" | "MIGRATION_REQUIRED" | "STORAGE_FULL" | "IO" | "CLOSED" | "INTERNAL" | "AGENT_NOT_FOUND" | "AGENT_LOCKED" | "TEMPLATE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "PERMISSION_NOT_PENDING";
+export type ErrorCode = "CORRUPTED_DATA" | "UNSUPPORTED_FORMAT" | "LIMIT_EXCEEDED" | "INVALID_INPUT" | "INVALID_ID" | "NOT_FOUND" | "SESSION_LOCKED" | "LOG_LOCKED" | "MIGRATION_REQUIRED" | "STORAGE_FULL" | "IO" | "CLOSED" | "INTERNAL" | "AGENT_NOT_FOUND" | "AGENT_LOCKED" | "TEMPLATE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "PERMISSION_NOT_PENDING" | "CONFLICT" | "ABORTED" | "BLOCKED";
 
 /**
  * An error with a stable code and, where they apply, the file path, the
@@ -377,6 +377,84 @@ entryCount: number | null, messageCount: number | null,
  * Set when the file could not be read as a session.
  */
 error: ErrorInfo | null, };
+
+/**
+ * A session kept in a store (IndexedDB in browsers): what `listSessions()`
+ * returns, read from the session's record only.
+ */
+export type StoredSessionInfo = { 
+/**
+ * The key in the store (a pi header's id by default).
+ */
+id: string, 
+/**
+ * Display name: the one given at import, else the session's own, else the file name.
+ */
+name: string | null, 
+/**
+ * The imported file's name, if known.
+ */
+source: string | null, 
+/**
+ * What was imported: `pi`, `claude-code` or `codex`.
+ */
+format: string, 
+/**
+ * The imported pi file's format version (1–3; 0 for other formats). Stored
+ * sessions are always version 3.
+ */
+version: number, cwd: string | null, 
+/**
+ * The session header's timestamp.
+ */
+createdAt: string | null, 
+/**
+ * When the store last changed it.
+ */
+modifiedAt: string, importedAt: string, 
+/**
+ * The session it was forked from, if any.
+ */
+parentSession: string | null, 
+/**
+ * The current leaf.
+ */
+leafId: string | null, entryCount: number, messageCount: number, 
+/**
+ * Size of the stored pi v3 JSONL.
+ */
+bytes: number, 
+/**
+ * Size of the imported file kept beside it (0: the JSONL is the imported file).
+ */
+sourceBytes: number, 
+/**
+ * The imported file was gzip.
+ */
+gzip: boolean, 
+/**
+ * Changed since the import (entries appended, leaf moved): exporting gives
+ * the pi JSONL, no longer the imported bytes.
+ */
+changed: boolean, };
+
+/**
+ * A named position of a stored session: its leaf and size at one moment,
+ * and the seq of its event log then.
+ */
+export type Checkpoint = { id: string, sessionId: string, label: string | null, 
+/**
+ * The entry the checkpoint points at (the leaf when it was saved, unless given).
+ */
+entryId: string | null, 
+/**
+ * Entries in the session when it was saved.
+ */
+entryCount: number, 
+/**
+ * The last event seq of the session's event log when it was saved.
+ */
+eventSeq: number | null, createdAt: string, };
 
 /**
  * A batch from an incremental load.

@@ -3,10 +3,20 @@
  * `File`/`Blob`, walk their branches and build the LLM context from any leaf.
  * The same API runs in Node (`import('forkpoint-web')` picks the Node build).
  */
-import type { EventLogOptions, LoadOptions } from '@forkpoint/types';
+import type {
+  AgentMessage,
+  Checkpoint,
+  EventLogOptions,
+  LazyMetadata,
+  LazyOptions,
+  LoadOptions,
+  SessionContext,
+  StoredSessionInfo,
+} from '@forkpoint/types';
 import {
   SessionView,
   EventLog as SharedEventLog,
+  ForkpointError,
   call,
   callAsync,
   createNormalizer,
@@ -34,11 +44,47 @@ export interface WasmBackend extends NativeNormalizerLike {
   };
   NativeSession: { fromBytes(bytes: Uint8Array, opts?: string | null, path?: string | null): NativeSessionLike };
   NativeEventLog: { openIndexedDb(db: string, log: string, opts?: string | null): Promise<NativeEventLogLike> };
+  NativeStore: { open(dbName: string): Promise<NativeStoreLike> };
   NativeSessionBuilder: new () => {
     push(chunk: Uint8Array): void;
     finish(opts?: string | null, path?: string | null): NativeSessionLike;
     free(): void;
   };
+}
+
+/** @internal What the wasm module's `NativeStore` exposes. */
+export interface NativeStoreLike {
+  importSession(
+    bytes: Uint8Array,
+    opts: string | null,
+    newId: string,
+    nowMs: number,
+    signal: AbortSignal | null,
+    onProgress: ((written: number, total: number) => void) | null,
+  ): Promise<string>;
+  listJson(): Promise<string>;
+  infoJson(id: string): Promise<string>;
+  loadSession(id: string, opts: string | null): Promise<NativeSessionLike>;
+  loadLazy(id: string, opts: string | null): Promise<NativeStoredLazyLike>;
+  appendEntry(id: string, entry: string, nowMs: number): Promise<string>;
+  moveLeaf(id: string, target: string | null, nowMs: number): Promise<void>;
+  setLabel(id: string, target: string, label: string | null, nowMs: number): Promise<void>;
+  fork(id: string, entryId: string, newId: string, nowMs: number): Promise<string>;
+  exportBytes(id: string, original: boolean): Promise<Uint8Array>;
+  deleteSession(id: string): Promise<void>;
+  saveCheckpoint(id: string, checkpointId: string, label: string | null, entryId: string | null, eventSeq: number | null, nowMs: number): Promise<string>;
+  checkpointsJson(id: string): Promise<string>;
+  restoreCheckpoint(id: string, checkpointId: string, nowMs: number): Promise<string>;
+  deleteCheckpoint(id: string, checkpointId: string): Promise<void>;
+  close(): void;
+}
+
+/** @internal */
+export interface NativeStoredLazyLike {
+  contextJson(llm: boolean): string;
+  metadataJson(): string;
+  infoJson(): string;
+  loadMoreHistory(n: number): Promise<string>;
 }
 
 let backend: WasmBackend | undefined;
@@ -134,6 +180,11 @@ export class Session extends SessionView {
     super(n);
   }
 
+  /** @internal */
+  static fromNative(n: NativeSessionLike): Session {
+    return new Session(n);
+  }
+
   /** Loads a session from its text or bytes (`.jsonl`, or `.jsonl.gz` bytes). */
   static fromJsonl(data: string | Uint8Array, opts?: LoadOptions & { path?: string }): Session {
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
@@ -193,4 +244,248 @@ export async function importSession(
   const summary = JSON.parse(out.slice(0, nl)) as ImportSummary;
   const text = out.slice(nl + 1);
   return { session: Session.fromJsonl(text), summary, text };
+}
+
+/** What `IndexedDbStore.importSession` accepts. */
+export interface StoreImportOptions {
+  /** The key to store it under. Default: a pi session's own id, else a new UUID. */
+  id?: string;
+  /** Default `'auto'` (pi v1–v3, Claude Code, Codex; gzip or not, found by content). */
+  format?: 'auto' | 'pi' | 'claude-code' | 'codex';
+  /** Display name. Default: the session's own name, else the file name. */
+  name?: string;
+  /** Aborts the import (`ABORTED`); nothing of it is stored. */
+  signal?: AbortSignal;
+  /** Reading the source (`read`), then writing it (`write`). */
+  onProgress?: (p: { phase: 'read' | 'write'; bytes: number; total: number }) => void;
+}
+
+/** What `IndexedDbStore.loadSession(id, { lazy: true })` returns: the context from the current leaf, read from the stored tail. */
+export class LazySession {
+  /** @internal */
+  constructor(private readonly native: NativeStoredLazyLike) {}
+
+  /** The context from the current leaf: equal to a full load's unless `maxMessages` cuts it. */
+  getContext(): AgentMessage[] {
+    return this.getSessionContext().messages;
+  }
+
+  /** The context with the thinking level and model in force. */
+  getSessionContext(opts: { llm?: boolean } = {}): SessionContext {
+    return JSON.parse(call(() => this.native.contextJson(opts.llm ?? false))) as SessionContext;
+  }
+
+  /** Facts about the resume: how the tail was found, bytes read. */
+  getMetadata(): LazyMetadata {
+    return JSON.parse(call(() => this.native.metadataJson())) as LazyMetadata;
+  }
+
+  /** The session's stored facts at the time it was opened. */
+  get info(): StoredSessionInfo {
+    return JSON.parse(call(() => this.native.infoJson())) as StoredSessionInfo;
+  }
+
+  /** Up to `n` older messages (default 50), oldest first; `[]` when nothing older remains. */
+  async loadMoreHistory(n = 50): Promise<AgentMessage[]> {
+    return JSON.parse(await callAsync(() => this.native.loadMoreHistory(n))) as AgentMessage[];
+  }
+}
+
+/** An entry to append: `type` is required; `id`, `parentId`, `timestamp` are filled when absent. */
+export type NewEntry = { type: string; id?: string; parentId?: string | null; timestamp?: string; [key: string]: unknown };
+
+/**
+ * Sessions in an IndexedDB database that survive reloads (FORMAT.md §16).
+ * Each session is stored as chunks of its pi JSONL with a small record, so
+ * `listSessions` reads no entries and a lazy load reads only the kept tail.
+ * Every change is one transaction; changes through one store run in call
+ * order, and two tabs never interleave theirs (the loser re-reads and retries).
+ *
+ * ```js
+ * const store = await IndexedDbStore.open('my-app');
+ * const info = await store.importSession(file);          // File from <input> or a drop
+ * const session = await store.loadSession(info.id);      // the same Session as Session.fromJsonl
+ * const lazy = await store.loadSession(info.id, { lazy: true });
+ * ```
+ */
+export class IndexedDbStore {
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly logs = new Map<string, Promise<EventLog>>();
+
+  private constructor(
+    private readonly native: NativeStoreLike,
+    /** The database's name. */
+    readonly dbName: string,
+  ) {}
+
+  /**
+   * Opens (creating or upgrading) database `dbName`. `BLOCKED` when another
+   * tab holds it open at an older version; `UNSUPPORTED_FORMAT` when a newer
+   * forkpoint created it.
+   */
+  static async open(dbName: string): Promise<IndexedDbStore> {
+    return new IndexedDbStore(await callAsync(() => wasm().NativeStore.open(dbName)), dbName);
+  }
+
+  /** Runs changes one after another, in call order. */
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(f, f);
+    this.queue = run.catch(() => undefined);
+    return callAsync(() => run);
+  }
+
+  /**
+   * Imports a session file (text, bytes, or a `File`/`Blob` read in slices)
+   * in one transaction: on any error — `CORRUPTED_DATA` (with `line`),
+   * `UNSUPPORTED_FORMAT`, `STORAGE_FULL`, `ABORTED`, `INVALID_ID` for an id
+   * already stored — nothing of it is stored.
+   */
+  importSession(source: File | Blob | Uint8Array | string, opts: StoreImportOptions = {}): Promise<StoredSessionInfo> {
+    return this.serial(async () => {
+      const bytes = await readSource(source, opts);
+      const fileName = (source as { name?: unknown }).name;
+      const o = { id: opts.id, format: opts.format, name: opts.name, source: typeof fileName === 'string' ? fileName : undefined };
+      const progress = opts.onProgress ? (bytes: number, total: number) => opts.onProgress?.({ phase: 'write', bytes, total }) : null;
+      const out = await this.native.importSession(bytes, JSON.stringify(o), globalThis.crypto.randomUUID(), Date.now(), opts.signal ?? null, progress);
+      return (JSON.parse(out) as { info: StoredSessionInfo }).info;
+    });
+  }
+
+  /** Every session's facts, most recently changed first (no entries are read). */
+  async listSessions(): Promise<StoredSessionInfo[]> {
+    return JSON.parse(await callAsync(() => this.native.listJson())) as StoredSessionInfo[];
+  }
+
+  /** One session's facts. Throws `NOT_FOUND`. */
+  async getSessionInfo(id: string): Promise<StoredSessionInfo> {
+    return JSON.parse(await callAsync(() => this.native.infoJson(id))) as StoredSessionInfo;
+  }
+
+  /**
+   * Loads a session whole (the same `Session` as `Session.fromJsonl`), or with
+   * `{ lazy: true }` only its context from the current leaf (reads about the
+   * kept tail, not the session).
+   */
+  loadSession(id: string, opts?: LoadOptions & { lazy?: false }): Promise<Session>;
+  loadSession(id: string, opts: LazyOptions & { lazy: true }): Promise<LazySession>;
+  async loadSession(id: string, opts: (LoadOptions | LazyOptions) & { lazy?: boolean } = {}): Promise<Session | LazySession> {
+    const { lazy, ...rest } = opts;
+    await this.queue;
+    if (lazy) return new LazySession(await callAsync(() => this.native.loadLazy(id, JSON.stringify(rest))));
+    return Session.fromNative(await callAsync(() => this.native.loadSession(id, JSON.stringify(rest))));
+  }
+
+  /** Removes a session with its checkpoints and event log. Throws `NOT_FOUND`. */
+  deleteSession(id: string): Promise<void> {
+    return this.serial(async () => {
+      const log = this.logs.get(id);
+      this.logs.delete(id);
+      if (log) await (await log).close();
+      await this.native.deleteSession(id);
+    });
+  }
+
+  /** Appends an entry at the current leaf (or `parentId`); resolves to its id once stored. */
+  appendEntry(id: string, entry: NewEntry): Promise<string> {
+    return this.serial(() => this.native.appendEntry(id, JSON.stringify(entry), Date.now()));
+  }
+
+  /** Moves the current leaf to `entryId` (`null`: before the first entry) with a stored `leaf` entry. */
+  moveLeaf(id: string, entryId: string | null): Promise<void> {
+    return this.serial(() => this.native.moveLeaf(id, entryId, Date.now()));
+  }
+
+  /** Sets the label of an entry (`undefined` or `''` clears it). */
+  setLabel(id: string, entryId: string, label?: string): Promise<void> {
+    return this.serial(() => this.native.setLabel(id, entryId, label ? label : null, Date.now()));
+  }
+
+  /** A new session with the path from the root to `entryId`; its `parentSession` is `id`. */
+  fork(id: string, entryId: string, opts: { id?: string } = {}): Promise<StoredSessionInfo> {
+    return this.serial(async () =>
+      JSON.parse(await this.native.fork(id, entryId, opts.id ?? globalThis.crypto.randomUUID(), Date.now())) as StoredSessionInfo,
+    );
+  }
+
+  /**
+   * The session as a file. While it is unchanged since its import, the bytes
+   * imported (`format: 'original'`, the default: byte-identical, also for
+   * Claude Code, Codex and gzip files); otherwise, or with `format: 'pi'`, its
+   * pi v3 JSONL.
+   */
+  async exportSession(id: string, opts: { format?: 'original' | 'pi' } = {}): Promise<Blob> {
+    await this.queue;
+    const info = await this.getSessionInfo(id);
+    const original = (opts.format ?? 'original') === 'original';
+    const bytes = await callAsync(() => this.native.exportBytes(id, original));
+    const gz = original && info.gzip && !info.changed;
+    return new Blob([bytes as Uint8Array<ArrayBuffer>], { type: gz ? 'application/gzip' : 'application/x-ndjson' });
+  }
+
+  /**
+   * The session's event log (`session:<id>` in this database): bookmarks,
+   * `readSince`, subscriptions — the same `EventLog` as `EventLog.openIndexedDb`.
+   * Opened once per store; deleting the session deletes it.
+   */
+  events(id: string, opts?: EventLogOptions): Promise<EventLog> {
+    let log = this.logs.get(id);
+    if (!log) {
+      log = this.getSessionInfo(id).then(() => EventLog.openIndexedDb(this.dbName, `session:${id}`, opts));
+      log.catch(() => this.logs.delete(id));
+      this.logs.set(id, log);
+    }
+    return log;
+  }
+
+  /**
+   * Saves a checkpoint: the current leaf (or `entryId`), the entry count and
+   * the last seq of the session's event log (when it was opened with `events`,
+   * or `eventSeq`).
+   */
+  saveCheckpoint(id: string, opts: { id?: string; label?: string; entryId?: string; eventSeq?: number } = {}): Promise<Checkpoint> {
+    return this.serial(async () => {
+      let seq = opts.eventSeq ?? null;
+      const log = this.logs.get(id);
+      if (seq === null && log) seq = (await (await log).lastBookmark())?.seq ?? null;
+      const cp = opts.id ?? globalThis.crypto.randomUUID();
+      return JSON.parse(await this.native.saveCheckpoint(id, cp, opts.label ?? null, opts.entryId ?? null, seq, Date.now())) as Checkpoint;
+    });
+  }
+
+  /** The session's checkpoints, oldest first. */
+  async listCheckpoints(id: string): Promise<Checkpoint[]> {
+    return JSON.parse(await callAsync(() => this.native.checkpointsJson(id))) as Checkpoint[];
+  }
+
+  /** Moves the session's leaf back to a checkpoint's entry. */
+  restoreCheckpoint(id: string, checkpointId: string): Promise<Checkpoint> {
+    return this.serial(async () => JSON.parse(await this.native.restoreCheckpoint(id, checkpointId, Date.now())) as Checkpoint);
+  }
+
+  /** Removes a checkpoint. Throws `NOT_FOUND`. */
+  deleteCheckpoint(id: string, checkpointId: string): Promise<void> {
+    return this.serial(() => this.native.deleteCheckpoint(id, checkpointId));
+  }
+
+  /** Closes the connection (and the event logs opened through `events`). */
+  async close(): Promise<void> {
+    await this.queue;
+    for (const log of this.logs.values()) await (await log.catch(() => null))?.close();
+    this.logs.clear();
+    this.native.close();
+  }
+}
+
+/** Reads a source whole, a `Blob` in slices (with `read` progress). */
+async function readSource(source: File | Blob | Uint8Array | string, opts: StoreImportOptions): Promise<Uint8Array> {
+  if (typeof source === 'string') return new TextEncoder().encode(source);
+  if (source instanceof Uint8Array) return source;
+  const out = new Uint8Array(source.size);
+  for (let off = 0; off < source.size; off += BLOB_CHUNK) {
+    if (opts.signal?.aborted) throw new ForkpointError({ code: 'ABORTED', message: 'the import was aborted; nothing of it was stored' });
+    const part = new Uint8Array(await source.slice(off, off + BLOB_CHUNK).arrayBuffer());
+    out.set(part, off);
+    opts.onProgress?.({ phase: 'read', bytes: off + part.byteLength, total: source.size });
+  }
+  return out;
 }

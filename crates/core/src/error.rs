@@ -53,6 +53,11 @@ pub enum ErrorCode {
     /// Another handle (another tab) changed the stored session between a read and
     /// a write, twice in a row; reload it and retry.
     Conflict,
+    /// The operation was aborted by its `AbortSignal`; nothing of it was stored.
+    Aborted,
+    /// Another tab holds the database open at an older version and does not let
+    /// it be upgraded; close that tab and retry.
+    Blocked,
 }
 
 impl ErrorCode {
@@ -78,6 +83,8 @@ impl ErrorCode {
             ErrorCode::SnapshotNotFound => "SNAPSHOT_NOT_FOUND",
             ErrorCode::PermissionNotPending => "PERMISSION_NOT_PENDING",
             ErrorCode::Conflict => "CONFLICT",
+            ErrorCode::Aborted => "ABORTED",
+            ErrorCode::Blocked => "BLOCKED",
         }
     }
 }

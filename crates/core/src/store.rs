@@ -103,6 +103,9 @@ pub trait Storage {
     async fn session_records(&self) -> Result<Vec<String>>;
     /// One session record, if it exists.
     async fn session_record(&self, id: &str) -> Result<Option<String>>;
+    /// A session's record and every chunk of one part, in order, read at one
+    /// moment (`None`: no such session).
+    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>>;
     /// Chunks `from..to` of a part, in order (all of them must exist).
     async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>>;
     /// Every checkpoint record (JSON) of a session.
@@ -454,29 +457,37 @@ impl<S: Storage> Store<S> {
 
     /// The session's pi v3 JSONL, whole.
     pub async fn text(&self, id: &str) -> Result<Vec<u8>> {
-        let r = self.record(id).await?;
-        self.read_all(id, &r, Part::Lines).await
+        Ok(self.read_all(id, Part::Lines).await?.1)
     }
 
-    async fn read_all(&self, id: &str, r: &SessionRecord, part: Part) -> Result<Vec<u8>> {
-        let n = match part {
-            Part::Lines => r.chunks.len() as u32,
-            Part::Source => r.source_chunks,
+    /// The record and the whole of one part, read together (one consistent
+    /// view even while another handle appends).
+    async fn read_all(&self, id: &str, part: Part) -> Result<(SessionRecord, Vec<u8>)> {
+        let Some((text, chunks)) = self.storage.snapshot(id, part).await? else {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!("no session {id:?} in the store"),
+            ));
         };
-        let chunks = self.storage.chunks(id, part, 0, n).await?;
-        let total = chunks.iter().map(Vec::len).sum();
+        let r = SessionRecord::parse(&text, id)?;
+        let (n, want) = match part {
+            Part::Lines => (r.chunks.len(), Some(r.info.bytes)),
+            Part::Source => (r.source_chunks as usize, None),
+        };
+        let total: usize = chunks.iter().map(Vec::len).sum();
+        if chunks.len() != n || want.is_some_and(|w| w != total as u64) {
+            return Err(Error::corrupted(format!(
+                "session {id:?} holds {} {} chunks ({total} bytes) in storage; its record says {n} ({})",
+                chunks.len(),
+                part.name(),
+                want.map_or("?".to_string(), |w| w.to_string())
+            )));
+        }
         let mut out = Vec::with_capacity(total);
         for c in chunks {
             out.extend_from_slice(&c);
         }
-        if part == Part::Lines && out.len() as u64 != r.info.bytes {
-            return Err(Error::corrupted(format!(
-                "session {id:?} holds {} bytes in storage, its record says {}",
-                out.len(),
-                r.info.bytes
-            )));
-        }
-        Ok(out)
+        Ok((r, out))
     }
 
     /// Loads a stored session whole.
@@ -601,7 +612,7 @@ impl<S: Storage> Store<S> {
         {
             return Ok(o);
         }
-        let bytes = self.read_all(id, &record, Part::Lines).await?;
+        let (record, bytes) = self.read_all(id, Part::Lines).await?;
         let last_start = record.chunks.last().copied().unwrap_or(0) as usize;
         let last_chunk = bytes.get(last_start..).unwrap_or_default().to_vec();
         let len = bytes.len() as u64;
@@ -751,11 +762,13 @@ impl<S: Storage> Store<S> {
     /// The session as a file: the imported bytes while the session is unchanged
     /// (`original`), else its pi v3 JSONL.
     pub async fn export(&self, id: &str, original: bool) -> Result<Vec<u8>> {
-        let r = self.record(id).await?;
-        if original && !r.info.changed && r.source_chunks > 0 {
-            return self.read_all(id, &r, Part::Source).await;
+        if original {
+            let (r, source) = self.read_all(id, Part::Source).await?;
+            if !r.info.changed && r.source_chunks > 0 {
+                return Ok(source);
+            }
         }
-        self.read_all(id, &r, Part::Lines).await
+        self.text(id).await
     }
 
     /// Removes a session with its chunks, checkpoints and event log.
@@ -992,6 +1005,18 @@ impl Storage for MemoryStorage {
         Ok(self.state.borrow().sessions.get(id).cloned())
     }
 
+    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>> {
+        let st = self.state.borrow();
+        Ok(st.sessions.get(id).map(|r| {
+            let chunks = st
+                .chunks
+                .range((id.to_string(), part, 0)..=(id.to_string(), part, u32::MAX))
+                .map(|(_, c)| c.clone())
+                .collect();
+            (r.clone(), chunks)
+        }))
+    }
+
     async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>> {
         let st = self.state.borrow();
         (from..to)
@@ -1075,6 +1100,9 @@ impl<T: Storage> Storage for std::rc::Rc<T> {
     }
     async fn session_record(&self, id: &str) -> Result<Option<String>> {
         (**self).session_record(id).await
+    }
+    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>> {
+        (**self).snapshot(id, part).await
     }
     async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>> {
         (**self).chunks(id, part, from, to).await

@@ -10,10 +10,19 @@ use web_sys::{IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbRequest, IdbTransact
 
 use forkpoint_core::{Error, ErrorCode};
 
-/// The database schema version this build creates (FORMAT.md, "IndexedDB").
-pub const DB_VERSION: u32 = 1;
+/// The database schema version this build creates (FORMAT.md §13 and §16).
+/// Version 1 had only `events`; version 2 adds the session stores.
+pub const DB_VERSION: u32 = 2;
 /// The object store of event records: key `[logName, seq]`, value the event line.
 pub const EVENTS: &str = "events";
+/// Session records: key the session id, value the record's JSON.
+pub const SESSIONS: &str = "sessions";
+/// Chunks of sessions: key `[sessionId, part, n]`, value the bytes (`Uint8Array`).
+pub const CHUNKS: &str = "chunks";
+/// Checkpoints: key `[sessionId, checkpointId]`, value the checkpoint's JSON.
+pub const CHECKPOINTS: &str = "checkpoints";
+/// Every object store of the current schema.
+pub const STORES: [&str; 4] = [EVENTS, SESSIONS, CHUNKS, CHECKPOINTS];
 
 type Handler = Closure<dyn FnMut(JsValue)>;
 
@@ -31,6 +40,10 @@ pub fn idb_error(e: &JsValue, what: &str) -> Error {
         "QuotaExceededError" => ErrorCode::StorageFull,
         "ConstraintError" => ErrorCode::LogLocked,
         "VersionError" => ErrorCode::UnsupportedFormat,
+        "BlockedError" => ErrorCode::Blocked,
+        "AbortError" if msg.contains("forkpoint: aborted") => ErrorCode::Aborted,
+        // The connection was closed (another tab upgraded the database).
+        "InvalidStateError" => ErrorCode::Closed,
         _ => ErrorCode::Io,
     };
     Error::new(code, format!("{what}: {name}: {msg}"))
@@ -114,9 +127,20 @@ pub async fn transaction(tx: &IdbTransaction) -> Result<(), Error> {
     .map_err(|e| idb_error(&e, "IndexedDB transaction failed"))
 }
 
-/// Opens a transaction; `strict` asks the browser to flush to disk before
-/// `complete` (the durability option, passed by name: it is not stable in web-sys).
+/// Opens a transaction on the events store; `strict` asks the browser to flush
+/// to disk before `complete`.
 pub fn begin(db: &IdbDatabase, mode: &str, strict: bool) -> Result<IdbTransaction, Error> {
+    begin_on(db, &[EVENTS], mode, strict)
+}
+
+/// Opens a transaction over `stores`; `strict` asks the browser to flush to disk
+/// before `complete` (the durability option, passed by name: it is not stable in web-sys).
+pub fn begin_on(
+    db: &IdbDatabase,
+    stores: &[&str],
+    mode: &str,
+    strict: bool,
+) -> Result<IdbTransaction, Error> {
     let f: Function = Reflect::get(db, &"transaction".into())
         .map_err(|e| idb_error(&e, "no IDBDatabase.transaction"))?
         .unchecked_into();
@@ -126,7 +150,8 @@ pub fn begin(db: &IdbDatabase, mode: &str, strict: bool) -> Result<IdbTransactio
         &"durability".into(),
         &(if strict { "strict" } else { "relaxed" }).into(),
     );
-    f.call3(db, &EVENTS.into(), &mode.into(), &opts)
+    let names: Array = stores.iter().map(|s| JsValue::from_str(s)).collect();
+    f.call3(db, &names, &mode.into(), &opts)
         .map(|t| t.unchecked_into())
         .map_err(|e| idb_error(&e, "cannot start an IndexedDB transaction"))
 }
@@ -149,10 +174,14 @@ pub async fn open(name: &str) -> Result<IdbDatabase, Error> {
         .map_err(|e| idb_error(&e, "cannot open the IndexedDB database"))?;
     let r = req.clone();
     let upgrade: Handler = Closure::new(move |_e: JsValue| {
-        if let Ok(db) = r.result().map(|d| d.unchecked_into::<IdbDatabase>())
-            && !db.object_store_names().contains(EVENTS)
-        {
-            let _ = db.create_object_store(EVENTS);
+        // Creates what is missing: from nothing (version 0) or from version 1
+        // (events only). Existing stores and their records are kept.
+        if let Ok(db) = r.result().map(|d| d.unchecked_into::<IdbDatabase>()) {
+            for name in STORES {
+                if !db.object_store_names().contains(name) {
+                    let _ = db.create_object_store(name);
+                }
+            }
         }
     });
     req.set_onupgradeneeded(Some(upgrade.as_ref().unchecked_ref()));
@@ -172,8 +201,21 @@ pub async fn open(name: &str) -> Result<IdbDatabase, Error> {
         },
     )
     .await;
-    req.set_onupgradeneeded(None);
-    drop(upgrade);
+    if out.is_err() {
+        // A blocked open still completes once the other tab lets go: close
+        // that connection then instead of holding it.
+        let r = req.clone();
+        let close = Closure::once_into_js(move |_e: JsValue| {
+            if let Ok(d) = r.result() {
+                d.unchecked_into::<IdbDatabase>().close();
+            }
+        });
+        req.set_onsuccess(Some(close.unchecked_ref()));
+        upgrade.forget();
+    } else {
+        req.set_onupgradeneeded(None);
+        drop(upgrade);
+    }
     let db: IdbDatabase = out
         .map_err(|e| idb_error(&e, "cannot open the IndexedDB database"))?
         .unchecked_into();

@@ -7,8 +7,10 @@ mod events;
 mod idb;
 mod normalize;
 mod session;
+mod store;
 mod util;
 
 pub use events::NativeEventLog;
 pub use normalize::NativeMigration;
 pub use session::{NativeSession, NativeSessionBuilder};
+pub use store::{NativeStore, NativeStoredLazy};

@@ -12,6 +12,13 @@ pub struct NativeSession {
     inner: Session,
 }
 
+impl NativeSession {
+    /// Wraps a loaded core session.
+    pub(crate) fn from_core(inner: Session) -> NativeSession {
+        NativeSession { inner }
+    }
+}
+
 #[wasm_bindgen]
 impl NativeSession {
     /// Loads a session from bytes (`.jsonl` or `.jsonl.gz` content). `opts` is LoadOptions as JSON.

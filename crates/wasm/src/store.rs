@@ -1,0 +1,648 @@
+//! `NativeStore`: sessions in IndexedDB (behind `IndexedDbStore` in
+//! forkpoint-web). The logic is the core's [`Store`]; this file is the
+//! [`Storage`] over IndexedDB and the conversions (FORMAT.md §16).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use forkpoint_core::normalize::import::ImportFormat;
+use forkpoint_core::store::{
+    Commit, EVENTS_PREFIX, ImportOptions, Op, Part, Storage, Store, StoredLazy, check_guard,
+};
+use forkpoint_core::types::{options_from_json, to_json_text};
+use forkpoint_core::{Error, ErrorCode, LazyOptions, LoadOptions, Result};
+use js_sys::{Array, Function, Promise, Reflect, Uint8Array};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+use web_sys::{IdbDatabase, IdbKeyRange, IdbTransaction};
+
+use crate::idb;
+use crate::session::NativeSession;
+use crate::util::{err, jerr};
+
+/// Largest number used as the upper end of key ranges (2^53 - 1).
+const MAX_KEY: f64 = 9_007_199_254_740_991.0;
+
+/// The [`Storage`] over one IndexedDB database.
+pub struct IdbStorage {
+    db: IdbDatabase,
+    /// Called as chunk writes of a commit complete: `(bytesWritten, bytesTotal)`.
+    progress: RefCell<Option<Function>>,
+    /// An `AbortSignal` that aborts the running commit's transaction.
+    signal: RefCell<Option<JsValue>>,
+}
+
+fn key3(id: &str, part: Part, n: f64) -> JsValue {
+    Array::of3(&id.into(), &part.name().into(), &n.into()).into()
+}
+
+fn bound(lo: &JsValue, hi: &JsValue) -> Result<IdbKeyRange> {
+    IdbKeyRange::bound(lo, hi).map_err(|e| idb::idb_error(&e, "bad key range"))
+}
+
+/// Keys `[id, ...]` of a session in a store keyed by arrays: `[id]` sorts
+/// before them and `[id, []]` after them (arrays sort after strings and numbers).
+fn session_range(id: &str) -> Result<IdbKeyRange> {
+    bound(
+        &Array::of1(&id.into()).into(),
+        &Array::of2(&id.into(), &Array::new()).into(),
+    )
+}
+
+fn store_of(tx: &IdbTransaction, name: &str) -> Result<web_sys::IdbObjectStore> {
+    tx.object_store(name)
+        .map_err(|e| idb::idb_error(&e, &format!("no {name} store (database schema too old?)")))
+}
+
+fn strings(v: JsValue, what: &str) -> Result<Vec<String>> {
+    let a: Array = v
+        .dyn_into()
+        .map_err(|_| Error::corrupted(format!("{what}: not a list of records")))?;
+    a.iter()
+        .map(|x| {
+            x.as_string()
+                .ok_or_else(|| Error::corrupted(format!("{what}: a record is not JSON text")))
+        })
+        .collect()
+}
+
+fn chunk_bytes(v: JsValue, id: &str) -> Result<Vec<Vec<u8>>> {
+    let a: Array = v
+        .dyn_into()
+        .map_err(|_| Error::corrupted("chunks: not a list"))?;
+    a.iter()
+        .map(|c| {
+            c.dyn_into::<Uint8Array>()
+                .map(|u| u.to_vec())
+                .map_err(|_| Error::corrupted(format!("session {id:?}: a chunk is not bytes")))
+        })
+        .collect()
+}
+
+fn aborted(signal: &JsValue) -> bool {
+    Reflect::get(signal, &"aborted".into())
+        .map(|a| a.is_truthy())
+        .unwrap_or(false)
+}
+
+fn aborted_error() -> Error {
+    Error::new(
+        ErrorCode::Aborted,
+        "the import was aborted; nothing of it was stored",
+    )
+}
+
+impl IdbStorage {
+    async fn get(&self, store: &str, key: &JsValue) -> Result<JsValue> {
+        let tx = idb::begin_on(&self.db, &[store], "readonly", false)?;
+        let req = store_of(&tx, store)?
+            .get(key)
+            .map_err(|e| idb::idb_error(&e, "cannot read"))?;
+        idb::request(&req).await
+    }
+
+    async fn get_all(&self, store: &str, range: &JsValue) -> Result<JsValue> {
+        let tx = idb::begin_on(&self.db, &[store], "readonly", false)?;
+        let req = store_of(&tx, store)?
+            .get_all_with_key(range)
+            .map_err(|e| idb::idb_error(&e, "cannot read"))?;
+        idb::request(&req).await
+    }
+
+    /// Issues one op in `tx` (no waiting: the transaction settles them all).
+    fn issue(&self, tx: &IdbTransaction, op: Op, written: &Rc<RefCell<(f64, f64)>>) -> Result<()> {
+        let fail = |e: JsValue| idb::idb_error(&e, "cannot write");
+        match op {
+            Op::PutSession { id, record } => {
+                store_of(tx, idb::SESSIONS)?
+                    .put_with_key(&record.into(), &id.into())
+                    .map_err(fail)?;
+            }
+            Op::DeleteSession { id } => {
+                store_of(tx, idb::SESSIONS)?
+                    .delete(&id.into())
+                    .map_err(fail)?;
+            }
+            Op::PutChunk { id, part, n, bytes } => {
+                let len = bytes.len() as f64;
+                let value = Uint8Array::from(bytes.as_slice());
+                let req = store_of(tx, idb::CHUNKS)?
+                    .put_with_key(&value, &key3(&id, part, f64::from(n)))
+                    .map_err(fail)?;
+                if let Some(p) = self.progress.borrow().clone() {
+                    let w = written.clone();
+                    let signal = self.signal.borrow().clone();
+                    let t = tx.clone();
+                    let done = Closure::once_into_js(move |_e: JsValue| {
+                        let (sum, total) = {
+                            let mut w = w.borrow_mut();
+                            w.0 += len;
+                            *w
+                        };
+                        let _ = p.call2(&JsValue::NULL, &sum.into(), &total.into());
+                        if signal.as_ref().is_some_and(aborted) {
+                            let _ = t.abort();
+                        }
+                    });
+                    req.set_onsuccess(Some(done.unchecked_ref()));
+                }
+            }
+            Op::DeleteChunks { id, part, from } => {
+                let r = bound(&key3(&id, part, f64::from(from)), &key3(&id, part, MAX_KEY))?;
+                store_of(tx, idb::CHUNKS)?.delete(&r).map_err(fail)?;
+            }
+            Op::PutCheckpoint {
+                id,
+                checkpoint,
+                record,
+            } => {
+                store_of(tx, idb::CHECKPOINTS)?
+                    .put_with_key(&record.into(), &Array::of2(&id.into(), &checkpoint.into()))
+                    .map_err(fail)?;
+            }
+            Op::DeleteCheckpoint { id, checkpoint } => {
+                store_of(tx, idb::CHECKPOINTS)?
+                    .delete(&Array::of2(&id.into(), &checkpoint.into()))
+                    .map_err(fail)?;
+            }
+            Op::DeleteCheckpoints { id } => {
+                store_of(tx, idb::CHECKPOINTS)?
+                    .delete(&session_range(&id)?.into())
+                    .map_err(fail)?;
+            }
+            Op::DeleteEvents { id } => {
+                let log = format!("{EVENTS_PREFIX}{id}");
+                let r = bound(&idb::key(&log, 0.0), &idb::key(&log, MAX_KEY))?;
+                store_of(tx, idb::EVENTS)?.delete(&r).map_err(fail)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Storage for IdbStorage {
+    async fn session_records(&self) -> Result<Vec<String>> {
+        let tx = idb::begin_on(&self.db, &[idb::SESSIONS], "readonly", false)?;
+        let req = store_of(&tx, idb::SESSIONS)?
+            .get_all()
+            .map_err(|e| idb::idb_error(&e, "cannot list sessions"))?;
+        strings(idb::request(&req).await?, "sessions")
+    }
+
+    async fn session_record(&self, id: &str) -> Result<Option<String>> {
+        let v = self.get(idb::SESSIONS, &id.into()).await?;
+        if v.is_undefined() {
+            return Ok(None);
+        }
+        v.as_string().map(Some).ok_or_else(|| {
+            Error::corrupted(format!("the record of session {id:?} is not JSON text"))
+        })
+    }
+
+    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>> {
+        // One read-only transaction: both requests see the same state.
+        let tx = idb::begin_on(&self.db, &[idb::SESSIONS, idb::CHUNKS], "readonly", false)?;
+        let fail = |e: JsValue| idb::idb_error(&e, "cannot read");
+        let rec = store_of(&tx, idb::SESSIONS)?
+            .get(&id.into())
+            .map_err(fail)?;
+        let r = bound(&key3(id, part, 0.0), &key3(id, part, MAX_KEY))?;
+        let all = store_of(&tx, idb::CHUNKS)?
+            .get_all_with_key(&r)
+            .map_err(fail)?;
+        let rec = idb::request(&rec).await?;
+        let all = idb::request(&all).await?;
+        if rec.is_undefined() {
+            return Ok(None);
+        }
+        let text = rec.as_string().ok_or_else(|| {
+            Error::corrupted(format!("the record of session {id:?} is not JSON text"))
+        })?;
+        Ok(Some((text, chunk_bytes(all, id)?)))
+    }
+
+    async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>> {
+        if to <= from {
+            return Ok(Vec::new());
+        }
+        let r = bound(
+            &key3(id, part, f64::from(from)),
+            &key3(id, part, f64::from(to - 1)),
+        )?;
+        let v: Array = self
+            .get_all(idb::CHUNKS, &r)
+            .await?
+            .dyn_into()
+            .map_err(|_| Error::corrupted("chunks: not a list"))?;
+        if v.length() != to - from {
+            return Err(Error::corrupted(format!(
+                "session {id:?}: {} of its {} {} chunks {from}..{to} are stored",
+                v.length(),
+                to - from,
+                part.name()
+            )));
+        }
+        chunk_bytes(v.into(), id)
+    }
+
+    async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {
+        let v = self
+            .get_all(idb::CHECKPOINTS, &session_range(id)?.into())
+            .await?;
+        strings(v, "checkpoints")
+    }
+
+    async fn commit(&self, commit: Commit) -> Result<()> {
+        let signal = self.signal.borrow().clone();
+        if signal.as_ref().is_some_and(aborted) {
+            return Err(aborted_error());
+        }
+        let tx = idb::begin_on(&self.db, &idb::STORES, "readwrite", true)?;
+        // Settles with the transaction whatever happens below.
+        let done = idb::transaction(&tx);
+        let run = async {
+            if let Some((id, _)) = &commit.guard {
+                let req = store_of(&tx, idb::SESSIONS)?
+                    .get(&id.into())
+                    .map_err(|e| idb::idb_error(&e, "cannot read"))?;
+                let cur = idb::request(&req).await?.as_string();
+                check_guard(&commit.guard, cur.as_deref())?;
+            }
+            let total: usize = commit
+                .ops
+                .iter()
+                .map(|o| match o {
+                    Op::PutChunk { bytes, .. } => bytes.len(),
+                    _ => 0,
+                })
+                .sum();
+            let written = Rc::new(RefCell::new((0.0, total as f64)));
+            for op in commit.ops {
+                self.issue(&tx, op, &written)?;
+            }
+            Ok::<(), Error>(())
+        };
+        // The signal aborts the transaction while it runs.
+        let on_abort = signal.as_ref().map(|s| {
+            let t = tx.clone();
+            let f = Closure::<dyn FnMut()>::new(move || {
+                let _ = t.abort();
+            });
+            let add: Option<Function> = Reflect::get(s, &"addEventListener".into())
+                .ok()
+                .and_then(|f| f.dyn_into().ok());
+            if let Some(add) = &add {
+                let _ = add.call2(s, &"abort".into(), f.as_ref());
+            }
+            (s.clone(), f)
+        });
+        let issued = run.await;
+        if issued.is_err() {
+            let _ = tx.abort();
+        }
+        let settled = done.await;
+        if let Some((s, f)) = on_abort {
+            if let Ok(rm) = Reflect::get(&s, &"removeEventListener".into())
+                .and_then(|f| f.dyn_into::<Function>())
+            {
+                let _ = rm.call2(&s, &"abort".into(), f.as_ref());
+            }
+            drop(f);
+        }
+        issued?;
+        match settled {
+            Err(_) if signal.as_ref().is_some_and(aborted) => Err(aborted_error()),
+            other => other,
+        }
+    }
+}
+
+type IdbStore = Store<IdbStorage>;
+
+/// Sessions in one IndexedDB database.
+#[wasm_bindgen]
+pub struct NativeStore {
+    inner: Rc<IdbStore>,
+}
+
+fn seed() -> u64 {
+    (js_sys::Math::random() * 9_007_199_254_740_991.0) as u64 ^ (js_sys::Date::now() as u64) << 11
+}
+
+fn json_value<T: serde::Serialize>(v: &T) -> std::result::Result<JsValue, JsValue> {
+    Ok(JsValue::from_str(&to_json_text(v).map_err(jerr)?))
+}
+
+#[wasm_bindgen]
+impl NativeStore {
+    /// Opens (creating or upgrading) database `dbName`.
+    pub fn open(db_name: String) -> Promise {
+        future_to_promise(async move {
+            let db = idb::open(&db_name).await.map_err(jerr)?;
+            let storage = IdbStorage {
+                db,
+                progress: RefCell::new(None),
+                signal: RefCell::new(None),
+            };
+            Ok(NativeStore {
+                inner: Rc::new(Store::new(storage, seed())),
+            }
+            .into())
+        })
+    }
+
+    /// Imports a session file's bytes as one transaction. `opts` is
+    /// `{id?, format?, source?, name?}` as JSON; resolves to `{info, summary}` JSON.
+    #[wasm_bindgen(js_name = importSession)]
+    pub fn import_session(
+        &self,
+        bytes: Vec<u8>,
+        opts: Option<String>,
+        new_id: String,
+        now_ms: f64,
+        signal: JsValue,
+        on_progress: Option<Function>,
+    ) -> std::result::Result<Promise, JsError> {
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Opts {
+            id: Option<String>,
+            format: Option<String>,
+            source: Option<String>,
+            name: Option<String>,
+        }
+        let o: Opts = options_from_json(opts.as_deref()).map_err(err)?;
+        let format = o
+            .format
+            .as_deref()
+            .map(ImportFormat::parse)
+            .transpose()
+            .map_err(err)?;
+        let io = ImportOptions {
+            id: o.id,
+            new_id,
+            format,
+            source: o.source,
+            name: o.name,
+            now_ms: now_ms as i64,
+        };
+        let inner = self.inner.clone();
+        Ok(future_to_promise(async move {
+            let st = inner.storage();
+            *st.signal.borrow_mut() =
+                (!signal.is_undefined() && !signal.is_null()).then_some(signal);
+            *st.progress.borrow_mut() = on_progress;
+            let out = inner.import(bytes, &io).await;
+            *st.signal.borrow_mut() = None;
+            *st.progress.borrow_mut() = None;
+            let (info, summary) = out.map_err(jerr)?;
+            json_value(&serde_json::json!({ "info": info, "summary": summary }))
+        }))
+    }
+
+    /// Every session's facts (StoredSessionInfo[] JSON), most recently changed first.
+    #[wasm_bindgen(js_name = listJson)]
+    pub fn list_json(&self) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move { json_value(&inner.list().await.map_err(jerr)?) })
+    }
+
+    /// One session's facts (JSON).
+    #[wasm_bindgen(js_name = infoJson)]
+    pub fn info_json(&self, id: String) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move { json_value(&inner.info(&id).await.map_err(jerr)?) })
+    }
+
+    /// Loads a session whole (`opts`: LoadOptions JSON).
+    #[wasm_bindgen(js_name = loadSession)]
+    pub fn load_session(&self, id: String, opts: Option<String>) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let o = options_from_json::<LoadOptions>(opts.as_deref()).map_err(jerr)?;
+            let s = inner.load(&id, &o).await.map_err(jerr)?;
+            Ok(NativeSession::from_core(s).into())
+        })
+    }
+
+    /// Loads the context from the current leaf reading only what it needs
+    /// (`opts`: LazyOptions JSON).
+    #[wasm_bindgen(js_name = loadLazy)]
+    pub fn load_lazy(&self, id: String, opts: Option<String>) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let o = options_from_json::<LazyOptions>(opts.as_deref()).map_err(jerr)?;
+            let lazy = inner.load_lazy(&id, o).await.map_err(jerr)?;
+            Ok(NativeStoredLazy {
+                store: inner,
+                lazy: Rc::new(RefCell::new(Some(lazy))),
+            }
+            .into())
+        })
+    }
+
+    /// Appends an entry (JSON); resolves to its id once committed.
+    #[wasm_bindgen(js_name = appendEntry)]
+    pub fn append_entry(&self, id: String, entry: String, now_ms: f64) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let e = inner
+                .append(&id, &entry, now_ms as i64)
+                .await
+                .map_err(jerr)?;
+            Ok(JsValue::from_str(&e))
+        })
+    }
+
+    /// Moves the current leaf (`null`: before the first entry).
+    #[wasm_bindgen(js_name = moveLeaf)]
+    pub fn move_leaf(&self, id: String, target: Option<String>, now_ms: f64) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            inner
+                .move_leaf(&id, target.as_deref(), now_ms as i64)
+                .await
+                .map_err(jerr)?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Sets or clears an entry's label.
+    #[wasm_bindgen(js_name = setLabel)]
+    pub fn set_label(
+        &self,
+        id: String,
+        target: String,
+        label: Option<String>,
+        now_ms: f64,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            inner
+                .set_label(&id, &target, label.as_deref(), now_ms as i64)
+                .await
+                .map_err(jerr)?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// A new session `newId` with the path to `entryId`; resolves to its facts (JSON).
+    pub fn fork(&self, id: String, entry_id: String, new_id: String, now_ms: f64) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            json_value(
+                &inner
+                    .fork(&id, &entry_id, &new_id, now_ms as i64)
+                    .await
+                    .map_err(jerr)?,
+            )
+        })
+    }
+
+    /// The session as a file (`original`: the imported bytes while unchanged).
+    #[wasm_bindgen(js_name = exportBytes)]
+    pub fn export_bytes(&self, id: String, original: bool) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let b = inner.export(&id, original).await.map_err(jerr)?;
+            Ok(Uint8Array::from(b.as_slice()).into())
+        })
+    }
+
+    /// Removes a session with its chunks, checkpoints and event log.
+    #[wasm_bindgen(js_name = deleteSession)]
+    pub fn delete_session(&self, id: String) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            inner.delete(&id).await.map_err(jerr)?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Saves a checkpoint; resolves to it (JSON).
+    #[wasm_bindgen(js_name = saveCheckpoint)]
+    pub fn save_checkpoint(
+        &self,
+        id: String,
+        checkpoint_id: String,
+        label: Option<String>,
+        entry_id: Option<String>,
+        event_seq: Option<f64>,
+        now_ms: f64,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            json_value(
+                &inner
+                    .save_checkpoint(
+                        &id,
+                        &checkpoint_id,
+                        label,
+                        entry_id,
+                        event_seq.map(|s| s as u64),
+                        now_ms as i64,
+                    )
+                    .await
+                    .map_err(jerr)?,
+            )
+        })
+    }
+
+    /// A session's checkpoints (JSON), oldest first.
+    #[wasm_bindgen(js_name = checkpointsJson)]
+    pub fn checkpoints_json(&self, id: String) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move { json_value(&inner.checkpoints(&id).await.map_err(jerr)?) })
+    }
+
+    /// Moves the leaf to a checkpoint's entry; resolves to the checkpoint (JSON).
+    #[wasm_bindgen(js_name = restoreCheckpoint)]
+    pub fn restore_checkpoint(&self, id: String, checkpoint_id: String, now_ms: f64) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            json_value(
+                &inner
+                    .restore_checkpoint(&id, &checkpoint_id, now_ms as i64)
+                    .await
+                    .map_err(jerr)?,
+            )
+        })
+    }
+
+    /// Removes a checkpoint.
+    #[wasm_bindgen(js_name = deleteCheckpoint)]
+    pub fn delete_checkpoint(&self, id: String, checkpoint_id: String) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            inner
+                .delete_checkpoint(&id, &checkpoint_id)
+                .await
+                .map_err(jerr)?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Closes the database connection.
+    pub fn close(&self) {
+        self.inner.storage().db.close();
+    }
+}
+
+/// A stored session opened lazily.
+#[wasm_bindgen]
+pub struct NativeStoredLazy {
+    store: Rc<IdbStore>,
+    lazy: Rc<RefCell<Option<StoredLazy>>>,
+}
+
+impl NativeStoredLazy {
+    fn with<T>(&self, f: impl FnOnce(&StoredLazy) -> Result<T>) -> Result<T> {
+        match self.lazy.borrow().as_ref() {
+            Some(l) => f(l),
+            None => Err(Error::invalid_input(
+                "a loadMoreHistory call on this session is still running",
+            )),
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl NativeStoredLazy {
+    /// The context from the current leaf as JSON.
+    #[wasm_bindgen(js_name = contextJson)]
+    pub fn context_json(&self, llm: bool) -> std::result::Result<String, JsError> {
+        self.with(|l| l.loader.context_json(llm)).map_err(err)
+    }
+
+    /// LazyMetadata as JSON.
+    #[wasm_bindgen(js_name = metadataJson)]
+    pub fn metadata_json(&self) -> std::result::Result<String, JsError> {
+        self.with(|l| to_json_text(&l.loader.metadata(l.hint_written)?))
+            .map_err(err)
+    }
+
+    /// The session's stored facts as JSON.
+    #[wasm_bindgen(js_name = infoJson)]
+    pub fn info_json(&self) -> std::result::Result<String, JsError> {
+        self.with(|l| to_json_text(l.info())).map_err(err)
+    }
+
+    /// Loads up to `n` older messages; resolves to a JSON array.
+    #[wasm_bindgen(js_name = loadMoreHistory)]
+    pub fn load_more_history(&self, n: u32) -> std::result::Result<Promise, JsError> {
+        let mut lazy = self.lazy.borrow_mut().take().ok_or_else(|| {
+            err(Error::invalid_input(
+                "a loadMoreHistory call on this session is still running",
+            ))
+        })?;
+        let store = self.store.clone();
+        let slot = self.lazy.clone();
+        Ok(future_to_promise(async move {
+            let out = store.more_history(&mut lazy, n as usize).await;
+            // Hands the state back, whatever the outcome.
+            *slot.borrow_mut() = Some(lazy);
+            Ok(JsValue::from_str(&out.map_err(jerr)?))
+        }))
+    }
+}

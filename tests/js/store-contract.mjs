@@ -1,0 +1,297 @@
+// The IndexedDbStore contract: one list of cases run in Node against
+// fake-indexeddb (tests/js/store.test.mjs) and in Chromium against the real
+// IndexedDB (tests/browser/store.html). No Node or browser API here: the
+// runner passes what differs in `ctx`:
+//   web      the forkpoint-web module
+//   db()     a fresh database name
+//   bytes(p) a fixture's bytes ('branches.jsonl', 'real/NAME')
+//   assert   { ok, equal, deepEqual, rejectsCode }
+
+const REAL = [
+  'real/badlogic-pi-mono_large-session.jsonl',
+  'real/mattpocock-sandcastle_resumed-session.jsonl',
+  'real/marot-spotter_subagent.jsonl',
+  'real/marot-spotter_tool_heavy.jsonl',
+];
+
+const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+const blobBytes = async (blob) => new Uint8Array(await blob.arrayBuffer());
+
+/** A pi v3 session of `n` turns of about `size` bytes each (several chunks when large). */
+export function bigSession(n, size, id = 'big-session-1') {
+  const lines = [JSON.stringify({ type: 'session', version: 3, id, timestamp: '2026-01-01T00:00:00.000Z', cwd: '/w' })];
+  let parent = null;
+  const pad = 'x'.repeat(size);
+  for (let i = 0; i < n; i++) {
+    const eid = i.toString(16).padStart(8, '0');
+    const role = i % 2 ? 'assistant' : 'user';
+    lines.push(
+      JSON.stringify({
+        type: 'message',
+        id: eid,
+        parentId: parent,
+        timestamp: '2026-01-01T00:00:01.000Z',
+        message: { role, content: [{ type: 'text', text: `${i} ${pad}` }], timestamp: 1 },
+      }),
+    );
+    parent = eid;
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** What a session's shape is, for comparisons. */
+function shape(s) {
+  const b = s.getBranch();
+  return {
+    entries: s.entryCount,
+    leaf: s.leafId,
+    leaves: b.getLeaves().map((n) => n.id),
+    branchPoints: b.getBranchPoints().map((n) => n.id),
+    runs: b.getTree().length,
+    context: JSON.stringify(s.getContext()),
+  };
+}
+
+export const cases = [
+  {
+    name: 'pi files: import, list, load whole and lazily, export the same bytes',
+    async run({ web, db, bytes, assert }) {
+      const store = await web.IndexedDbStore.open(db());
+      for (const name of ['branches.jsonl', 'compactions.jsonl', 'leaf-moves.jsonl', 'v3-basic.jsonl']) {
+        const b = await bytes(name);
+        const info = await store.importSession(b);
+        const ref = web.Session.fromJsonl(b);
+        const m = ref.getMetadata();
+        assert.equal(info.id, m.sessionId, `${name}: keyed by the header's id`);
+        assert.deepEqual([info.entryCount, info.messageCount, info.leafId], [m.entryCount, m.messageCount, m.leafId], name);
+        assert.deepEqual([info.format, info.version, info.changed, info.sourceBytes], ['pi', 3, false, 0], name);
+        const s = await store.loadSession(info.id);
+        assert.deepEqual(shape(s), shape(ref), `${name}: loaded = Session.fromJsonl`);
+        const lazy = await store.loadSession(info.id, { lazy: true });
+        assert.equal(JSON.stringify(lazy.getContext()), JSON.stringify(ref.getContext()), `${name}: lazy context`);
+        assert.ok(sameBytes(await blobBytes(await store.exportSession(info.id)), b), `${name}: export is byte-identical`);
+      }
+      const list = await store.listSessions();
+      assert.equal(list.length, 4);
+      await store.close();
+    },
+  },
+  {
+    name: 'real files (pi v1, pi v3, Claude Code): export gives the imported bytes; the stored session is pi v3',
+    async run({ web, db, bytes, assert }) {
+      const store = await web.IndexedDbStore.open(db());
+      for (const name of REAL) {
+        const b = await bytes(name);
+        const info = await store.importSession(new Blob([b]), { name });
+        const ref = await web.importSession(b, { id: info.id });
+        assert.equal(info.entryCount, ref.summary.entries, name);
+        assert.equal(info.format, ref.summary.format, name);
+        const s = await store.loadSession(info.id);
+        assert.equal(s.getHeader().version, 3, name);
+        assert.deepEqual(shape(s), shape(ref.session), `${name}: the same tree and context as importSession`);
+        assert.ok(sameBytes(await blobBytes(await store.exportSession(info.id)), b), `${name}: export is byte-identical`);
+        const pi = await blobBytes(await store.exportSession(info.id, { format: 'pi' }));
+        assert.equal(web.Session.fromJsonl(pi).entryCount, info.entryCount, name);
+      }
+      await store.close();
+    },
+  },
+  {
+    name: 'bad input: a clear code, nothing stored, nothing lost',
+    async run({ web, db, bytes, assert }) {
+      const store = await web.IndexedDbStore.open(db());
+      const kept = await store.importSession(await bytes('branches.jsonl'));
+      const e = await assert.rejectsCode(store.importSession(await bytes('corrupt-middle.jsonl')), 'CORRUPTED_DATA');
+      assert.ok(e.line > 1, `line ${e.line}`);
+      await assert.rejectsCode(store.importSession(await bytes('not-sessions/binary.jsonl')), 'UNSUPPORTED_FORMAT');
+      await assert.rejectsCode(store.importSession('not json at all\n'), 'UNSUPPORTED_FORMAT');
+      await assert.rejectsCode(store.importSession(await bytes('branches.jsonl')), 'INVALID_ID');
+      await assert.rejectsCode(store.importSession(await bytes('compactions.jsonl'), { id: '../x' }), 'INVALID_ID');
+      await assert.rejectsCode(store.importSession(await bytes('compactions.jsonl'), { format: 'nope' }), 'INVALID_INPUT');
+      await assert.rejectsCode(store.loadSession('missing'), 'NOT_FOUND');
+      await assert.rejectsCode(store.loadSession('missing', { lazy: true }), 'NOT_FOUND');
+      await assert.rejectsCode(store.deleteSession('missing'), 'NOT_FOUND');
+      await assert.rejectsCode(store.appendEntry(kept.id, { type: 'message', parentId: 'nope', message: { role: 'user', content: 'x' } }), 'NOT_FOUND');
+      await assert.rejectsCode(store.appendEntry(kept.id, { noType: 1 }), 'INVALID_INPUT');
+      await assert.rejectsCode(store.moveLeaf(kept.id, 'nope'), 'NOT_FOUND');
+      const list = await store.listSessions();
+      assert.deepEqual(
+        list.map((i) => [i.id, i.entryCount, i.changed]),
+        [[kept.id, kept.entryCount, false]],
+      );
+      assert.ok(sameBytes(await blobBytes(await store.exportSession(kept.id)), await bytes('branches.jsonl')));
+      await store.close();
+    },
+  },
+  {
+    name: 'an aborted import (before, while reading, while writing) leaves nothing',
+    async run({ web, db, assert }) {
+      const store = await web.IndexedDbStore.open(db());
+      const text = bigSession(2400, 1500); // ~4 MiB: several chunks
+      const before = new AbortController();
+      before.abort();
+      await assert.rejectsCode(store.importSession(text, { signal: before.signal }), 'ABORTED');
+      const phases = [];
+      const mid = new AbortController();
+      const e = await assert.rejectsCode(
+        store.importSession(new Blob([text]), {
+          signal: mid.signal,
+          onProgress: (p) => {
+            phases.push(p.phase);
+            if (p.phase === 'write' && p.bytes < p.total) mid.abort();
+          },
+        }),
+        'ABORTED',
+      );
+      assert.ok(phases.includes('read') && phases.includes('write'), phases.join());
+      assert.ok(/nothing/.test(e.message), e.message);
+      assert.equal((await store.listSessions()).length, 0);
+      await assert.rejectsCode(store.loadSession('big-session-1'), 'NOT_FOUND');
+      // The same import without abort lands whole.
+      const info = await store.importSession(new Blob([text]));
+      assert.equal(info.entryCount, 2400);
+      assert.equal((await store.loadSession(info.id)).entryCount, 2400);
+      await store.close();
+    },
+  },
+  {
+    name: 'appendEntry, moveLeaf, setLabel, fork, delete; everything survives reopening',
+    async run({ web, db, bytes, assert }) {
+      const name = db();
+      let store = await web.IndexedDbStore.open(name);
+      const b = await bytes('branches.jsonl');
+      const info = await store.importSession(b);
+      const ref = web.Session.fromJsonl(b);
+      const other = ref.getBranch().getLeaves().find((l) => l.id !== ref.leafId);
+      await store.moveLeaf(info.id, other.id);
+      let s = await store.loadSession(info.id);
+      assert.equal(JSON.stringify(s.getContext()), JSON.stringify(ref.getContext(other.id)), 'context after moveLeaf');
+      const added = await Promise.all([
+        store.appendEntry(info.id, { type: 'message', message: { role: 'user', content: [{ type: 'text', text: 'one' }], timestamp: 1 } }),
+        store.appendEntry(info.id, { type: 'message', message: { role: 'assistant', content: [{ type: 'text', text: 'two' }], timestamp: 2 } }),
+      ]);
+      await store.setLabel(info.id, added[0], 'first');
+      s = await store.loadSession(info.id);
+      assert.equal(s.getEntry(added[0]).parentId, other.id, 'appends chain from the moved leaf');
+      assert.equal(s.getEntry(added[1]).parentId, added[0], 'appends run in call order');
+      assert.equal(s.getBranch().getLabel(added[0]), 'first');
+      const now = await store.getSessionInfo(info.id);
+      assert.deepEqual([now.changed, now.entryCount], [true, info.entryCount + 4]);
+      const exported = await blobBytes(await store.exportSession(info.id));
+      assert.ok(sameBytes(exported.subarray(0, b.length), b), 'the export starts with the imported bytes');
+      const fork = await store.fork(info.id, added[0], { id: 'fork-1' });
+      assert.equal(fork.parentSession, info.id);
+      const f = await store.loadSession('fork-1');
+      assert.equal(f.entryCount, s.getBranch().getPath(added[0]).length);
+      assert.equal(JSON.stringify(f.getContext()), JSON.stringify(s.getContext(added[0])));
+      await store.close();
+
+      store = await web.IndexedDbStore.open(name);
+      assert.deepEqual((await store.listSessions()).map((i) => i.id).sort(), [info.id, 'fork-1'].sort(), 'after reopening');
+      assert.ok(sameBytes(await blobBytes(await store.exportSession(info.id)), exported));
+      await store.deleteSession(info.id);
+      assert.deepEqual((await store.listSessions()).map((i) => i.id), ['fork-1']);
+      await store.close();
+    },
+  },
+  {
+    name: 'lazy load of a large stored session: the same context; maxMessages pages history',
+    async run({ web, db, assert }) {
+      const store = await web.IndexedDbStore.open(db());
+      const text = bigSession(2400, 1500);
+      const info = await store.importSession(text);
+      for (let i = 0; i < 30; i++) {
+        await store.appendEntry(info.id, { type: 'message', message: { role: 'user', content: [{ type: 'text', text: 'more '.repeat(3000) }], timestamp: 3 } });
+      }
+      const full = await store.loadSession(info.id);
+      const lazy = await store.loadSession(info.id, { lazy: true });
+      assert.equal(JSON.stringify(lazy.getContext()), JSON.stringify(full.getContext()));
+      const cut = await store.loadSession(info.id, { lazy: true, maxMessages: 10 });
+      assert.equal(cut.getContext().length, 10);
+      const older = await cut.loadMoreHistory(25);
+      assert.equal(older.length, 25);
+      assert.equal(JSON.stringify(older), JSON.stringify(full.getContext().slice(-35, -10)));
+      await store.close();
+    },
+  },
+  {
+    name: 'events and checkpoints per session',
+    async run({ web, db, bytes, assert }) {
+      const store = await web.IndexedDbStore.open(db());
+      const info = await store.importSession(await bytes('branches.jsonl'));
+      const log = await store.events(info.id);
+      assert.ok((await store.events(info.id)) === log, 'one log per session and store');
+      await log.append({ channel: 'progress', type: 'text_chunk', delta: 'a' });
+      const bm = await log.append({ channel: 'progress', type: 'done' });
+      const cp = await store.saveCheckpoint(info.id, { label: 'before' });
+      assert.deepEqual([cp.entryId, cp.eventSeq, cp.label, cp.entryCount], [info.leafId, bm.seq, 'before', info.entryCount]);
+      const other = web.Session.fromJsonl(await bytes('branches.jsonl'))
+        .getBranch()
+        .getLeaves()
+        .find((l) => l.id !== info.leafId);
+      await store.moveLeaf(info.id, other.id);
+      await store.restoreCheckpoint(info.id, cp.id);
+      assert.equal((await store.getSessionInfo(info.id)).leafId, info.leafId);
+      assert.equal((await log.readSince(cp.eventSeq - 1)).length, 1);
+      assert.equal((await store.listCheckpoints(info.id)).length, 1);
+      await assert.rejectsCode(store.restoreCheckpoint(info.id, 'nope'), 'NOT_FOUND');
+      await store.deleteSession(info.id);
+      const again = await web.EventLog.openIndexedDb(store.dbName, `session:${info.id}`);
+      assert.equal(await again.lastBookmark(), null, 'deleting the session deleted its events');
+      await again.close();
+      await store.close();
+    },
+  },
+  {
+    name: 'two handles on one database never interleave their writes',
+    async run({ web, db, bytes, assert }) {
+      const name = db();
+      const a = await web.IndexedDbStore.open(name);
+      const b = await web.IndexedDbStore.open(name);
+      const info = await a.importSession(await bytes('compactions.jsonl'));
+      const entry = (t) => ({ type: 'custom', customType: t });
+      const x = await a.appendEntry(info.id, entry('a1'));
+      const y = await b.appendEntry(info.id, entry('b1'));
+      const z = await a.appendEntry(info.id, entry('a2'));
+      const [p, q] = await Promise.all([a.appendEntry(info.id, entry('a3')), b.appendEntry(info.id, entry('b2'))]);
+      const s = await b.loadSession(info.id);
+      assert.equal(s.getEntry(y).parentId, x);
+      assert.equal(s.getEntry(z).parentId, y);
+      const parents = [s.getEntry(p).parentId, s.getEntry(q).parentId];
+      assert.ok(parents.includes(z) && (parents.includes(p) || parents.includes(q)), `concurrent appends chain: ${parents}`);
+      assert.equal(s.entryCount, info.entryCount + 5);
+      await a.close();
+      await b.close();
+    },
+  },
+  {
+    name: 'schema: a version-1 database (events only) is upgraded with its events kept; an old tab blocks with BLOCKED',
+    async run({ web, db, assert, indexedDB }) {
+      const name = db();
+      const open1 = () =>
+        new Promise((resolve, reject) => {
+          const r = indexedDB.open(name, 1);
+          r.onupgradeneeded = () => r.result.createObjectStore('events');
+          r.onsuccess = () => resolve(r.result);
+          r.onerror = () => reject(r.error);
+        });
+      const old = await open1();
+      await new Promise((resolve, reject) => {
+        const tx = old.transaction('events', 'readwrite');
+        tx.objectStore('events').put(JSON.stringify({ seq: 1, timestamp: 1767225600000, channel: 'monitor', type: 'old' }), ['legacy', 1]);
+        tx.oncomplete = resolve;
+        tx.onerror = () => reject(tx.error);
+      });
+      // An "old tab" that ignores versionchange blocks the upgrade: an error, not a hang.
+      const e = await assert.rejectsCode(web.IndexedDbStore.open(name), 'BLOCKED');
+      assert.ok(/another tab/.test(e.message), e.message);
+      old.close();
+      const store = await web.IndexedDbStore.open(name);
+      assert.deepEqual(await store.listSessions(), []);
+      const log = await web.EventLog.openIndexedDb(name, 'legacy');
+      assert.equal((await log.lastBookmark())?.seq, 1, 'the version-1 event survived the upgrade');
+      await log.close();
+      await store.close();
+    },
+  },
+];
