@@ -5,12 +5,9 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { serve } from './server.mjs';
+import { CHROMIUM, CHROMIUM_ARGS } from './chromium.mjs';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
+export { CHROMIUM, CHROMIUM_ARGS };
 
 test('forkpoint-web loads sessions in Chromium', { skip: !existsSync(CHROMIUM) && 'Chromium is not installed' }, async () => {
   const server = await serve();
@@ -83,7 +80,7 @@ test('forkpoint-web event log over real IndexedDB survives a reload', { skip: !e
           req.onerror = () => reject(req.error);
         }),
     );
-    assert.deepEqual(raw.stores, ['events']);
+    assert.deepEqual(raw.stores, ['checkpoints', 'chunks', 'events', 'sessions']);
     assert.equal(raw.n, 80);
     assert.match(raw.first, /^\{"seq":1,"timestamp":\d+,"channel":"progress","type":"text_chunk"/);
   } finally {

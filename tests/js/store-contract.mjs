@@ -17,11 +17,15 @@ const REAL = [
 const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 const blobBytes = async (blob) => new Uint8Array(await blob.arrayBuffer());
 
-/** A pi v3 session of `n` turns of about `size` bytes each (several chunks when large). */
-export function bigSession(n, size, id = 'big-session-1') {
+/**
+ * A pi v3 session of `n` turns of about `size` bytes each (several chunks when
+ * large). `random`: text that does not compress (for quota tests).
+ */
+export function bigSession(n, size, id = 'big-session-1', random = false) {
   const lines = [JSON.stringify({ type: 'session', version: 3, id, timestamp: '2026-01-01T00:00:00.000Z', cwd: '/w' })];
   let parent = null;
   const pad = 'x'.repeat(size);
+  const noise = () => Array.from(globalThis.crypto.getRandomValues(new Uint8Array(size / 2)), (b) => b.toString(16).padStart(2, '0')).join('');
   for (let i = 0; i < n; i++) {
     const eid = i.toString(16).padStart(8, '0');
     const role = i % 2 ? 'assistant' : 'user';
@@ -31,7 +35,7 @@ export function bigSession(n, size, id = 'big-session-1') {
         id: eid,
         parentId: parent,
         timestamp: '2026-01-01T00:00:01.000Z',
-        message: { role, content: [{ type: 'text', text: `${i} ${pad}` }], timestamp: 1 },
+        message: { role, content: [{ type: 'text', text: `${i} ${random ? noise() : pad}` }], timestamp: 1 },
       }),
     );
     parent = eid;
