@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds what the benchmark runs (Node addon, wasm, native
 # example), then runs bench/bench.mjs (sessions), bench/events.mjs (event logs) and
-# bench/agent.mjs (a 1,000-step agent) and bench/normalize.mjs (provider conversion).
+# bench/agent.mjs (a 1,000-step agent), bench/normalize.mjs (provider conversion) and
+# bench/store.mjs (IndexedDB sessions in Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -10,3 +11,4 @@ node bench/bench.mjs "$@"
 node bench/events.mjs
 node bench/agent.mjs
 node bench/normalize.mjs
+node bench/store.mjs
