@@ -98,3 +98,27 @@ export async function conversionApi(path: string): Promise<void> {
   const wm = await web.SessionMigrator.migrate('', 'anthropic', 'google');
   void [w, ws.session.getBranch(), ws.summary.entries, wm.text];
 }
+
+// The browser store: overloads give a Session or a LazySession.
+export async function browserStore(file: File): Promise<void> {
+  const store: web.IndexedDbStore = await web.IndexedDbStore.open('db');
+  const info: web.StoredSessionInfo = await store.importSession(file, {
+    format: 'auto',
+    signal: new AbortController().signal,
+    onProgress: (p) => void [p.phase, p.bytes, p.total],
+  });
+  const list: web.StoredSessionInfo[] = await store.listSessions();
+  const full: web.Session = await store.loadSession(info.id);
+  const lazy: web.LazySession = await store.loadSession(info.id, { lazy: true, maxMessages: 20 });
+  const more: web.AgentMessage[] = await lazy.loadMoreHistory(10);
+  const id: string = await store.appendEntry(info.id, { type: 'custom', customType: 'note' });
+  await store.moveLeaf(info.id, id);
+  const fork: web.StoredSessionInfo = await store.fork(info.id, id);
+  const blob: Blob = await store.exportSession(info.id, { format: 'pi' });
+  const log: web.EventLog = await store.events(info.id);
+  const cp: web.Checkpoint = await store.saveCheckpoint(info.id, { label: 'x' });
+  const cps: web.Checkpoint[] = await store.listCheckpoints(info.id);
+  await store.deleteSession(fork.id);
+  await store.close();
+  void [list, full.getBranch().getTree(), more, blob, log, cp, cps];
+}
