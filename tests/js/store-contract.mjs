@@ -269,7 +269,7 @@ export const cases = [
     },
   },
   {
-    name: 'schema: a version-1 database (events only) is upgraded with its events kept; an old tab blocks with BLOCKED',
+    name: 'schema: a version-1 database (events only) is upgraded with its events kept; an old tab blocks with BLOCKED; a newer version closes us (CLOSED) and is refused (UNSUPPORTED_FORMAT)',
     async run({ web, db, assert, indexedDB }) {
       const name = db();
       const open1 = () =>
@@ -295,7 +295,17 @@ export const cases = [
       const log = await web.EventLog.openIndexedDb(name, 'legacy');
       assert.equal((await log.lastBookmark())?.seq, 1, 'the version-1 event survived the upgrade');
       await log.close();
-      await store.close();
+      // A newer version opened elsewhere: this connection lets go (no block),
+      // later calls fail with CLOSED, and this build refuses the newer schema.
+      const newer = await new Promise((resolve, reject) => {
+        const r = indexedDB.open(name, 3);
+        r.onsuccess = () => resolve(r.result);
+        r.onerror = () => reject(r.error);
+        setTimeout(() => reject(new Error('forkpoint kept the database from being upgraded')), 5000);
+      });
+      await assert.rejectsCode(store.listSessions(), 'CLOSED');
+      newer.close();
+      await assert.rejectsCode(web.IndexedDbStore.open(name), 'UNSUPPORTED_FORMAT');
     },
   },
 ];

@@ -26,6 +26,9 @@ pub const STORES: [&str; 4] = [EVENTS, SESSIONS, CHUNKS, CHECKPOINTS];
 
 type Handler = Closure<dyn FnMut(JsValue)>;
 
+/// How long an open may stay blocked by another tab before it fails with `BLOCKED`.
+const BLOCKED_GRACE_MS: f64 = 1500.0;
+
 /// Maps an IndexedDB error (a `DOMException`) to a forkpoint error.
 pub fn idb_error(e: &JsValue, what: &str) -> Error {
     let name = Reflect::get(e, &"name".into())
@@ -185,22 +188,55 @@ pub async fn open(name: &str) -> Result<IdbDatabase, Error> {
         }
     });
     req.set_onupgradeneeded(Some(upgrade.as_ref().unchecked_ref()));
-    let (r1, r2) = (req.clone(), req.clone());
-    let out = settle(
-        &req,
-        "success",
-        &["error", "blocked"],
-        move || r1.result().unwrap_or(JsValue::UNDEFINED),
-        move || {
-            r2.error().ok().flatten().map(JsValue::from).unwrap_or_else(|| {
+    // `blocked` is not final: Chromium fires it even when the other
+    // connections close in their `versionchange` handler a moment later. The
+    // open fails with BLOCKED only if it is still blocked after a grace period.
+    let mut handlers: Vec<Handler> = Vec::new();
+    let promise = Promise::new(&mut |resolve: Function, reject: Function| {
+        let r = req.clone();
+        let ok: Handler = Closure::new(move |_e: JsValue| {
+            let _ = resolve.call1(&JsValue::NULL, &r.result().unwrap_or(JsValue::UNDEFINED));
+        });
+        let r = req.clone();
+        let rj = reject.clone();
+        let fail: Handler = Closure::new(move |_e: JsValue| {
+            let e = r
+                .error()
+                .ok()
+                .flatten()
+                .map(JsValue::from)
+                .unwrap_or(JsValue::UNDEFINED);
+            let _ = rj.call1(&JsValue::NULL, &e);
+        });
+        let blocked: Handler = Closure::new(move |_e: JsValue| {
+            let rj = reject.clone();
+            let later = Closure::once_into_js(move || {
                 let o = js_sys::Object::new();
                 let _ = Reflect::set(&o, &"name".into(), &"BlockedError".into());
-                let _ = Reflect::set(&o, &"message".into(), &"another tab holds an older version of this database open; close it and retry".into());
-                o.into()
-            })
-        },
-    )
-    .await;
+                let _ = Reflect::set(
+                    &o,
+                    &"message".into(),
+                    &"another tab holds an older version of this database open; close it and retry"
+                        .into(),
+                );
+                let _ = rj.call1(&JsValue::NULL, &o);
+            });
+            if let Ok(set) = Reflect::get(&js_sys::global(), &"setTimeout".into())
+                .and_then(|f| f.dyn_into::<Function>())
+            {
+                let _ = set.call2(&JsValue::NULL, &later, &BLOCKED_GRACE_MS.into());
+            }
+        });
+        req.set_onsuccess(Some(ok.as_ref().unchecked_ref()));
+        req.set_onerror(Some(fail.as_ref().unchecked_ref()));
+        req.set_onblocked(Some(blocked.as_ref().unchecked_ref()));
+        handlers.extend([ok, fail, blocked]);
+    });
+    let out = JsFuture::from(promise).await;
+    req.set_onsuccess(None);
+    req.set_onerror(None);
+    req.set_onblocked(None);
+    drop(handlers);
     if out.is_err() {
         // A blocked open still completes once the other tab lets go: close
         // that connection then instead of holding it.
