@@ -312,15 +312,7 @@ impl<S: Storage> Store<S> {
     pub async fn list(&self) -> Result<Vec<StoredSessionInfo>> {
         let mut out = Vec::new();
         for t in self.storage.session_records().await? {
-            let id = serde_json::from_str::<serde_json::Value>(&t)
-                .ok()
-                .and_then(|v| {
-                    v.pointer("/info/id")
-                        .and_then(|x| x.as_str())
-                        .map(String::from)
-                })
-                .unwrap_or_default();
-            out.push(SessionRecord::parse(&t, &id)?.info);
+            out.push(SessionRecord::parse(&t, "(listed)")?.info);
         }
         out.sort_by(|a, b| b.modified_at.cmp(&a.modified_at).then(a.id.cmp(&b.id)));
         Ok(out)
@@ -346,7 +338,9 @@ impl<S: Storage> Store<S> {
         let load = LoadOptions::default();
         // A plain pi v3 file with a clean end is stored as it is; anything
         // else is stored as the importer's pi v3 text, the source kept beside it.
-        let convert = |src: Vec<u8>| -> Result<(Session, Option<Vec<u8>>, ImportSummary)> {
+        let convert = |src: Vec<u8>,
+                       version: u32|
+         -> Result<(Session, Option<Vec<u8>>, ImportSummary, u32)> {
             let (text, summary) = import_session(
                 &src,
                 format,
@@ -358,23 +352,22 @@ impl<S: Storage> Store<S> {
                 _ => e,
             })?;
             let s = Session::from_bytes(text.into_bytes(), &load, None)?;
-            Ok((s, Some(src), summary))
+            Ok((s, Some(src), summary, version))
         };
-        let (session, source, summary) =
+        let (session, source, summary, version) =
             if format == ImportFormat::Pi && !crate::gz::is_gzip(&bytes) {
                 let s = Session::from_bytes(bytes, &load, opts.source.clone())?;
                 let m = s.metadata();
-                if s.header().version == CURRENT_VERSION
-                    && m.torn_tail.is_none()
-                    && !m.missing_final_newline
-                {
+                let v = s.header().version;
+                if v == CURRENT_VERSION && m.torn_tail.is_none() && !m.missing_final_newline {
                     let summary = summary_of(&s, format);
-                    (s, None, summary)
+                    (s, None, summary, v)
                 } else {
-                    convert(s.original_bytes().to_vec())?
+                    convert(s.original_bytes().to_vec(), v)?
                 }
             } else {
-                convert(bytes)?
+                // Gzip: the version is read from the decompressed source below.
+                convert(bytes, 0)?
             };
         let id = match &opts.id {
             Some(id) => id.clone(),
@@ -393,7 +386,10 @@ impl<S: Storage> Store<S> {
                 .or_else(|| opts.source.clone()),
             source: opts.source.clone(),
             format: format.name().to_string(),
-            version: source_version(&session, source.as_deref(), format),
+            version: match (format, version) {
+                (ImportFormat::Pi, 0) => source_version(&session, source.as_deref()),
+                (_, v) => v,
+            },
             cwd: meta.cwd.clone(),
             created_at: meta.created_at.clone(),
             modified_at: now.clone(),
@@ -928,11 +924,8 @@ fn summary_of(s: &Session, format: ImportFormat) -> ImportSummary {
     }
 }
 
-/// The format version of what was imported (pi's header version; 0 for other formats).
-fn source_version(s: &Session, source: Option<&[u8]>, format: ImportFormat) -> u32 {
-    if format != ImportFormat::Pi {
-        return 0;
-    }
+/// The header version of an imported gzip pi file.
+fn source_version(s: &Session, source: Option<&[u8]>) -> u32 {
     match source {
         None => s.header().version,
         Some(src) => Session::from_bytes(src.to_vec(), &LoadOptions::default(), None)

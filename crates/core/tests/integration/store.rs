@@ -125,7 +125,7 @@ fn other_formats_keep_their_bytes_until_changed() {
         let mut o = opts("x");
         o.id = Some(format!("s{i}"));
         let (info, _) = run(st.import(b.clone(), &o)).unwrap();
-        assert_eq!(info.format, fmt);
+        assert_eq!((info.format.as_str(), info.version), (fmt, version));
         assert_eq!(info.source_bytes, b.len() as u64);
         assert_eq!(
             run(st.export(&info.id, true)).unwrap(),
