@@ -118,10 +118,8 @@ fn other_formats_keep_their_bytes_until_changed() {
     let v1 = real("badlogic-pi-mono_large-session.jsonl");
     let cc = real("marot-spotter_subagent.jsonl");
     let gz = bytes("branches.jsonl.gz");
-    for (i, (b, fmt)) in [(v1, "pi"), (cc, "claude-code"), (gz, "pi")]
-        .into_iter()
-        .enumerate()
-    {
+    let cases = [(v1, "pi", 1), (cc, "claude-code", 0), (gz, "pi", 3)];
+    for (i, (b, fmt, version)) in cases.into_iter().enumerate() {
         let mut o = opts("x");
         o.id = Some(format!("s{i}"));
         let (info, _) = run(st.import(b.clone(), &o)).unwrap();
