@@ -28,7 +28,7 @@ fi
 step "TypeScript API types" tsc -p tests/types
 step "JS contract suite (napi)" env FORKPOINT_BACKEND=napi node --test tests/js/
 step "JS contract suite (wasm)" env FORKPOINT_BACKEND=wasm node --test tests/js/contract.test.mjs tests/js/events.test.mjs tests/js/normalize.test.mjs tests/js/migrate.test.mjs
-step "browser (Chromium)" node --test tests/browser/
+step "browser (Chromium)" node --test --test-concurrency=1 tests/browser/
 step "reliability: 15 SIGKILLs of a busy agent, each followed by a crash resume and the checks" \
   node scripts/reliability.mjs --trials 15 --seed 42 --quiet
 printf '\n\033[1;32mall checks passed\033[0m\n' >&2

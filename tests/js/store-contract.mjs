@@ -109,7 +109,7 @@ export const cases = [
       assert.ok(e.line > 1, `line ${e.line}`);
       await assert.rejectsCode(store.importSession(await bytes('not-sessions/binary.jsonl')), 'UNSUPPORTED_FORMAT');
       await assert.rejectsCode(store.importSession('not json at all\n'), 'UNSUPPORTED_FORMAT');
-      await assert.rejectsCode(store.importSession(await bytes('branches.jsonl')), 'INVALID_ID');
+      await assert.rejectsCode(store.importSession(await bytes('branches.jsonl')), 'ALREADY_EXISTS');
       await assert.rejectsCode(store.importSession(await bytes('compactions.jsonl'), { id: '../x' }), 'INVALID_ID');
       await assert.rejectsCode(store.importSession(await bytes('compactions.jsonl'), { format: 'nope' }), 'INVALID_INPUT');
       await assert.rejectsCode(store.loadSession('missing'), 'NOT_FOUND');
@@ -167,7 +167,8 @@ export const cases = [
       const info = await store.importSession(b);
       const ref = web.Session.fromJsonl(b);
       const other = ref.getBranch().getLeaves().find((l) => l.id !== ref.leafId);
-      await store.moveLeaf(info.id, other.id);
+      const moved = await store.moveLeaf(info.id, other.id);
+      assert.deepEqual([moved.leafId, moved.changed, moved.entryCount], [other.id, true, info.entryCount + 1]);
       let s = await store.loadSession(info.id);
       assert.equal(JSON.stringify(s.getContext()), JSON.stringify(ref.getContext(other.id)), 'context after moveLeaf');
       const added = await Promise.all([

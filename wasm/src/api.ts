@@ -4,23 +4,22 @@
  * The same API runs in Node (`import('forkpoint-web')` picks the Node build).
  */
 import type {
-  AgentMessage,
   Checkpoint,
   EventLogOptions,
-  LazyMetadata,
   LazyOptions,
   LoadOptions,
-  SessionContext,
   StoredSessionInfo,
 } from '@forkpoint/types';
 import {
   SessionView,
+  LazyView,
   EventLog as SharedEventLog,
   ForkpointError,
   call,
   callAsync,
   createNormalizer,
   type NativeSessionLike,
+  type NativeLazyLike,
   type NativeEventLogLike,
   type NativeNormalizerLike,
   type Normalizer,
@@ -67,8 +66,8 @@ export interface NativeStoreLike {
   loadSession(id: string, opts: string | null): Promise<NativeSessionLike>;
   loadLazy(id: string, opts: string | null): Promise<NativeStoredLazyLike>;
   appendEntry(id: string, entry: string, nowMs: number): Promise<string>;
-  moveLeaf(id: string, target: string | null, nowMs: number): Promise<void>;
-  setLabel(id: string, target: string, label: string | null, nowMs: number): Promise<void>;
+  moveLeaf(id: string, target: string | null, nowMs: number): Promise<string>;
+  setLabel(id: string, target: string, label: string | null, nowMs: number): Promise<string>;
   fork(id: string, entryId: string, newId: string, nowMs: number): Promise<string>;
   exportBytes(id: string, original: boolean): Promise<Uint8Array>;
   deleteSession(id: string): Promise<void>;
@@ -80,11 +79,8 @@ export interface NativeStoreLike {
 }
 
 /** @internal */
-export interface NativeStoredLazyLike {
-  contextJson(llm: boolean): string;
-  metadataJson(): string;
+export interface NativeStoredLazyLike extends NativeLazyLike {
   infoJson(): string;
-  loadMoreHistory(n: number): Promise<string>;
 }
 
 let backend: WasmBackend | undefined;
@@ -261,33 +257,15 @@ export interface StoreImportOptions {
 }
 
 /** What `IndexedDbStore.loadSession(id, { lazy: true })` returns: the context from the current leaf, read from the stored tail. */
-export class LazySession {
+export class LazySession extends LazyView {
   /** @internal */
-  constructor(private readonly native: NativeStoredLazyLike) {}
-
-  /** The context from the current leaf: equal to a full load's unless `maxMessages` cuts it. */
-  getContext(): AgentMessage[] {
-    return this.getSessionContext().messages;
-  }
-
-  /** The context with the thinking level and model in force. */
-  getSessionContext(opts: { llm?: boolean } = {}): SessionContext {
-    return JSON.parse(call(() => this.native.contextJson(opts.llm ?? false))) as SessionContext;
-  }
-
-  /** Facts about the resume: how the tail was found, bytes read. */
-  getMetadata(): LazyMetadata {
-    return JSON.parse(call(() => this.native.metadataJson())) as LazyMetadata;
+  constructor(private readonly stored: NativeStoredLazyLike) {
+    super(stored);
   }
 
   /** The session's stored facts at the time it was opened. */
   get info(): StoredSessionInfo {
-    return JSON.parse(call(() => this.native.infoJson())) as StoredSessionInfo;
-  }
-
-  /** Up to `n` older messages (default 50), oldest first; `[]` when nothing older remains. */
-  async loadMoreHistory(n = 50): Promise<AgentMessage[]> {
-    return JSON.parse(await callAsync(() => this.native.loadMoreHistory(n))) as AgentMessage[];
+    return JSON.parse(call(() => this.stored.infoJson())) as StoredSessionInfo;
   }
 }
 
@@ -337,8 +315,8 @@ export class IndexedDbStore {
   /**
    * Imports a session file (text, bytes, or a `File`/`Blob` read in slices)
    * in one transaction: on any error — `CORRUPTED_DATA` (with `line`),
-   * `UNSUPPORTED_FORMAT`, `STORAGE_FULL`, `ABORTED`, `INVALID_ID` for an id
-   * already stored — nothing of it is stored.
+   * `UNSUPPORTED_FORMAT`, `STORAGE_FULL`, `ABORTED`, `ALREADY_EXISTS` for an
+   * id already stored, `INVALID_ID` — nothing of it is stored.
    */
   importSession(source: File | Blob | Uint8Array | string, opts: StoreImportOptions = {}): Promise<StoredSessionInfo> {
     return this.serial(async () => {
@@ -390,14 +368,17 @@ export class IndexedDbStore {
     return this.serial(() => this.native.appendEntry(id, JSON.stringify(entry), Date.now()));
   }
 
-  /** Moves the current leaf to `entryId` (`null`: before the first entry) with a stored `leaf` entry. */
-  moveLeaf(id: string, entryId: string | null): Promise<void> {
-    return this.serial(() => this.native.moveLeaf(id, entryId, Date.now()));
+  /**
+   * Moves the current leaf to `entryId` (`null`: before the first entry) with a
+   * stored `leaf` entry; resolves to the session's facts after the move.
+   */
+  moveLeaf(id: string, entryId: string | null): Promise<StoredSessionInfo> {
+    return this.serial(async () => JSON.parse(await this.native.moveLeaf(id, entryId, Date.now())) as StoredSessionInfo);
   }
 
-  /** Sets the label of an entry (`undefined` or `''` clears it). */
-  setLabel(id: string, entryId: string, label?: string): Promise<void> {
-    return this.serial(() => this.native.setLabel(id, entryId, label ? label : null, Date.now()));
+  /** Sets the label of an entry (`undefined` or `''` clears it); resolves to the session's facts. */
+  setLabel(id: string, entryId: string, label?: string): Promise<StoredSessionInfo> {
+    return this.serial(async () => JSON.parse(await this.native.setLabel(id, entryId, label ? label : null, Date.now())) as StoredSessionInfo);
   }
 
   /** A new session with the path from the root to `entryId`; its `parentSession` is `id`. */

@@ -58,6 +58,8 @@ pub enum ErrorCode {
     /// Another tab holds the database open at an older version and does not let
     /// it be upgraded; close that tab and retry.
     Blocked,
+    /// A session with this id is already in the store (import it with another `id`).
+    AlreadyExists,
 }
 
 impl ErrorCode {
@@ -85,6 +87,7 @@ impl ErrorCode {
             ErrorCode::Conflict => "CONFLICT",
             ErrorCode::Aborted => "ABORTED",
             ErrorCode::Blocked => "BLOCKED",
+            ErrorCode::AlreadyExists => "ALREADY_EXISTS",
         }
     }
 }

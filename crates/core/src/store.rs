@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorCode, Result};
 use crate::lazy::{LazyLoader, Step};
 use crate::load::CURRENT_VERSION;
-use crate::normalize::import::{ImportFormat, ImportSummary, detect, import_session};
+use crate::normalize::import::{ImportFormat, ImportSummary, detect, import_session, summary_of};
 use crate::session::Session;
 use crate::time;
 use crate::types::{Checkpoint, LazyOptions, LoadOptions, StoredSessionInfo};
@@ -90,7 +90,7 @@ pub enum Op {
 pub struct Commit {
     /// `(session, revision)`: the commit applies only if the session's record
     /// has this revision (`None`: only if there is no record). Otherwise it
-    /// fails with `CONFLICT` (or `INVALID_ID` when the session should not exist).
+    /// fails with `CONFLICT` (or `ALREADY_EXISTS` when the session should not exist).
     pub guard: Option<(String, Option<u64>)>,
     pub ops: Vec<Op>,
 }
@@ -629,15 +629,16 @@ impl<S: Storage> Store<S> {
         id: &str,
         now_ms: i64,
         f: impl Fn(&mut WriterCore) -> Result<T>,
-    ) -> Result<T> {
+    ) -> Result<(T, StoredSessionInfo)> {
         let mut tries = 0;
         loop {
             tries += 1;
             let mut o = self.open(id).await?;
             let out = f(&mut o.writer)?;
             let Some(batch) = o.writer.take_batch(None) else {
+                let info = o.record.info.clone();
                 self.open.borrow_mut().insert(id.to_string(), o);
-                return Ok(out);
+                return Ok((out, info));
             };
             let mut r = o.record.clone();
             let mut ops = Vec::new();
@@ -678,9 +679,10 @@ impl<S: Storage> Store<S> {
             match res {
                 Ok(()) => {
                     o.writer.committed(&batch);
+                    let info = r.info.clone();
                     o.record = r;
                     self.open.borrow_mut().insert(id.to_string(), o);
-                    return Ok(out);
+                    return Ok((out, info));
                 }
                 // The cached writer is dropped: it holds the line that was not stored.
                 Err(e) if e.code == ErrorCode::Conflict && tries < 2 => continue,
@@ -692,14 +694,24 @@ impl<S: Storage> Store<S> {
     /// Appends an entry (JSON object; `type` required, `id`, `parentId` and
     /// `timestamp` filled when absent). Returns its id once stored.
     pub async fn append(&self, id: &str, entry_json: &str, now_ms: i64) -> Result<String> {
-        self.change(id, now_ms, |w| w.append(entry_json, now_ms).map(|(i, _)| i))
-            .await
+        let (entry, _) = self
+            .change(id, now_ms, |w| w.append(entry_json, now_ms).map(|(i, _)| i))
+            .await?;
+        Ok(entry)
     }
 
-    /// Moves the current leaf to `target` (`None`: before the first entry).
-    pub async fn move_leaf(&self, id: &str, target: Option<&str>, now_ms: i64) -> Result<()> {
-        self.change(id, now_ms, |w| w.move_leaf(target, now_ms).map(|_| ()))
-            .await
+    /// Moves the current leaf to `target` (`None`: before the first entry);
+    /// returns the session's facts after the move.
+    pub async fn move_leaf(
+        &self,
+        id: &str,
+        target: Option<&str>,
+        now_ms: i64,
+    ) -> Result<StoredSessionInfo> {
+        let ((), info) = self
+            .change(id, now_ms, |w| w.move_leaf(target, now_ms).map(|_| ()))
+            .await?;
+        Ok(info)
     }
 
     /// Sets (or with `None` clears) an entry's label.
@@ -709,11 +721,13 @@ impl<S: Storage> Store<S> {
         target: &str,
         label: Option<&str>,
         now_ms: i64,
-    ) -> Result<()> {
-        self.change(id, now_ms, |w| {
-            w.append_label(target, label, now_ms).map(|_| ())
-        })
-        .await
+    ) -> Result<StoredSessionInfo> {
+        let ((), info) = self
+            .change(id, now_ms, |w| {
+                w.append_label(target, label, now_ms).map(|_| ())
+            })
+            .await?;
+        Ok(info)
     }
 
     /// A new session `new_id` holding the path from the root to `entry_id`,
@@ -904,26 +918,6 @@ impl StoredLazy {
     }
 }
 
-fn summary_of(s: &Session, format: ImportFormat) -> ImportSummary {
-    let meta = s.metadata();
-    ImportSummary {
-        format: format.name().to_string(),
-        entries: meta.entry_count,
-        messages: meta.message_count,
-        custom_entries: s
-            .entries()
-            .iter()
-            .filter(|e| e.kind == crate::entry::EntryKind::Custom)
-            .count() as u64,
-        skipped_lines: meta.skipped_lines,
-        leaf_id: meta.leaf_id,
-        orphans: 0,
-        broken_cycles: 0,
-        rechained_results: 0,
-        duplicate_ids: 0,
-    }
-}
-
 /// The header version of an imported gzip pi file.
 fn source_version(s: &Session, source: Option<&[u8]>) -> u32 {
     match source {
@@ -974,7 +968,7 @@ pub fn check_guard(guard: &Option<(String, Option<u64>)>, current: Option<&str>)
     match (want, current) {
         (None, None) => Ok(()),
         (None, Some(_)) => Err(Error::new(
-            ErrorCode::InvalidId,
+            ErrorCode::AlreadyExists,
             format!("a session with id {id:?} is already in the store"),
         )),
         (Some(_), None) => Err(Error::new(

@@ -455,20 +455,22 @@ impl NativeStore {
         })
     }
 
-    /// Moves the current leaf (`null`: before the first entry).
+    /// Moves the current leaf (`null`: before the first entry); resolves to
+    /// the session's facts (JSON).
     #[wasm_bindgen(js_name = moveLeaf)]
     pub fn move_leaf(&self, id: String, target: Option<String>, now_ms: f64) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            inner
-                .move_leaf(&id, target.as_deref(), now_ms as i64)
-                .await
-                .map_err(jerr)?;
-            Ok(JsValue::UNDEFINED)
+            json_value(
+                &inner
+                    .move_leaf(&id, target.as_deref(), now_ms as i64)
+                    .await
+                    .map_err(jerr)?,
+            )
         })
     }
 
-    /// Sets or clears an entry's label.
+    /// Sets or clears an entry's label; resolves to the session's facts (JSON).
     #[wasm_bindgen(js_name = setLabel)]
     pub fn set_label(
         &self,
@@ -479,11 +481,12 @@ impl NativeStore {
     ) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            inner
-                .set_label(&id, &target, label.as_deref(), now_ms as i64)
-                .await
-                .map_err(jerr)?;
-            Ok(JsValue::UNDEFINED)
+            json_value(
+                &inner
+                    .set_label(&id, &target, label.as_deref(), now_ms as i64)
+                    .await
+                    .map_err(jerr)?,
+            )
         })
     }
 

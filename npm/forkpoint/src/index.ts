@@ -8,18 +8,15 @@
  * ```
  */
 import type {
-  AgentMessage,
   AnySessionEntry,
   BatchInfo,
-  LazyMetadata,
   LazyOptions,
   LoadOptions,
-  SessionContext,
   SessionInfo,
   WriterOpenReport,
   WriterOptions,
 } from '@forkpoint/types';
-import { SessionView, call, callAsync } from '@forkpoint/shared';
+import { LazyView, SessionView, call, callAsync } from '@forkpoint/shared';
 import * as native from '../native/index.js';
 
 export { ForkpointError, EventBus } from '@forkpoint/shared';
@@ -102,38 +99,7 @@ export class IncrementalSessionLoader {
 }
 
 /** A session resumed from the tail of its file. */
-export class LazySession {
-  private readonly native: native.NativeLazySession;
-
-  /** @internal */
-  constructor(n: native.NativeLazySession) {
-    this.native = n;
-  }
-
-  /** The context from the current leaf: equal to a full load's unless `maxMessages` cuts it. */
-  getContext(): AgentMessage[] {
-    return this.getSessionContext().messages;
-  }
-
-  /** The context with the thinking level and model in force. */
-  getSessionContext(opts: { llm?: boolean } = {}): SessionContext {
-    return JSON.parse(call(() => this.native.contextJson(opts.llm ?? false))) as SessionContext;
-  }
-
-  /** Facts about the resume: how the tail was found, bytes read, counts when known. */
-  getMetadata(): LazyMetadata {
-    return JSON.parse(call(() => this.native.metadataJson())) as LazyMetadata;
-  }
-
-  /**
-   * Loads up to `n` older messages (default 50), oldest first: first the newest
-   * of those `maxMessages` cut from the context, then history from before the
-   * context (the compacted part). Returns `[]` when nothing older remains.
-   */
-  async loadMoreHistory(n = 50): Promise<AgentMessage[]> {
-    return JSON.parse(await callAsync(() => this.native.loadMoreHistory(n))) as AgentMessage[];
-  }
-}
+export class LazySession extends LazyView {}
 
 /**
  * Resumes a session from the tail of its file: cost grows with the part the

@@ -1,6 +1,6 @@
 export { ForkpointError, toForkpointError, call, callAsync } from './errors.js';
-export { SessionView } from './session.js';
-export type { NativeSessionLike, SessionBranch, ContextOptions } from './session.js';
+export { SessionView, LazyView } from './session.js';
+export type { NativeSessionLike, NativeLazyLike, SessionBranch, ContextOptions } from './session.js';
 export { EventLog, EventBus } from './events.js';
 export type { NativeEventLogLike, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from './events.js';
 export { createNormalizer } from './normalize.js';

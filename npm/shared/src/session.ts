@@ -1,4 +1,5 @@
 import type {
+  LazyMetadata,
   AgentMessage,
   AnySessionEntry,
   LlmMessage,
@@ -10,7 +11,7 @@ import type {
   TreeNode,
   TreeRun,
 } from '@forkpoint/types';
-import { call } from './errors.js';
+import { call, callAsync } from './errors.js';
 import { parseConversion, optionsText, providerName, type ProviderConversion } from './normalize.js';
 
 /** What both the napi and the wasm builds expose for a loaded session. */
@@ -162,5 +163,51 @@ export class SessionView {
   /** The file's bytes exactly as loaded: an unchanged session writes back identically. */
   toBytes(): Uint8Array {
     return call(() => this.native.toBytes());
+  }
+}
+
+/** What both builds expose for a lazily resumed session. */
+export interface NativeLazyLike {
+  contextJson(llm: boolean): string;
+  metadataJson(): string;
+  loadMoreHistory(n: number): Promise<string>;
+}
+
+/**
+ * A session resumed from its tail: the context from the current leaf without
+ * reading the whole session. The same class backs `LazySession` in the Node
+ * package (files) and in the browser package (IndexedDB).
+ */
+export class LazyView {
+  /** @internal */
+  protected readonly native: NativeLazyLike;
+
+  /** @internal */
+  constructor(native: NativeLazyLike) {
+    this.native = native;
+  }
+
+  /** The context from the current leaf: equal to a full load's unless `maxMessages` cuts it. */
+  getContext(): AgentMessage[] {
+    return this.getSessionContext().messages;
+  }
+
+  /** The context with the thinking level and model in force. */
+  getSessionContext(opts: { llm?: boolean } = {}): SessionContext {
+    return JSON.parse(call(() => this.native.contextJson(opts.llm ?? false))) as SessionContext;
+  }
+
+  /** Facts about the resume: how the tail was found, bytes read, counts when known. */
+  getMetadata(): LazyMetadata {
+    return JSON.parse(call(() => this.native.metadataJson())) as LazyMetadata;
+  }
+
+  /**
+   * Loads up to `n` older messages (default 50), oldest first: first the newest
+   * of those `maxMessages` cut from the context, then history from before the
+   * context (the compacted part). Returns `[]` when nothing older remains.
+   */
+  async loadMoreHistory(n = 50): Promise<AgentMessage[]> {
+    return JSON.parse(await callAsync(() => this.native.loadMoreHistory(n))) as AgentMessage[];
   }
 }

@@ -207,8 +207,19 @@ fn summarize(text: &str, format: ImportFormat, stats: Stats) -> Result<ImportSum
             ))
         },
     )?;
+    let mut summary = summary_of(&s, format);
+    summary.skipped_lines = 0;
+    summary.orphans = stats.orphans;
+    summary.broken_cycles = stats.broken_cycles;
+    summary.rechained_results = stats.rechained_results;
+    summary.duplicate_ids = stats.duplicate_ids;
+    Ok(summary)
+}
+
+/// What a loaded session holds, as an import summary (no repairs counted).
+pub(crate) fn summary_of(s: &Session, format: ImportFormat) -> ImportSummary {
     let meta = s.metadata();
-    Ok(ImportSummary {
+    ImportSummary {
         format: format.name().to_string(),
         entries: meta.entry_count,
         messages: meta.message_count,
@@ -217,13 +228,13 @@ fn summarize(text: &str, format: ImportFormat, stats: Stats) -> Result<ImportSum
             .iter()
             .filter(|e| e.kind == crate::entry::EntryKind::Custom)
             .count() as u64,
-        skipped_lines: 0,
+        skipped_lines: meta.skipped_lines,
         leaf_id: meta.leaf_id,
-        orphans: stats.orphans,
-        broken_cycles: stats.broken_cycles,
-        rechained_results: stats.rechained_results,
-        duplicate_ids: stats.duplicate_ids,
-    })
+        orphans: 0,
+        broken_cycles: 0,
+        rechained_results: 0,
+        duplicate_ids: 0,
+    }
 }
 
 fn import_pi(bytes: &[u8]) -> Result<(String, ImportSummary)> {

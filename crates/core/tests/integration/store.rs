@@ -107,7 +107,7 @@ fn import_list_load_export_pi_files() {
     assert_eq!(list.len(), 3);
     // The same file again: its id is taken.
     let e = run(st.import(bytes("branches.jsonl"), &opts("b"))).unwrap_err();
-    assert_eq!(e.code, ErrorCode::InvalidId, "{e}");
+    assert_eq!(e.code, ErrorCode::AlreadyExists, "{e}");
     assert_eq!(run(st.list()).unwrap().len(), 3);
 }
 
@@ -239,7 +239,9 @@ fn move_leaf_fork_label_checkpoints_delete() {
         .iter()
         .find(|l| Some(&l.id) != info.leaf_id.as_ref())
         .unwrap();
-    run(st.move_leaf(&id, Some(&other.id), 5)).unwrap();
+    let moved_info = run(st.move_leaf(&id, Some(&other.id), 5)).unwrap();
+    assert_eq!(moved_info.leaf_id.as_deref(), Some(&*other.id));
+    assert!(moved_info.changed);
     let moved = run(st.load(&id, &LoadOptions::default())).unwrap();
     assert_eq!(
         moved.context_json(None, false).unwrap(),
