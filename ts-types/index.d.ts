@@ -436,7 +436,18 @@ gzip: boolean,
  * Changed since the import (entries appended, leaf moved): exporting gives
  * the pi JSONL, no longer the imported bytes.
  */
-changed: boolean, };
+changed: boolean, 
+/**
+ * The name of the session's event log in the same database
+ * (`session:<id>:<n>`; a session deleted and imported again gets a new one).
+ */
+logName: string, 
+/**
+ * Set by `listSessions` when the record could not be read (damaged, or
+ * written by a newer forkpoint); the other fields are then empty.
+ * `deleteSession(id)` removes such a session.
+ */
+error?: ErrorInfo, };
 
 /**
  * A named position of a stored session: its leaf and size at one moment,

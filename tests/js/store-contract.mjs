@@ -241,7 +241,8 @@ export const cases = [
       assert.equal((await store.listCheckpoints(info.id)).length, 1);
       await assert.rejectsCode(store.restoreCheckpoint(info.id, 'nope'), 'NOT_FOUND');
       await store.deleteSession(info.id);
-      const again = await web.EventLog.openIndexedDb(store.dbName, `session:${info.id}`);
+      assert.ok(info.logName.startsWith(`session:${info.id}:`), info.logName);
+      const again = await web.EventLog.openIndexedDb(store.dbName, info.logName);
       assert.equal(await again.lastBookmark(), null, 'deleting the session deleted its events');
       await again.close();
       await store.close();
@@ -307,6 +308,76 @@ export const cases = [
       await assert.rejectsCode(store.listSessions(), 'CLOSED');
       newer.close();
       await assert.rejectsCode(web.IndexedDbStore.open(name), 'UNSUPPORTED_FORMAT');
+    },
+  },
+  {
+    name: 'reads wait for the changes asked before them; lazy history calls queue; a damaged record is listed and deletable',
+    async run({ web, db, bytes, assert, indexedDB }) {
+      const name = db();
+      const store = await web.IndexedDbStore.open(name);
+      const b = await bytes('branches.jsonl');
+      const importing = store.importSession(b);
+      // Not awaited: the reads below still see it.
+      const list = await store.listSessions();
+      const info = await importing;
+      assert.deepEqual(list.map((i) => i.id), [info.id]);
+      const appending = store.appendEntry(info.id, { type: 'custom', customType: 'x' });
+      const after = await store.getSessionInfo(info.id);
+      assert.equal(after.leafId, await appending);
+      // Lazy history: two calls at once run one after the other; the context
+      // can be read while they run.
+      const big = await store.importSession(bigSession(1200, 1500, 'lazy-q'));
+      const lazy = await store.loadSession(big.id, { lazy: true, maxMessages: 5 });
+      const p1 = lazy.loadMoreHistory(10);
+      const p2 = lazy.loadMoreHistory(10);
+      assert.equal(lazy.getContext().length, 5);
+      const [h1, h2] = await Promise.all([p1, p2]);
+      assert.equal(h1.length + h2.length, 20);
+      const full = (await store.loadSession(big.id)).getContext();
+      assert.equal(JSON.stringify([...h2, ...h1]), JSON.stringify(full.slice(-25, -5)));
+      // A record written by someone else that forkpoint cannot read.
+      await new Promise((resolve, reject) => {
+        const r = indexedDB.open(name);
+        r.onsuccess = () => {
+          const tx = r.result.transaction('sessions', 'readwrite');
+          tx.objectStore('sessions').put('{damaged', 'broken-1');
+          tx.oncomplete = () => (r.result.close(), resolve());
+          tx.onerror = () => reject(tx.error);
+        };
+        r.onerror = () => reject(r.error);
+      });
+      const listed = await store.listSessions();
+      const broken = listed.find((i) => i.id === 'broken-1');
+      assert.equal(broken?.error?.code, 'CORRUPTED_DATA');
+      assert.equal(listed.filter((i) => !i.error).length, 2, 'the others are listed as usual');
+      await store.deleteSession('broken-1');
+      assert.equal((await store.listSessions()).length, 2);
+      await store.close();
+    },
+  },
+  {
+    name: 'another handle deletes and imports again under the same id: no stale writer or event log',
+    async run({ web, db, bytes, assert }) {
+      const name = db();
+      const a = await web.IndexedDbStore.open(name);
+      const b = await web.IndexedDbStore.open(name);
+      await a.importSession(bigSession(2400, 1500, 'same'));
+      await a.appendEntry('same', { type: 'custom', customType: 'a1' });
+      const logA = await a.events('same');
+      await logA.append({ channel: 'monitor', type: 'before' });
+      await b.deleteSession('same');
+      const c = await bytes('compactions.jsonl');
+      await b.importSession(c, { id: 'same' });
+      const kept = await b.appendEntry('same', { type: 'custom', customType: 'b1' });
+      await a.appendEntry('same', { type: 'custom', customType: 'a2' });
+      const text = new Uint8Array(await (await a.exportSession('same', { format: 'pi' })).arrayBuffer());
+      assert.ok(sameBytes(text.subarray(0, c.length), c), "b's session is kept; a's append follows it");
+      assert.ok(web.Session.fromJsonl(text).getEntry(kept));
+      const logA2 = await a.events('same');
+      assert.ok(logA2 !== logA, 'the new session gets its own log');
+      assert.equal(await logA2.lastBookmark(), null, 'nothing of the deleted session\'s events');
+      await a.close();
+      await b.close();
     },
   },
 ];

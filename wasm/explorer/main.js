@@ -182,6 +182,15 @@ async function refreshList() {
         }
         void deleteSession(s.id);
       });
+      if (s.error) {
+        // A record the store cannot read: say so, and let it be deleted.
+        return h(
+          'li',
+          { class: 'damaged', 'data-testid': 'session-item', 'data-session-id': s.id, 'data-error': s.error.code },
+          h('span', { class: 'open' }, h('span', { class: 'name' }, s.id), h('span', { class: 'meta' }, `${s.error.code}: ${s.error.message}`)),
+          del,
+        );
+      }
       const meta = [s.format, `${s.messageCount.toLocaleString()} msgs`, fmtBytes(s.bytes)];
       return h(
         'li',

@@ -4,6 +4,7 @@
  * The same API runs in Node (`import('forkpoint-web')` picks the Node build).
  */
 import type {
+  AgentMessage,
   Checkpoint,
   EventLogOptions,
   LazyOptions,
@@ -263,9 +264,21 @@ export class LazySession extends LazyView {
     super(stored);
   }
 
+  private pending: Promise<unknown> = Promise.resolve();
+
   /** The session's stored facts at the time it was opened. */
   get info(): StoredSessionInfo {
     return JSON.parse(call(() => this.stored.infoJson())) as StoredSessionInfo;
+  }
+
+  /** As `LazyView.loadMoreHistory`; calls run one after another. */
+  override loadMoreHistory(n = 50): Promise<AgentMessage[]> {
+    const run = this.pending.then(
+      () => super.loadMoreHistory(n),
+      () => super.loadMoreHistory(n),
+    );
+    this.pending = run.catch(() => undefined);
+    return run;
   }
 }
 
@@ -288,7 +301,7 @@ export type NewEntry = { type: string; id?: string; parentId?: string | null; ti
  */
 export class IndexedDbStore {
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly logs = new Map<string, Promise<EventLog>>();
+  private readonly logs = new Map<string, { logName: string; log: Promise<EventLog> }>();
 
   private constructor(
     private readonly native: NativeStoreLike,
@@ -329,13 +342,24 @@ export class IndexedDbStore {
     });
   }
 
-  /** Every session's facts, most recently changed first (no entries are read). */
+  /** Waits for the changes already asked of this store (reads see them). */
+  private async settled(): Promise<void> {
+    await this.queue;
+  }
+
+  /**
+   * Every session's facts, most recently changed first (no entries are read).
+   * A session whose record cannot be read is listed with `error` set; it can
+   * be deleted.
+   */
   async listSessions(): Promise<StoredSessionInfo[]> {
+    await this.settled();
     return JSON.parse(await callAsync(() => this.native.listJson())) as StoredSessionInfo[];
   }
 
   /** One session's facts. Throws `NOT_FOUND`. */
   async getSessionInfo(id: string): Promise<StoredSessionInfo> {
+    await this.settled();
     return JSON.parse(await callAsync(() => this.native.infoJson(id))) as StoredSessionInfo;
   }
 
@@ -348,7 +372,7 @@ export class IndexedDbStore {
   loadSession(id: string, opts: LazyOptions & { lazy: true }): Promise<LazySession>;
   async loadSession(id: string, opts: (LoadOptions | LazyOptions) & { lazy?: boolean } = {}): Promise<Session | LazySession> {
     const { lazy, ...rest } = opts;
-    await this.queue;
+    await this.settled();
     if (lazy) return new LazySession(await callAsync(() => this.native.loadLazy(id, JSON.stringify(rest))));
     return Session.fromNative(await callAsync(() => this.native.loadSession(id, JSON.stringify(rest))));
   }
@@ -356,9 +380,9 @@ export class IndexedDbStore {
   /** Removes a session with its checkpoints and event log. Throws `NOT_FOUND`. */
   deleteSession(id: string): Promise<void> {
     return this.serial(async () => {
-      const log = this.logs.get(id);
+      const log = this.logs.get(id)?.log;
       this.logs.delete(id);
-      if (log) await (await log).close();
+      if (log) await (await log.catch(() => null))?.close();
       await this.native.deleteSession(id);
     });
   }
@@ -395,7 +419,6 @@ export class IndexedDbStore {
    * pi v3 JSONL.
    */
   async exportSession(id: string, opts: { format?: 'original' | 'pi' } = {}): Promise<Blob> {
-    await this.queue;
     const info = await this.getSessionInfo(id);
     const original = (opts.format ?? 'original') === 'original';
     const bytes = await callAsync(() => this.native.exportBytes(id, original));
@@ -404,17 +427,20 @@ export class IndexedDbStore {
   }
 
   /**
-   * The session's event log (`session:<id>` in this database): bookmarks,
+   * The session's event log (named `info.logName` in this database): bookmarks,
    * `readSince`, subscriptions — the same `EventLog` as `EventLog.openIndexedDb`.
    * Opened once per store; deleting the session deletes it.
    */
-  events(id: string, opts?: EventLogOptions): Promise<EventLog> {
-    let log = this.logs.get(id);
-    if (!log) {
-      log = this.getSessionInfo(id).then(() => EventLog.openIndexedDb(this.dbName, `session:${id}`, opts));
-      log.catch(() => this.logs.delete(id));
-      this.logs.set(id, log);
-    }
+  async events(id: string, opts?: EventLogOptions): Promise<EventLog> {
+    const info = await this.getSessionInfo(id);
+    const cached = this.logs.get(id);
+    // A session deleted and imported again (by another tab) is another
+    // session with another log.
+    if (cached && cached.logName === info.logName) return cached.log;
+    if (cached) await (await cached.log.catch(() => null))?.close();
+    const log = EventLog.openIndexedDb(this.dbName, info.logName, opts);
+    this.logs.set(id, { logName: info.logName, log });
+    log.catch(() => this.logs.delete(id));
     return log;
   }
 
@@ -426,7 +452,7 @@ export class IndexedDbStore {
   saveCheckpoint(id: string, opts: { id?: string; label?: string; entryId?: string; eventSeq?: number } = {}): Promise<Checkpoint> {
     return this.serial(async () => {
       let seq = opts.eventSeq ?? null;
-      const log = this.logs.get(id);
+      const log = this.logs.get(id)?.log;
       if (seq === null && log) seq = (await (await log).lastBookmark())?.seq ?? null;
       const cp = opts.id ?? globalThis.crypto.randomUUID();
       return JSON.parse(await this.native.saveCheckpoint(id, cp, opts.label ?? null, opts.entryId ?? null, seq, Date.now())) as Checkpoint;
@@ -435,6 +461,7 @@ export class IndexedDbStore {
 
   /** The session's checkpoints, oldest first. */
   async listCheckpoints(id: string): Promise<Checkpoint[]> {
+    await this.settled();
     return JSON.parse(await callAsync(() => this.native.checkpointsJson(id))) as Checkpoint[];
   }
 
@@ -451,7 +478,7 @@ export class IndexedDbStore {
   /** Closes the connection (and the event logs opened through `events`). */
   async close(): Promise<void> {
     await this.queue;
-    for (const log of this.logs.values()) await (await log.catch(() => null))?.close();
+    for (const { log } of this.logs.values()) await (await log.catch(() => null))?.close();
     this.logs.clear();
     this.native.close();
   }

@@ -9,7 +9,7 @@
 use std::fmt;
 
 /// Stable error codes. The string form is part of the public API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum ErrorCode {
@@ -100,7 +100,7 @@ impl fmt::Display for ErrorCode {
 
 /// An error with a stable code and, where they apply, the file path, the
 /// 1-based line number and the byte offset of the line's first byte.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[cfg_attr(feature = "ts", ts(rename = "ErrorInfo"))]

@@ -32,7 +32,7 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 pub const APPEND_CHUNK: usize = 64 << 10;
 /// The version of the session record layout (FORMAT.md §16).
 pub const RECORD_VERSION: u32 = 1;
-/// Prefix of a stored session's event log name (`session:<id>`).
+/// Prefix of a stored session's event log names (`session:<id>:<incarnation>`).
 pub const EVENTS_PREFIX: &str = "session:";
 
 /// Which bytes of a session a chunk holds.
@@ -81,17 +81,28 @@ pub enum Op {
     DeleteCheckpoint { id: String, checkpoint: String },
     /// Removes all checkpoints of a session.
     DeleteCheckpoints { id: String },
-    /// Removes the session's event log (`session:<id>`), where the backend keeps one.
+    /// Removes the session's event logs (every log named
+    /// `session:<id>:…`), where the backend keeps them.
     DeleteEvents { id: String },
+}
+
+/// What a commit expects of a session's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// No record (`ALREADY_EXISTS` otherwise).
+    Absent,
+    /// Any record (`NOT_FOUND` otherwise).
+    Present,
+    /// This very record: the same incarnation (not deleted and imported again
+    /// since) at the same revision (`CONFLICT` otherwise).
+    Version { incarnation: u64, revision: u64 },
 }
 
 /// Changes applied all together or not at all.
 #[derive(Debug, Clone, Default)]
 pub struct Commit {
-    /// `(session, revision)`: the commit applies only if the session's record
-    /// has this revision (`None`: only if there is no record). Otherwise it
-    /// fails with `CONFLICT` (or `ALREADY_EXISTS` when the session should not exist).
-    pub guard: Option<(String, Option<u64>)>,
+    /// The commit applies only if the session's record is as expected.
+    pub guard: Option<(String, Expect)>,
     pub ops: Vec<Op>,
 }
 
@@ -99,15 +110,22 @@ pub struct Commit {
 /// futures live on the browser's one thread.
 #[allow(async_fn_in_trait)]
 pub trait Storage {
-    /// Every session record (JSON), in any order.
-    async fn session_records(&self) -> Result<Vec<String>>;
+    /// Every session record as `(id, JSON)`, in any order.
+    async fn session_records(&self) -> Result<Vec<(String, String)>>;
     /// One session record, if it exists.
     async fn session_record(&self, id: &str) -> Result<Option<String>>;
     /// A session's record and every chunk of one part, in order, read at one
     /// moment (`None`: no such session).
     async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>>;
-    /// Chunks `from..to` of a part, in order (all of them must exist).
-    async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>>;
+    /// The session's record and chunks `from..to` of a part, in order, read at
+    /// one moment (`None`: no such session; a missing chunk is `CORRUPTED_DATA`).
+    async fn chunks(
+        &self,
+        id: &str,
+        part: Part,
+        from: u32,
+        to: u32,
+    ) -> Result<Option<(String, Vec<Vec<u8>>)>>;
     /// Every checkpoint record (JSON) of a session.
     async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>>;
     /// Applies a commit atomically.
@@ -166,26 +184,47 @@ pub struct SessionRecord {
     pub hint: Option<String>,
     /// Incremented by every change.
     pub revision: u64,
+    /// Drawn at random when the session is created: a session deleted and
+    /// imported again under the same id is another incarnation.
+    #[serde(default)]
+    pub incarnation: u64,
 }
 
 impl SessionRecord {
     fn parse(text: &str, id: &str) -> Result<SessionRecord> {
-        let r: SessionRecord = serde_json::from_str(text).map_err(|e| {
-            Error::corrupted(format!(
-                "the stored record of session {id:?} is damaged: {e}"
+        let newer = |v: u64| {
+            Error::unsupported(format!(
+                "session {id:?} was stored by a newer forkpoint (record version {v})"
             ))
-        })?;
-        if r.record_version > RECORD_VERSION {
-            return Err(Error::unsupported(format!(
-                "session {id:?} was stored by a newer forkpoint (record version {})",
-                r.record_version
-            )));
+        };
+        match serde_json::from_str::<SessionRecord>(text) {
+            Ok(r) if r.record_version > RECORD_VERSION => Err(newer(r.record_version.into())),
+            Ok(r) => Ok(r),
+            Err(e) => {
+                // A newer layout may not parse as this one: say so rather than "damaged".
+                let v = serde_json::from_str::<serde_json::Value>(text)
+                    .ok()
+                    .and_then(|v| v.get("recordVersion").and_then(|n| n.as_u64()));
+                match v {
+                    Some(v) if v > u64::from(RECORD_VERSION) => Err(newer(v)),
+                    _ => Err(Error::corrupted(format!(
+                        "the stored record of session {id:?} is damaged: {e}"
+                    ))),
+                }
+            }
         }
-        Ok(r)
     }
 
     fn json(&self) -> Result<String> {
         crate::types::to_json_text(self)
+    }
+
+    /// The guard of a change computed from this record.
+    fn expect(&self) -> Expect {
+        Expect::Version {
+            incarnation: self.incarnation,
+            revision: self.revision,
+        }
     }
 
     /// The chunks covering bytes `offset..offset + len`: `(first, last + 1)`.
@@ -254,6 +293,10 @@ pub struct StoredLazy {
     pub hint_written: bool,
 }
 
+/// How many times a change is computed again after another handle's change
+/// got in first, before it fails with `CONFLICT`.
+const CHANGE_TRIES: u32 = 8;
+
 /// Chunks kept in memory by a lazy session between reads.
 const LAZY_CACHE: usize = 32 << 20;
 
@@ -311,8 +354,17 @@ impl<S: Storage> Store<S> {
     /// Every session's facts, most recently changed first. Reads the records only.
     pub async fn list(&self) -> Result<Vec<StoredSessionInfo>> {
         let mut out = Vec::new();
-        for t in self.storage.session_records().await? {
-            out.push(SessionRecord::parse(&t, "(listed)")?.info);
+        for (id, t) in self.storage.session_records().await? {
+            // A record that cannot be read is listed with its error, so it
+            // can be seen and deleted; the others are listed as usual.
+            out.push(match SessionRecord::parse(&t, &id) {
+                Ok(r) => r.info,
+                Err(e) => StoredSessionInfo {
+                    id,
+                    error: Some(e),
+                    ..Default::default()
+                },
+            });
         }
         out.sort_by(|a, b| b.modified_at.cmp(&a.modified_at).then(a.id.cmp(&b.id)));
         Ok(out)
@@ -402,7 +454,12 @@ impl<S: Storage> Store<S> {
             source_bytes: source.as_ref().map_or(0, |s| s.len() as u64),
             gzip: source.as_deref().is_some_and(crate::gz::is_gzip),
             changed: false,
+            log_name: String::new(),
+            error: None,
         };
+        let incarnation = self.next_seed() >> 11;
+        let mut info = info;
+        info.log_name = format!("{EVENTS_PREFIX}{id}:{incarnation}");
         let (chunks, starts) = split_chunks(session.original_bytes());
         let mut ops: Vec<Op> = Vec::with_capacity(chunks.len() + 4);
         let mut source_chunks = 0;
@@ -437,6 +494,7 @@ impl<S: Storage> Store<S> {
             source_chunks,
             hint,
             revision: 1,
+            incarnation,
         };
         ops.push(Op::PutSession {
             id: id.clone(),
@@ -444,7 +502,7 @@ impl<S: Storage> Store<S> {
         });
         self.storage
             .commit(Commit {
-                guard: Some((id, None)),
+                guard: Some((id, Expect::Absent)),
                 ops,
             })
             .await?;
@@ -503,16 +561,18 @@ impl<S: Storage> Store<S> {
             Some(id.to_string()),
             record.hint.clone(),
         );
-        let mut lazy = StoredLazy {
+        let lazy = RefCell::new(StoredLazy {
             loader,
             id: id.to_string(),
             record,
             cache: BTreeMap::new(),
             cached_bytes: 0,
             hint_written: false,
-        };
-        self.drive(&mut lazy).await?;
+        });
+        self.drive(&lazy).await?;
+        let mut lazy = lazy.into_inner();
         if let Some(h) = lazy.loader.new_hint() {
+            let old = lazy.record.expect();
             let mut r = lazy.record.clone();
             r.hint = Some(h.to_json());
             r.revision += 1;
@@ -520,7 +580,7 @@ impl<S: Storage> Store<S> {
             if self
                 .storage
                 .commit(Commit {
-                    guard: Some((id.to_string(), Some(lazy.record.revision))),
+                    guard: Some((id.to_string(), old)),
                     ops: vec![Op::PutSession {
                         id: id.to_string(),
                         record: r.json()?,
@@ -530,39 +590,79 @@ impl<S: Storage> Store<S> {
                 .is_ok()
             {
                 lazy.hint_written = true;
+                // A writer cached from the same revision stays valid.
+                if let Some(o) = self.open.borrow_mut().get_mut(id)
+                    && o.record.expect() == old
+                {
+                    o.record.revision = r.revision;
+                    o.record.hint = r.hint.clone();
+                }
                 lazy.record = r;
             }
         }
         Ok(lazy)
     }
 
-    async fn drive(&self, lazy: &mut StoredLazy) -> Result<()> {
+    /// Runs the lazy loader until it needs no more reads. The state is borrowed
+    /// only between reads, so the session can be looked at while one runs.
+    async fn drive(&self, lazy: &RefCell<StoredLazy>) -> Result<()> {
         loop {
-            match lazy.loader.next_step()? {
+            let step = lazy.borrow_mut().loader.next_step()?;
+            match step {
                 Step::Done => return Ok(()),
                 Step::Read { offset, len } => {
                     let bytes = self.read_range(lazy, offset, len).await?;
-                    lazy.loader.provide(bytes)?;
+                    lazy.borrow_mut().loader.provide(bytes)?;
                 }
             }
         }
     }
 
-    async fn read_range(&self, lazy: &mut StoredLazy, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let (first, end) = lazy.record.cover(offset, len);
-        let missing: Vec<u32> = (first..end)
-            .filter(|n| !lazy.cache.contains_key(n))
-            .collect();
+    async fn read_range(
+        &self,
+        cell: &RefCell<StoredLazy>,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        let (id, first, end, missing, want) = {
+            let lazy = cell.borrow();
+            let (first, end) = lazy.record.cover(offset, len);
+            let missing: Vec<u32> = (first..end)
+                .filter(|n| !lazy.cache.contains_key(n))
+                .collect();
+            (
+                lazy.id.clone(),
+                first,
+                end,
+                missing,
+                lazy.record.incarnation,
+            )
+        };
         if let (Some(&lo), Some(&hi)) = (missing.first(), missing.last()) {
-            let got = self
-                .storage
-                .chunks(&lazy.id, Part::Lines, lo, hi + 1)
-                .await?;
+            // The record comes with the chunks: a session deleted or imported
+            // again since it was opened is noticed, not misread.
+            let Some((record, got)) = self.storage.chunks(&id, Part::Lines, lo, hi + 1).await?
+            else {
+                return Err(Error::new(
+                    ErrorCode::NotFound,
+                    format!("session {id:?} was deleted after it was opened"),
+                ));
+            };
+            if version_of(&record).map(|v| v.0) != Some(want) {
+                return Err(Error::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "session {id:?} was deleted and imported again after it was opened; open it again"
+                    ),
+                ));
+            }
+            let mut lazy = cell.borrow_mut();
             for (k, c) in (lo..=hi).zip(got) {
                 lazy.cached_bytes += c.len();
                 lazy.cache.insert(k, c);
             }
         }
+        let mut lazy = cell.borrow_mut();
         let base = lazy.record.chunks[first as usize];
         let mut out = Vec::with_capacity(len as usize);
         for n in first..end {
@@ -572,19 +672,20 @@ impl<S: Storage> Store<S> {
         let to = (from + len as usize).min(out.len());
         if from > out.len() {
             return Err(Error::corrupted(format!(
-                "session {:?}: byte {offset} is past its stored chunks",
-                lazy.id
+                "session {id:?}: byte {offset} is past its stored chunks"
             )));
         }
         let bytes = out[from..to].to_vec();
-        // Keep the cache bounded: drop the chunks farthest from this read.
-        while lazy.cached_bytes > LAZY_CACHE && lazy.cache.len() > (end - first) as usize {
-            let (&lo, _) = lazy.cache.first_key_value().unwrap_or((&0, &Vec::new()));
-            let (&hi, _) = lazy.cache.last_key_value().unwrap_or((&0, &Vec::new()));
-            let drop = if first.abs_diff(lo) > hi.abs_diff(first) {
-                lo
-            } else {
-                hi
+        // Keep the cache bounded: drop the chunks farthest from this read
+        // (never one of the chunks just read).
+        while lazy.cached_bytes > LAZY_CACHE {
+            let lo = lazy.cache.keys().copied().find(|k| *k < first);
+            let hi = lazy.cache.keys().rev().copied().find(|k| *k >= end);
+            let drop = match (lo, hi) {
+                (Some(l), Some(h)) if first - l > h - end => l,
+                (Some(_), Some(h)) | (None, Some(h)) => h,
+                (Some(l), None) => l,
+                (None, None) => break,
             };
             if let Some(c) = lazy.cache.remove(&drop) {
                 lazy.cached_bytes -= c.len();
@@ -594,17 +695,18 @@ impl<S: Storage> Store<S> {
     }
 
     /// Loads up to `n` older messages of a lazily opened session (JSON array).
-    pub async fn more_history(&self, lazy: &mut StoredLazy, n: usize) -> Result<String> {
-        lazy.loader.request_more_history(n)?;
+    /// Calls on one session must not overlap (the bindings queue them).
+    pub async fn more_history(&self, lazy: &RefCell<StoredLazy>, n: usize) -> Result<String> {
+        lazy.borrow_mut().loader.request_more_history(n)?;
         self.drive(lazy).await?;
-        lazy.loader.take_history_json()
+        lazy.borrow_mut().loader.take_history_json()
     }
 
     /// The writer of a session, from the cache when its revision is current.
     async fn open(&self, id: &str) -> Result<Open> {
         let record = self.record(id).await?;
         if let Some(o) = self.open.borrow_mut().remove(id)
-            && o.record.revision == record.revision
+            && o.record.expect() == record.expect()
         {
             return Ok(o);
         }
@@ -623,7 +725,7 @@ impl<S: Storage> Store<S> {
     }
 
     /// Runs `f` on the session's writer and commits the lines it queued as
-    /// one change. A conflict with another handle reloads and retries once.
+    /// one change. A conflict with another handle reloads and retries.
     async fn change<T>(
         &self,
         id: &str,
@@ -672,7 +774,7 @@ impl<S: Storage> Store<S> {
             let res = self
                 .storage
                 .commit(Commit {
-                    guard: Some((id.to_string(), Some(o.record.revision))),
+                    guard: Some((id.to_string(), o.record.expect())),
                     ops,
                 })
                 .await;
@@ -685,7 +787,7 @@ impl<S: Storage> Store<S> {
                     return Ok((out, info));
                 }
                 // The cached writer is dropped: it holds the line that was not stored.
-                Err(e) if e.code == ErrorCode::Conflict && tries < 2 => continue,
+                Err(e) if e.code == ErrorCode::Conflict && tries < CHANGE_TRIES => continue,
                 Err(e) => return Err(e),
             }
         }
@@ -741,16 +843,34 @@ impl<S: Storage> Store<S> {
     ) -> Result<StoredSessionInfo> {
         validate_id(new_id, "session")?;
         let parent = self.load(id, &LoadOptions::default()).await?;
-        let at = parent.index_of(entry_id)?;
+        let entries = parent.entries();
+        // A `leaf` entry stands for the entry it points at (FORMAT.md §4).
+        let at = crate::tree::resolve_node(entries, parent.id_index(), parent.index_of(entry_id)?)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::NotFound,
+                    format!("entry {entry_id:?} points at no entry"),
+                )
+            })?;
         let mut text = WriterCore::new_header_line(
             new_id,
             now_ms,
             parent.header().cwd.as_deref().unwrap_or(""),
             Some(id),
         );
+        // The path's lines as written; a line whose `parentId` names an entry
+        // not copied (a `leaf` entry) gets its effective parent instead.
+        let mut prev: Option<&str> = None;
         for i in parent.tree().path_to(at) {
-            text.push_str(parent.entry_text(i));
+            let e = &entries[i as usize];
+            let line = parent.entry_text(i);
+            if e.parent_id.as_deref() == prev {
+                text.push_str(line);
+            } else {
+                text.push_str(&with_parent(line, prev));
+            }
             text.push('\n');
+            prev = Some(&e.id);
         }
         let name = self.info(id).await?.name.map(|n| format!("{n} (fork)"));
         let (info, _) = self
@@ -781,14 +901,20 @@ impl<S: Storage> Store<S> {
         self.text(id).await
     }
 
-    /// Removes a session with its chunks, checkpoints and event log.
+    /// Removes a session with its chunks, checkpoints and event log (also one
+    /// whose record is damaged).
     pub async fn delete(&self, id: &str) -> Result<()> {
-        let r = self.record(id).await?;
+        if self.storage.session_record(id).await?.is_none() {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!("no session {id:?} in the store"),
+            ));
+        }
         self.open.borrow_mut().remove(id);
         let id = id.to_string();
         self.storage
             .commit(Commit {
-                guard: Some((id.clone(), Some(r.revision))),
+                guard: Some((id.clone(), Expect::Present)),
                 ops: vec![
                     Op::DeleteChunks {
                         id: id.clone(),
@@ -821,6 +947,17 @@ impl<S: Storage> Store<S> {
     ) -> Result<Checkpoint> {
         validate_id(checkpoint_id, "checkpoint")?;
         let r = self.record(id).await?;
+        if self
+            .checkpoints(id)
+            .await?
+            .iter()
+            .any(|c| c.id == checkpoint_id)
+        {
+            return Err(Error::new(
+                ErrorCode::AlreadyExists,
+                format!("session {id:?} already has a checkpoint {checkpoint_id:?}"),
+            ));
+        }
         let entry_id = match entry_id {
             Some(e) => {
                 self.load(id, &LoadOptions::default()).await?.index_of(&e)?;
@@ -839,7 +976,7 @@ impl<S: Storage> Store<S> {
         };
         self.storage
             .commit(Commit {
-                guard: Some((id.to_string(), Some(r.revision))),
+                guard: Some((id.to_string(), r.expect())),
                 ops: vec![Op::PutCheckpoint {
                     id: id.to_string(),
                     checkpoint: checkpoint_id.to_string(),
@@ -901,7 +1038,7 @@ impl<S: Storage> Store<S> {
         }
         self.storage
             .commit(Commit {
-                guard: Some((id.to_string(), Some(r.revision))),
+                guard: Some((id.to_string(), r.expect())),
                 ops: vec![Op::DeleteCheckpoint {
                     id: id.to_string(),
                     checkpoint: checkpoint_id.to_string(),
@@ -954,38 +1091,94 @@ impl MemoryStorage {
     }
 }
 
-fn revision_of(record: &str) -> Option<u64> {
-    serde_json::from_str::<serde_json::Value>(record)
-        .ok()
-        .and_then(|v| v.get("revision").and_then(|r| r.as_u64()))
+/// An entry line with its `parentId` set to `parent` (members kept in order).
+fn with_parent(line: &str, parent: Option<&str>) -> String {
+    let lit = parent.map_or_else(|| "null".to_string(), crate::json::str_literal);
+    let b = line.as_bytes();
+    let mut out = String::with_capacity(line.len() + 16);
+    out.push('{');
+    let mut replaced = false;
+    if let Ok(mut r) = crate::json::ObjectReader::open(b, 0, 1, crate::json::DEFAULT_MAX_DEPTH) {
+        while let Ok(Some(k)) = r.next_key() {
+            let Ok(v) = r.skip_value() else { break };
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(k.raw(line));
+            out.push(':');
+            if k.str(line).as_deref() == Some("parentId") {
+                out.push_str(&lit);
+                replaced = true;
+            } else {
+                out.push_str(v.raw(line));
+            }
+        }
+    }
+    if !replaced {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str("\"parentId\":");
+        out.push_str(&lit);
+    }
+    out.push('}');
+    out
+}
+
+fn version_of(record: &str) -> Option<(u64, u64)> {
+    let v = serde_json::from_str::<serde_json::Value>(record).ok()?;
+    Some((
+        v.get("incarnation").and_then(|r| r.as_u64()).unwrap_or(0),
+        v.get("revision")?.as_u64()?,
+    ))
 }
 
 /// Checks a commit's guard against the current record (shared by backends).
-pub fn check_guard(guard: &Option<(String, Option<u64>)>, current: Option<&str>) -> Result<()> {
+pub fn check_guard(guard: &Option<(String, Expect)>, current: Option<&str>) -> Result<()> {
     let Some((id, want)) = guard else {
         return Ok(());
     };
     match (want, current) {
-        (None, None) => Ok(()),
-        (None, Some(_)) => Err(Error::new(
+        (Expect::Absent, None) | (Expect::Present, Some(_)) => Ok(()),
+        (Expect::Absent, Some(_)) => Err(Error::new(
             ErrorCode::AlreadyExists,
             format!("a session with id {id:?} is already in the store"),
         )),
-        (Some(_), None) => Err(Error::new(
+        (_, None) => Err(Error::new(
             ErrorCode::NotFound,
             format!("no session {id:?} in the store"),
         )),
-        (Some(w), Some(t)) if revision_of(t) == Some(*w) => Ok(()),
-        (Some(_), Some(_)) => Err(Error::new(
-            ErrorCode::Conflict,
-            format!("session {id:?} was changed by another handle; reload it and retry"),
-        )),
+        (
+            Expect::Version {
+                incarnation,
+                revision,
+            },
+            Some(t),
+        ) => match version_of(t) {
+            Some(v) if v == (*incarnation, *revision) => Ok(()),
+            Some((i, _)) if i != *incarnation => Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "session {id:?} was deleted and created again by another handle; open it again"
+                ),
+            )),
+            _ => Err(Error::new(
+                ErrorCode::Conflict,
+                format!("session {id:?} was changed by another handle; reload it and retry"),
+            )),
+        },
     }
 }
 
 impl Storage for MemoryStorage {
-    async fn session_records(&self) -> Result<Vec<String>> {
-        Ok(self.state.borrow().sessions.values().cloned().collect())
+    async fn session_records(&self) -> Result<Vec<(String, String)>> {
+        Ok(self
+            .state
+            .borrow()
+            .sessions
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
     }
 
     async fn session_record(&self, id: &str) -> Result<Option<String>> {
@@ -1004,9 +1197,18 @@ impl Storage for MemoryStorage {
         }))
     }
 
-    async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>> {
+    async fn chunks(
+        &self,
+        id: &str,
+        part: Part,
+        from: u32,
+        to: u32,
+    ) -> Result<Option<(String, Vec<Vec<u8>>)>> {
         let st = self.state.borrow();
-        (from..to)
+        let Some(record) = st.sessions.get(id) else {
+            return Ok(None);
+        };
+        let chunks = (from..to)
             .map(|n| {
                 st.chunks
                     .get(&(id.to_string(), part, n))
@@ -1018,7 +1220,8 @@ impl Storage for MemoryStorage {
                         ))
                     })
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        Ok(Some((record.clone(), chunks)))
     }
 
     async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {
@@ -1082,7 +1285,7 @@ impl Storage for MemoryStorage {
 
 /// A storage shared by several stores (several handles on one database).
 impl<T: Storage> Storage for std::rc::Rc<T> {
-    async fn session_records(&self) -> Result<Vec<String>> {
+    async fn session_records(&self) -> Result<Vec<(String, String)>> {
         (**self).session_records().await
     }
     async fn session_record(&self, id: &str) -> Result<Option<String>> {
@@ -1091,7 +1294,13 @@ impl<T: Storage> Storage for std::rc::Rc<T> {
     async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>> {
         (**self).snapshot(id, part).await
     }
-    async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>> {
+    async fn chunks(
+        &self,
+        id: &str,
+        part: Part,
+        from: u32,
+        to: u32,
+    ) -> Result<Option<(String, Vec<Vec<u8>>)>> {
         (**self).chunks(id, part, from, to).await
     }
     async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {

@@ -520,7 +520,7 @@ pub struct WriterOpenReport {
 
 /// A session kept in a store (IndexedDB in browsers): what `listSessions()`
 /// returns, read from the session's record only.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct StoredSessionInfo {
@@ -556,6 +556,15 @@ pub struct StoredSessionInfo {
     /// Changed since the import (entries appended, leaf moved): exporting gives
     /// the pi JSONL, no longer the imported bytes.
     pub changed: bool,
+    /// The name of the session's event log in the same database
+    /// (`session:<id>:<n>`; a session deleted and imported again gets a new one).
+    pub log_name: String,
+    /// Set by `listSessions` when the record could not be read (damaged, or
+    /// written by a newer forkpoint); the other fields are then empty.
+    /// `deleteSession(id)` removes such a session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub error: Option<crate::Error>,
 }
 
 /// A named position of a stored session: its leaf and size at one moment,

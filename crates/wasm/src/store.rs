@@ -172,8 +172,12 @@ impl IdbStorage {
                     .map_err(fail)?;
             }
             Op::DeleteEvents { id } => {
-                let log = format!("{EVENTS_PREFIX}{id}");
-                let r = bound(&idb::key(&log, 0.0), &idb::key(&log, MAX_KEY))?;
+                // Every log named `session:<id>:…` (ids have no ':').
+                let prefix = format!("{EVENTS_PREFIX}{id}:");
+                let r = bound(
+                    &idb::key(&prefix, 0.0),
+                    &idb::key(&format!("{prefix}\u{ffff}"), MAX_KEY),
+                )?;
                 store_of(tx, idb::EVENTS)?.delete(&r).map_err(fail)?;
             }
         }
@@ -182,12 +186,30 @@ impl IdbStorage {
 }
 
 impl Storage for IdbStorage {
-    async fn session_records(&self) -> Result<Vec<String>> {
+    async fn session_records(&self) -> Result<Vec<(String, String)>> {
         let tx = idb::begin_on(&self.db, &[idb::SESSIONS], "readonly", false)?;
-        let req = store_of(&tx, idb::SESSIONS)?
-            .get_all()
-            .map_err(|e| idb::idb_error(&e, "cannot list sessions"))?;
-        strings(idb::request(&req).await?, "sessions")
+        let store = store_of(&tx, idb::SESSIONS)?;
+        let fail = |e: JsValue| idb::idb_error(&e, "cannot list sessions");
+        let keys = store.get_all_keys().map_err(fail)?;
+        let values = store.get_all().map_err(fail)?;
+        let keys: Array = idb::request(&keys)
+            .await?
+            .dyn_into()
+            .map_err(|_| Error::corrupted("sessions: not a list of keys"))?;
+        let values: Array = idb::request(&values)
+            .await?
+            .dyn_into()
+            .map_err(|_| Error::corrupted("sessions: not a list of records"))?;
+        // A record that is not text is handed on as such: the core lists it
+        // with an error instead of failing the whole list.
+        Ok(keys
+            .iter()
+            .zip(values.iter())
+            .map(|(k, v)| {
+                let id = k.as_string().unwrap_or_else(|| format!("{k:?}"));
+                (id, v.as_string().unwrap_or_default())
+            })
+            .collect())
     }
 
     async fn session_record(&self, id: &str) -> Result<Option<String>> {
@@ -195,9 +217,9 @@ impl Storage for IdbStorage {
         if v.is_undefined() {
             return Ok(None);
         }
-        v.as_string().map(Some).ok_or_else(|| {
-            Error::corrupted(format!("the record of session {id:?} is not JSON text"))
-        })
+        // A value that is not text is handed on as empty text: the core
+        // reports it as damaged, and it can still be deleted.
+        Ok(Some(v.as_string().unwrap_or_default()))
     }
 
     async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>> {
@@ -222,28 +244,47 @@ impl Storage for IdbStorage {
         Ok(Some((text, chunk_bytes(all, id)?)))
     }
 
-    async fn chunks(&self, id: &str, part: Part, from: u32, to: u32) -> Result<Vec<Vec<u8>>> {
-        if to <= from {
-            return Ok(Vec::new());
-        }
+    async fn chunks(
+        &self,
+        id: &str,
+        part: Part,
+        from: u32,
+        to: u32,
+    ) -> Result<Option<(String, Vec<Vec<u8>>)>> {
+        let tx = idb::begin_on(&self.db, &[idb::SESSIONS, idb::CHUNKS], "readonly", false)?;
+        let fail = |e: JsValue| idb::idb_error(&e, "cannot read");
+        let rec = store_of(&tx, idb::SESSIONS)?
+            .get(&id.into())
+            .map_err(fail)?;
         let r = bound(
             &key3(id, part, f64::from(from)),
-            &key3(id, part, f64::from(to - 1)),
+            &key3(id, part, f64::from(to.max(from + 1) - 1)),
         )?;
-        let v: Array = self
-            .get_all(idb::CHUNKS, &r)
+        let all = store_of(&tx, idb::CHUNKS)?
+            .get_all_with_key(&r)
+            .map_err(fail)?;
+        let rec = idb::request(&rec).await?;
+        let all: Array = idb::request(&all)
             .await?
             .dyn_into()
             .map_err(|_| Error::corrupted("chunks: not a list"))?;
-        if v.length() != to - from {
+        if rec.is_undefined() {
+            return Ok(None);
+        }
+        let want = to.saturating_sub(from);
+        if all.length() != want.max(1) && want > 0 {
             return Err(Error::corrupted(format!(
-                "session {id:?}: {} of its {} {} chunks {from}..{to} are stored",
-                v.length(),
-                to - from,
+                "session {id:?}: {} of its {want} {} chunks {from}..{to} are stored",
+                all.length(),
                 part.name()
             )));
         }
-        chunk_bytes(v.into(), id)
+        let chunks = if want == 0 {
+            Vec::new()
+        } else {
+            chunk_bytes(all.into(), id)?
+        };
+        Ok(Some((rec.as_string().unwrap_or_default(), chunks)))
     }
 
     async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {
@@ -258,7 +299,23 @@ impl Storage for IdbStorage {
         if signal.as_ref().is_some_and(aborted) {
             return Err(aborted_error());
         }
-        let tx = idb::begin_on(&self.db, &idb::STORES, "readwrite", true)?;
+        // Only the stores the commit touches are locked (an event log in
+        // another store keeps appending meanwhile).
+        let mut stores = vec![idb::SESSIONS];
+        for op in &commit.ops {
+            let s = match op {
+                Op::PutChunk { .. } | Op::DeleteChunks { .. } => idb::CHUNKS,
+                Op::PutCheckpoint { .. }
+                | Op::DeleteCheckpoint { .. }
+                | Op::DeleteCheckpoints { .. } => idb::CHECKPOINTS,
+                Op::DeleteEvents { .. } => idb::EVENTS,
+                Op::PutSession { .. } | Op::DeleteSession { .. } => idb::SESSIONS,
+            };
+            if !stores.contains(&s) {
+                stores.push(s);
+            }
+        }
+        let tx = idb::begin_on(&self.db, &stores, "readwrite", true)?;
         // Settles with the transaction whatever happens below.
         let done = idb::transaction(&tx);
         let run = async {
@@ -266,7 +323,8 @@ impl Storage for IdbStorage {
                 let req = store_of(&tx, idb::SESSIONS)?
                     .get(&id.into())
                     .map_err(|e| idb::idb_error(&e, "cannot read"))?;
-                let cur = idb::request(&req).await?.as_string();
+                let v = idb::request(&req).await?;
+                let cur = (!v.is_undefined()).then(|| v.as_string().unwrap_or_default());
                 check_guard(&commit.guard, cur.as_deref())?;
             }
             let total: usize = commit
@@ -310,11 +368,12 @@ impl Storage for IdbStorage {
             }
             drop(f);
         }
-        issued?;
-        match settled {
-            Err(_) if signal.as_ref().is_some_and(aborted) => Err(aborted_error()),
-            other => other,
+        // An abort by the signal explains whatever failed after it.
+        if (issued.is_err() || settled.is_err()) && signal.as_ref().is_some_and(aborted) {
+            return Err(aborted_error());
         }
+        issued?;
+        settled
     }
 }
 
@@ -436,7 +495,8 @@ impl NativeStore {
             let lazy = inner.load_lazy(&id, o).await.map_err(jerr)?;
             Ok(NativeStoredLazy {
                 store: inner,
-                lazy: Rc::new(RefCell::new(Some(lazy))),
+                lazy: Rc::new(RefCell::new(lazy)),
+                busy: Rc::new(std::cell::Cell::new(false)),
             }
             .into())
         })
@@ -596,18 +656,10 @@ impl NativeStore {
 #[wasm_bindgen]
 pub struct NativeStoredLazy {
     store: Rc<IdbStore>,
-    lazy: Rc<RefCell<Option<StoredLazy>>>,
-}
-
-impl NativeStoredLazy {
-    fn with<T>(&self, f: impl FnOnce(&StoredLazy) -> Result<T>) -> Result<T> {
-        match self.lazy.borrow().as_ref() {
-            Some(l) => f(l),
-            None => Err(Error::invalid_input(
-                "a loadMoreHistory call on this session is still running",
-            )),
-        }
-    }
+    lazy: Rc<RefCell<StoredLazy>>,
+    /// A loadMoreHistory call is running (the TS layer queues them; this
+    /// refuses an overlap that slipped past it instead of mixing two).
+    busy: Rc<std::cell::Cell<bool>>,
 }
 
 #[wasm_bindgen]
@@ -615,36 +667,37 @@ impl NativeStoredLazy {
     /// The context from the current leaf as JSON.
     #[wasm_bindgen(js_name = contextJson)]
     pub fn context_json(&self, llm: bool) -> std::result::Result<String, JsError> {
-        self.with(|l| l.loader.context_json(llm)).map_err(err)
+        self.lazy.borrow().loader.context_json(llm).map_err(err)
     }
 
     /// LazyMetadata as JSON.
     #[wasm_bindgen(js_name = metadataJson)]
     pub fn metadata_json(&self) -> std::result::Result<String, JsError> {
-        self.with(|l| to_json_text(&l.loader.metadata(l.hint_written)?))
+        let l = self.lazy.borrow();
+        l.loader
+            .metadata(l.hint_written)
+            .and_then(|m| to_json_text(&m))
             .map_err(err)
     }
 
     /// The session's stored facts as JSON.
     #[wasm_bindgen(js_name = infoJson)]
     pub fn info_json(&self) -> std::result::Result<String, JsError> {
-        self.with(|l| to_json_text(l.info())).map_err(err)
+        to_json_text(self.lazy.borrow().info()).map_err(err)
     }
 
     /// Loads up to `n` older messages; resolves to a JSON array.
     #[wasm_bindgen(js_name = loadMoreHistory)]
     pub fn load_more_history(&self, n: u32) -> std::result::Result<Promise, JsError> {
-        let mut lazy = self.lazy.borrow_mut().take().ok_or_else(|| {
-            err(Error::invalid_input(
+        if self.busy.replace(true) {
+            return Err(err(Error::invalid_input(
                 "a loadMoreHistory call on this session is still running",
-            ))
-        })?;
-        let store = self.store.clone();
-        let slot = self.lazy.clone();
+            )));
+        }
+        let (store, lazy, busy) = (self.store.clone(), self.lazy.clone(), self.busy.clone());
         Ok(future_to_promise(async move {
-            let out = store.more_history(&mut lazy, n as usize).await;
-            // Hands the state back, whatever the outcome.
-            *slot.borrow_mut() = Some(lazy);
+            let out = store.more_history(&lazy, n as usize).await;
+            busy.set(false);
             Ok(JsValue::from_str(&out.map_err(jerr)?))
         }))
     }

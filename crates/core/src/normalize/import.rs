@@ -168,7 +168,18 @@ pub fn import_session(
 ) -> Result<(String, ImportSummary)> {
     let format = match format {
         ImportFormat::Auto => detect(bytes)?,
-        f => f,
+        // A format given that the content plainly contradicts is refused
+        // rather than converted into nonsense.
+        f => match detect(bytes) {
+            Ok(found) if found != f => {
+                return Err(Error::unsupported(format!(
+                    "this is a {} session, not {}",
+                    found.name(),
+                    f.name()
+                )));
+            }
+            _ => f,
+        },
     };
     if format == ImportFormat::Pi {
         return import_pi(bytes);

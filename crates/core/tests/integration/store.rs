@@ -7,7 +7,7 @@ use std::task::{Context, Poll, Waker};
 
 use forkpoint_core::normalize::import::ImportFormat;
 use forkpoint_core::store::{
-    CHUNK_BYTES, Commit, ImportOptions, MemoryStorage, Op, Storage, Store, split_chunks,
+    CHUNK_BYTES, Commit, Expect, ImportOptions, MemoryStorage, Op, Storage, Store, split_chunks,
 };
 use forkpoint_core::{Error, ErrorCode, LazyOptions, LoadOptions, Session};
 
@@ -215,15 +215,17 @@ fn appends_across_chunks_and_lazy_agrees() {
         full.context_json(None, false).unwrap()
     );
     // With maxMessages, older history comes page by page from the chunks.
-    let mut lazy = run(st.load_lazy(
-        "big-1",
-        LazyOptions {
-            max_messages: Some(10),
-            ..Default::default()
-        },
-    ))
-    .unwrap();
-    let more = run(st.more_history(&mut lazy, 25)).unwrap();
+    let lazy = std::cell::RefCell::new(
+        run(st.load_lazy(
+            "big-1",
+            LazyOptions {
+                max_messages: Some(10),
+                ..Default::default()
+            },
+        ))
+        .unwrap(),
+    );
+    let more = run(st.more_history(&lazy, 25)).unwrap();
     let v: serde_json::Value = serde_json::from_str(&more).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 25);
 }
@@ -322,7 +324,13 @@ fn two_handles_never_interleave() {
     // A commit guarded by a stale revision is refused whole.
     let before = run(a.export(&id, false)).unwrap();
     let e = run(shared.commit(Commit {
-        guard: Some((id.clone(), Some(1))),
+        guard: Some((
+            id.clone(),
+            Expect::Version {
+                incarnation: 0,
+                revision: 1,
+            },
+        )),
         ops: vec![Op::DeleteSession { id: id.clone() }],
     }))
     .unwrap_err();
@@ -346,4 +354,119 @@ fn explicit_formats_and_ids() {
     assert_eq!(summary.format, "claude-code");
     let s: Session = run(st.load(&info.id, &LoadOptions::default())).unwrap();
     assert_eq!(s.header().id, "new-session-1");
+}
+
+#[test]
+fn a_session_deleted_and_imported_again_is_another_session() {
+    // Handle `a` caches its writer; `b` deletes the session and imports another
+    // file under the same id, then changes it to the same revision number.
+    let shared = Rc::new(MemoryStorage::new());
+    let a = Store::new(shared.clone(), 1);
+    let b = Store::new(shared.clone(), 2);
+    let mut o = opts("x");
+    o.id = Some("sess".into());
+    run(a.import(big_session(2400, 1500), &o)).unwrap();
+    let note = |t: &str| format!(r#"{{"type":"custom","customType":"{t}"}}"#);
+    run(a.append("sess", &note("a1"), 1)).unwrap();
+    run(b.delete("sess")).unwrap();
+    run(b.import(bytes("compactions.jsonl"), &o)).unwrap();
+    let kept = run(b.append("sess", &note("b1"), 2)).unwrap();
+    run(a.append("sess", &note("a2"), 3)).unwrap();
+    let text = run(a.export("sess", false)).unwrap();
+    let c = bytes("compactions.jsonl");
+    assert_eq!(
+        &text[..c.len()],
+        &c[..],
+        "b's session is kept, a's append goes after it"
+    );
+    let s = load(&text).unwrap();
+    assert!(s.index_of(&kept).is_ok());
+}
+
+#[test]
+fn fork_through_leaf_entries() {
+    let st = store();
+    for (name, at) in [
+        ("leaf-moves.jsonl", None),
+        ("leaf-moves-then-append.jsonl", Some("j0000005")),
+        ("leaf-moves-then-append.jsonl", Some("j0000004")),
+    ] {
+        let b = bytes(name);
+        let s = load(&b).unwrap();
+        let id = s.header().id.to_string();
+        if run(st.info(&id)).is_err() {
+            run(st.import(b.clone(), &opts(name))).unwrap();
+        }
+        // Every entry of the file, or the one given.
+        let ids: Vec<String> = match at {
+            Some(x) => vec![x.to_string()],
+            None => s.entries().iter().map(|e| e.id.to_string()).collect(),
+        };
+        for (n, eid) in ids.iter().enumerate() {
+            let new_id = format!("f-{n}-{eid}");
+            match s.context_json(Some(eid), false) {
+                Ok(want) => {
+                    run(st.fork(&id, eid, &new_id, 1)).unwrap();
+                    let f = run(st.load(&new_id, &LoadOptions::default())).unwrap();
+                    assert_eq!(
+                        f.context_json(None, false).unwrap(),
+                        want,
+                        "{name}: fork at {eid}"
+                    );
+                    run(st.delete(&new_id)).unwrap();
+                }
+                Err(e) => {
+                    let got = run(st.fork(&id, eid, &new_id, 1)).unwrap_err();
+                    assert_eq!(got.code, e.code, "{name}: fork at {eid}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn damaged_records_are_listed_with_their_error_and_can_be_deleted() {
+    let shared = Rc::new(MemoryStorage::new());
+    let st = Store::new(shared.clone(), 1);
+    run(st.import(bytes("branches.jsonl"), &opts("b"))).unwrap();
+    for (id, record) in [("bad", "{not json"), ("newer", r#"{"recordVersion":99}"#)] {
+        run(shared.commit(Commit {
+            guard: None,
+            ops: vec![Op::PutSession {
+                id: id.into(),
+                record: record.into(),
+            }],
+        }))
+        .unwrap();
+    }
+    let list = run(st.list()).unwrap();
+    assert_eq!(list.len(), 3);
+    let code = |id: &str| {
+        list.iter()
+            .find(|i| i.id == id)
+            .unwrap()
+            .error
+            .as_ref()
+            .map(|e| e.code)
+    };
+    assert_eq!(code("bad"), Some(ErrorCode::CorruptedData));
+    assert_eq!(code("newer"), Some(ErrorCode::UnsupportedFormat));
+    assert_eq!(list.iter().filter(|i| i.error.is_none()).count(), 1);
+    run(st.delete("bad")).unwrap();
+    run(st.delete("newer")).unwrap();
+    assert_eq!(run(st.list()).unwrap().len(), 1);
+}
+
+#[test]
+fn checkpoint_ids_and_format_mismatches_are_refused() {
+    let st = store();
+    let (info, _) = run(st.import(bytes("branches.jsonl"), &opts("b"))).unwrap();
+    run(st.save_checkpoint(&info.id, "cp", None, None, None, 1)).unwrap();
+    let e = run(st.save_checkpoint(&info.id, "cp", None, None, None, 2)).unwrap_err();
+    assert_eq!(e.code, ErrorCode::AlreadyExists);
+    let mut o = opts("c");
+    o.format = Some(ImportFormat::ClaudeCode);
+    let e = run(st.import(bytes("compactions.jsonl"), &o)).unwrap_err();
+    assert_eq!(e.code, ErrorCode::UnsupportedFormat);
+    assert!(e.message.contains("pi session"), "{e}");
 }
