@@ -34,7 +34,7 @@ if (!existsSync(CHROMIUM)) {
 
 const server = await serve();
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-const results = { forkpoint: [], baseline: [] };
+const results = { forkpoint: [], baseline: [], explorer: [] };
 try {
   for (let i = 0; i < RUNS; i++) {
     for (const impl of ['forkpoint', 'baseline']) {
@@ -47,6 +47,38 @@ try {
       results[impl].push(r);
       await context.close();
     }
+  }
+  // The explorer page itself: a click on the stored 100 MiB session until its
+  // tree is drawn (loaded whole from IndexedDB, tree built, rows drawn).
+  for (let i = 0; i < RUNS; i++) {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${server.url}/wasm/explorer/?db=bench-explorer`);
+    await page.waitForSelector('[data-testid="file-input"]', { state: 'attached' });
+    await page.evaluate(async (url) => {
+      const { IndexedDbStore } = await import('/wasm/dist/web.js');
+      const store = await IndexedDbStore.open('bench-explorer');
+      for (const s of await store.listSessions()) await store.deleteSession(s.id);
+      await store.importSession(await (await fetch(url)).blob());
+      await store.close();
+    }, `/bench/data/${name}`);
+    await page.goto(`${server.url}/wasm/explorer/?db=bench-explorer`);
+    await page.waitForSelector('[data-testid="open-session"]');
+    const ms = await page.evaluate(
+      () =>
+        new Promise((resolve) => {
+          const t = performance.now();
+          document.querySelector('[data-testid="open-session"]').click();
+          const check = () => {
+            if (document.querySelector('[data-testid="tree-row"]') && !document.body.dataset.busy) {
+              requestAnimationFrame(() => resolve(performance.now() - t));
+            } else setTimeout(check, 5);
+          };
+          check();
+        }),
+    );
+    results.explorer.push(ms);
+    await context.close();
   }
 } finally {
   await browser.close();
@@ -77,6 +109,7 @@ console.log(`${'  import throughput (MiB/s)'.padEnd(44)} ${(mib / (m('forkpoint'
 console.log(row('lazy open: context of the leaf (ms)', 'lazyMs'));
 console.log(row('full open: whole session + context (ms)', 'fullMs'));
 console.log(row('first tree render: load, tree, draw (ms)', 'treeMs'));
+console.log(`${'explorer page: click → tree drawn (ms)'.padEnd(44)} ${median(results.explorer).toFixed(0).padStart(9)}`);
 console.log(`\nforkpoint lazy open: the loader parsed ${(f.lazyBytesRead / 1048576).toFixed(2)} MiB (${f.lazyMode}), read as whole 1 MiB chunks; tree ${f.runs} runs (plain JS ${b.runs}); context ${f.contextMessages} messages (plain JS, a simplified rule: ${b.contextMessages}).`);
 console.log('The plain-JS "lazy open" has no lazy path: it reads every entry to find the context.');
 console.log('vs JS: the plain-JS time divided by forkpoint\'s (above 1: forkpoint is faster).');

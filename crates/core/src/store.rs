@@ -106,6 +106,17 @@ pub struct Commit {
     pub ops: Vec<Op>,
 }
 
+/// A record with the whole of one part, as [`Storage::snapshot`] reads them.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The record (JSON).
+    pub record: String,
+    /// How many chunks there were.
+    pub chunks: usize,
+    /// The chunks' bytes, concatenated.
+    pub bytes: Vec<u8>,
+}
+
 /// Where sessions are kept. `async` without a `Send` bound: IndexedDB's
 /// futures live on the browser's one thread.
 #[allow(async_fn_in_trait)]
@@ -116,7 +127,7 @@ pub trait Storage {
     async fn session_record(&self, id: &str) -> Result<Option<String>>;
     /// A session's record and every chunk of one part, in order, read at one
     /// moment (`None`: no such session).
-    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>>;
+    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<Snapshot>>;
     /// The session's record and chunks `from..to` of a part, in order, read at
     /// one moment (`None`: no such session; a missing chunk is `CORRUPTED_DATA`).
     async fn chunks(
@@ -517,7 +528,12 @@ impl<S: Storage> Store<S> {
     /// The record and the whole of one part, read together (one consistent
     /// view even while another handle appends).
     async fn read_all(&self, id: &str, part: Part) -> Result<(SessionRecord, Vec<u8>)> {
-        let Some((text, chunks)) = self.storage.snapshot(id, part).await? else {
+        let Some(Snapshot {
+            record: text,
+            chunks,
+            bytes: out,
+        }) = self.storage.snapshot(id, part).await?
+        else {
             return Err(Error::new(
                 ErrorCode::NotFound,
                 format!("no session {id:?} in the store"),
@@ -528,18 +544,13 @@ impl<S: Storage> Store<S> {
             Part::Lines => (r.chunks.len(), Some(r.info.bytes)),
             Part::Source => (r.source_chunks as usize, None),
         };
-        let total: usize = chunks.iter().map(Vec::len).sum();
-        if chunks.len() != n || want.is_some_and(|w| w != total as u64) {
+        let total = out.len();
+        if chunks != n || want.is_some_and(|w| w != total as u64) {
             return Err(Error::corrupted(format!(
-                "session {id:?} holds {} {} chunks ({total} bytes) in storage; its record says {n} ({})",
-                chunks.len(),
+                "session {id:?} holds {chunks} {} chunks ({total} bytes) in storage; its record says {n} ({})",
                 part.name(),
                 want.map_or("?".to_string(), |w| w.to_string())
             )));
-        }
-        let mut out = Vec::with_capacity(total);
-        for c in chunks {
-            out.extend_from_slice(&c);
         }
         Ok((r, out))
     }
@@ -1185,15 +1196,22 @@ impl Storage for MemoryStorage {
         Ok(self.state.borrow().sessions.get(id).cloned())
     }
 
-    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>> {
+    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<Snapshot>> {
         let st = self.state.borrow();
         Ok(st.sessions.get(id).map(|r| {
-            let chunks = st
+            let mut s = Snapshot {
+                record: r.clone(),
+                chunks: 0,
+                bytes: Vec::new(),
+            };
+            for (_, c) in st
                 .chunks
                 .range((id.to_string(), part, 0)..=(id.to_string(), part, u32::MAX))
-                .map(|(_, c)| c.clone())
-                .collect();
-            (r.clone(), chunks)
+            {
+                s.chunks += 1;
+                s.bytes.extend_from_slice(c);
+            }
+            s
         }))
     }
 
@@ -1291,7 +1309,7 @@ impl<T: Storage> Storage for std::rc::Rc<T> {
     async fn session_record(&self, id: &str) -> Result<Option<String>> {
         (**self).session_record(id).await
     }
-    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>> {
+    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<Snapshot>> {
         (**self).snapshot(id, part).await
     }
     async fn chunks(

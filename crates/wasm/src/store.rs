@@ -7,7 +7,8 @@ use std::rc::Rc;
 
 use forkpoint_core::normalize::import::ImportFormat;
 use forkpoint_core::store::{
-    Commit, EVENTS_PREFIX, ImportOptions, Op, Part, Storage, Store, StoredLazy, check_guard,
+    Commit, EVENTS_PREFIX, ImportOptions, Op, Part, Snapshot, Storage, Store, StoredLazy,
+    check_guard,
 };
 use forkpoint_core::types::{options_from_json, to_json_text};
 use forkpoint_core::{Error, ErrorCode, LazyOptions, LoadOptions, Result};
@@ -222,7 +223,7 @@ impl Storage for IdbStorage {
         Ok(Some(v.as_string().unwrap_or_default()))
     }
 
-    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<(String, Vec<Vec<u8>>)>> {
+    async fn snapshot(&self, id: &str, part: Part) -> Result<Option<Snapshot>> {
         // One read-only transaction: both requests see the same state.
         let tx = idb::begin_on(&self.db, &[idb::SESSIONS, idb::CHUNKS], "readonly", false)?;
         let fail = |e: JsValue| idb::idb_error(&e, "cannot read");
@@ -238,10 +239,30 @@ impl Storage for IdbStorage {
         if rec.is_undefined() {
             return Ok(None);
         }
-        let text = rec.as_string().ok_or_else(|| {
-            Error::corrupted(format!("the record of session {id:?} is not JSON text"))
-        })?;
-        Ok(Some((text, chunk_bytes(all, id)?)))
+        let all: Array = all
+            .dyn_into()
+            .map_err(|_| Error::corrupted("chunks: not a list"))?;
+        // One copy, straight from each chunk into the session's buffer.
+        let arrays = all
+            .iter()
+            .map(|c| {
+                c.dyn_into::<Uint8Array>()
+                    .map_err(|_| Error::corrupted(format!("session {id:?}: a chunk is not bytes")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let total: usize = arrays.iter().map(|a| a.length() as usize).sum();
+        let mut bytes = vec![0u8; total];
+        let mut at = 0;
+        for a in &arrays {
+            let n = a.length() as usize;
+            a.copy_to(&mut bytes[at..at + n]);
+            at += n;
+        }
+        Ok(Some(Snapshot {
+            record: rec.as_string().unwrap_or_default(),
+            chunks: arrays.len(),
+            bytes,
+        }))
     }
 
     async fn chunks(
