@@ -32,3 +32,32 @@ const ctx = {
 };
 
 for (const c of cases) test(`[wasm, fake-indexeddb] ${c.name}`, () => c.run(ctx));
+
+// Where the APIs overlap: a session kept in the browser store answers exactly
+// as the Node package's SessionLoader does on the same file.
+test('[wasm, fake-indexeddb] stored sessions answer as the Node SessionLoader does on the same bytes', async () => {
+  const { napi } = await import('./helpers.mjs');
+  const store = await web.IndexedDbStore.open(ctx.db());
+  const names = ['branches.jsonl', 'compactions.jsonl', 'leaf-moves.jsonl', 'v1-legacy.jsonl', 'real/badlogic-pi-mono_large-session.jsonl'];
+  for (const name of names) {
+    const b = await ctx.bytes(name);
+    const info = await store.importSession(b, { id: `x${names.indexOf(name)}` });
+    const s = await store.loadSession(info.id);
+    const ref = napi.SessionLoader.fromJsonl(b);
+    const view = (x) => {
+      const br = x.getBranch();
+      return {
+        leaves: br.getLeaves().map((n) => n.id),
+        branchPoints: br.getBranchPoints().map((n) => n.id),
+        tree: br.getTree(),
+        leaf: x.leafId,
+        contexts: br.getLeaves().map((n) => x.getContext(n.id)),
+        llm: x.getLlmContext(),
+      };
+    };
+    assert.deepEqual(view(s), view(ref), name);
+    const lazy = await store.loadSession(info.id, { lazy: true });
+    assert.deepEqual(lazy.getContext(), ref.getContext(), `${name}: lazy`);
+  }
+  await store.close();
+});
