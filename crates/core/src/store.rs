@@ -958,12 +958,7 @@ impl<S: Storage> Store<S> {
     ) -> Result<Checkpoint> {
         validate_id(checkpoint_id, "checkpoint")?;
         let r = self.record(id).await?;
-        if self
-            .checkpoints(id)
-            .await?
-            .iter()
-            .any(|c| c.id == checkpoint_id)
-        {
+        if self.checkpoint(id, checkpoint_id).await.is_ok() {
             return Err(Error::new(
                 ErrorCode::AlreadyExists,
                 format!("session {id:?} already has a checkpoint {checkpoint_id:?}"),
@@ -1011,15 +1006,9 @@ impl<S: Storage> Store<S> {
         Ok(out)
     }
 
-    /// Moves the session's leaf to a checkpoint's entry.
-    pub async fn restore_checkpoint(
-        &self,
-        id: &str,
-        checkpoint_id: &str,
-        now_ms: i64,
-    ) -> Result<Checkpoint> {
-        let cp = self
-            .checkpoints(id)
+    /// One checkpoint (`NOT_FOUND` if the session or the checkpoint is absent).
+    async fn checkpoint(&self, id: &str, checkpoint_id: &str) -> Result<Checkpoint> {
+        self.checkpoints(id)
             .await?
             .into_iter()
             .find(|c| c.id == checkpoint_id)
@@ -1028,7 +1017,17 @@ impl<S: Storage> Store<S> {
                     ErrorCode::NotFound,
                     format!("session {id:?} has no checkpoint {checkpoint_id:?}"),
                 )
-            })?;
+            })
+    }
+
+    /// Moves the session's leaf to a checkpoint's entry.
+    pub async fn restore_checkpoint(
+        &self,
+        id: &str,
+        checkpoint_id: &str,
+        now_ms: i64,
+    ) -> Result<Checkpoint> {
+        let cp = self.checkpoint(id, checkpoint_id).await?;
         self.move_leaf(id, cp.entry_id.as_deref(), now_ms).await?;
         Ok(cp)
     }
@@ -1036,17 +1035,7 @@ impl<S: Storage> Store<S> {
     /// Removes a checkpoint (`NOT_FOUND` if absent).
     pub async fn delete_checkpoint(&self, id: &str, checkpoint_id: &str) -> Result<()> {
         let r = self.record(id).await?;
-        if !self
-            .checkpoints(id)
-            .await?
-            .iter()
-            .any(|c| c.id == checkpoint_id)
-        {
-            return Err(Error::new(
-                ErrorCode::NotFound,
-                format!("session {id:?} has no checkpoint {checkpoint_id:?}"),
-            ));
-        }
+        self.checkpoint(id, checkpoint_id).await?;
         self.storage
             .commit(Commit {
                 guard: Some((id.to_string(), r.expect())),
