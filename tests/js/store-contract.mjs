@@ -93,6 +93,8 @@ export const cases = [
         const s = await store.loadSession(info.id);
         assert.equal(s.getHeader().version, 3, name);
         assert.deepEqual(shape(s), shape(ref.session), `${name}: the same tree and context as importSession`);
+        s.free();
+        await assert.rejectsCode((async () => s.entryCount)(), 'CLOSED');
         assert.ok(sameBytes(await blobBytes(await store.exportSession(info.id)), b), `${name}: export is byte-identical`);
         const pi = await blobBytes(await store.exportSession(info.id, { format: 'pi' }));
         assert.equal(web.Session.fromJsonl(pi).entryCount, info.entryCount, name);
@@ -378,6 +380,39 @@ export const cases = [
       assert.equal(await logA2.lastBookmark(), null, 'nothing of the deleted session\'s events');
       await a.close();
       await b.close();
+    },
+  },
+  {
+    name: 'handles racing: appends from three handles all land; checkpoints do not conflict with appends; one checkpoint id wins',
+    async run({ web, db, bytes, assert }) {
+      const name = db();
+      const handles = await Promise.all([0, 1, 2].map(() => web.IndexedDbStore.open(name)));
+      const info = await handles[0].importSession(await bytes('compactions.jsonl'));
+      const ids = await Promise.all(
+        handles.flatMap((h, k) => Array.from({ length: 10 }, (_, i) => h.appendEntry(info.id, { type: 'custom', customType: `h${k}-${i}` }))),
+      );
+      const s = await handles[1].loadSession(info.id);
+      assert.equal(s.entryCount, info.entryCount + 30);
+      assert.equal(new Set(ids).size, 30);
+      for (const id of ids) assert.ok(s.getEntry(id), id);
+      // A checkpoint beside an append from another handle: both land.
+      const [cp] = await Promise.all([
+        handles[0].saveCheckpoint(info.id, { id: 'c1' }),
+        handles[1].appendEntry(info.id, { type: 'custom', customType: 'beside' }),
+      ]);
+      assert.equal(cp.id, 'c1');
+      // The same checkpoint id from two handles at once: one wins, one is ALREADY_EXISTS.
+      const both = await Promise.allSettled([
+        handles[1].saveCheckpoint(info.id, { id: 'dup', label: 'one' }),
+        handles[2].saveCheckpoint(info.id, { id: 'dup', label: 'two' }),
+      ]);
+      const won = both.filter((r) => r.status === 'fulfilled');
+      const lost = both.filter((r) => r.status === 'rejected');
+      assert.equal(won.length, 1);
+      assert.equal(lost[0]?.reason?.code, 'ALREADY_EXISTS');
+      const stored = (await handles[0].listCheckpoints(info.id)).find((c) => c.id === 'dup');
+      assert.equal(stored.label, won[0].value.label, 'the stored one is the one acknowledged');
+      for (const h of handles) await h.close();
     },
   },
 ];

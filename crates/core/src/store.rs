@@ -71,8 +71,8 @@ pub enum Op {
     },
     /// Removes the chunks of a part numbered `from` and above.
     DeleteChunks { id: String, part: Part, from: u32 },
-    /// Writes a checkpoint record (JSON).
-    PutCheckpoint {
+    /// Adds a checkpoint record (JSON); `ALREADY_EXISTS` if the id is in use.
+    AddCheckpoint {
         id: String,
         checkpoint: String,
         record: String,
@@ -96,6 +96,9 @@ pub enum Expect {
     /// This very record: the same incarnation (not deleted and imported again
     /// since) at the same revision (`CONFLICT` otherwise).
     Version { incarnation: u64, revision: u64 },
+    /// The same incarnation at any revision (`CONFLICT` otherwise): for changes
+    /// that do not depend on the entries (checkpoints).
+    Incarnation(u64),
 }
 
 /// Changes applied all together or not at all.
@@ -141,6 +144,11 @@ pub trait Storage {
     async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>>;
     /// Applies a commit atomically.
     async fn commit(&self, commit: Commit) -> Result<()>;
+    /// Waits before try `attempt + 1` of a change that lost a conflict (a
+    /// random while that grows with `attempt`). Memory storage: no wait.
+    async fn backoff(&self, attempt: u32) {
+        let _ = attempt;
+    }
 }
 
 /// Checks an id used as a key or a directory name:
@@ -210,7 +218,12 @@ impl SessionRecord {
         };
         match serde_json::from_str::<SessionRecord>(text) {
             Ok(r) if r.record_version > RECORD_VERSION => Err(newer(r.record_version.into())),
-            Ok(r) => Ok(r),
+            Ok(mut r) => {
+                if r.info.log_name.is_empty() {
+                    r.info.log_name = format!("{EVENTS_PREFIX}{}:{}", r.info.id, r.incarnation);
+                }
+                Ok(r)
+            }
             Err(e) => {
                 // A newer layout may not parse as this one: say so rather than "damaged".
                 let v = serde_json::from_str::<serde_json::Value>(text)
@@ -707,10 +720,23 @@ impl<S: Storage> Store<S> {
 
     /// Loads up to `n` older messages of a lazily opened session (JSON array).
     /// Calls on one session must not overlap (the bindings queue them).
+    ///
+    /// A call that failed part-way (a read error, the session deleted) is
+    /// resumed by the next one, whose messages then come before the failed
+    /// call's (oldest first): nothing is skipped.
     pub async fn more_history(&self, lazy: &RefCell<StoredLazy>, n: usize) -> Result<String> {
+        let mut earlier = None;
+        if !lazy.borrow().loader.is_done() {
+            self.drive(lazy).await?;
+            earlier = Some(lazy.borrow_mut().loader.take_history_json()?);
+        }
         lazy.borrow_mut().loader.request_more_history(n)?;
         self.drive(lazy).await?;
-        lazy.borrow_mut().loader.take_history_json()
+        let now = lazy.borrow_mut().loader.take_history_json()?;
+        Ok(match earlier {
+            None => now,
+            Some(e) => join_arrays(&now, &e),
+        })
     }
 
     /// The writer of a session, from the cache when its revision is current.
@@ -798,7 +824,12 @@ impl<S: Storage> Store<S> {
                     return Ok((out, info));
                 }
                 // The cached writer is dropped: it holds the line that was not stored.
-                Err(e) if e.code == ErrorCode::Conflict && tries < CHANGE_TRIES => continue,
+                Err(e) if e.code == ErrorCode::Conflict && tries < CHANGE_TRIES => {
+                    // Another handle got in first: wait a random while, growing
+                    // with each try, so the handles do not keep colliding.
+                    self.storage.backoff(tries).await;
+                    continue;
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -958,11 +989,9 @@ impl<S: Storage> Store<S> {
     ) -> Result<Checkpoint> {
         validate_id(checkpoint_id, "checkpoint")?;
         let r = self.record(id).await?;
+        // (Checked again inside the commit: two handles may save one id at once.)
         if self.checkpoint(id, checkpoint_id).await.is_ok() {
-            return Err(Error::new(
-                ErrorCode::AlreadyExists,
-                format!("session {id:?} already has a checkpoint {checkpoint_id:?}"),
-            ));
+            return Err(checkpoint_exists(id, checkpoint_id));
         }
         let entry_id = match entry_id {
             Some(e) => {
@@ -982,8 +1011,8 @@ impl<S: Storage> Store<S> {
         };
         self.storage
             .commit(Commit {
-                guard: Some((id.to_string(), r.expect())),
-                ops: vec![Op::PutCheckpoint {
+                guard: Some((id.to_string(), Expect::Incarnation(r.incarnation))),
+                ops: vec![Op::AddCheckpoint {
                     id: id.to_string(),
                     checkpoint: checkpoint_id.to_string(),
                     record: crate::types::to_json_text(&cp)?,
@@ -1038,7 +1067,7 @@ impl<S: Storage> Store<S> {
         self.checkpoint(id, checkpoint_id).await?;
         self.storage
             .commit(Commit {
-                guard: Some((id.to_string(), r.expect())),
+                guard: Some((id.to_string(), Expect::Incarnation(r.incarnation))),
                 ops: vec![Op::DeleteCheckpoint {
                     id: id.to_string(),
                     checkpoint: checkpoint_id.to_string(),
@@ -1125,6 +1154,25 @@ fn with_parent(line: &str, parent: Option<&str>) -> String {
     out
 }
 
+/// Two JSON arrays (as text) as one.
+fn join_arrays(a: &str, b: &str) -> String {
+    let (a, b) = (a.trim(), b.trim());
+    let inner = |s: &str| s[1..s.len() - 1].trim().to_string();
+    match (inner(a), inner(b)) {
+        (x, y) if x.is_empty() => format!("[{y}]"),
+        (x, y) if y.is_empty() => format!("[{x}]"),
+        (x, y) => format!("[{x},{y}]"),
+    }
+}
+
+/// The error of a checkpoint id in use (shared by backends).
+pub fn checkpoint_exists(id: &str, checkpoint: &str) -> Error {
+    Error::new(
+        ErrorCode::AlreadyExists,
+        format!("session {id:?} already has a checkpoint {checkpoint:?}"),
+    )
+}
+
 fn version_of(record: &str) -> Option<(u64, u64)> {
     let v = serde_json::from_str::<serde_json::Value>(record).ok()?;
     Some((
@@ -1148,6 +1196,15 @@ pub fn check_guard(guard: &Option<(String, Expect)>, current: Option<&str>) -> R
             ErrorCode::NotFound,
             format!("no session {id:?} in the store"),
         )),
+        (Expect::Incarnation(want), Some(t)) => match version_of(t) {
+            Some((i, _)) if i == *want => Ok(()),
+            _ => Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "session {id:?} was deleted and created again by another handle; open it again"
+                ),
+            )),
+        },
         (
             Expect::Version {
                 incarnation,
@@ -1269,11 +1326,17 @@ impl Storage for MemoryStorage {
                     next.chunks
                         .retain(|(s, p, n), _| !(s == &id && *p == part && *n >= from));
                 }
-                Op::PutCheckpoint {
+                Op::AddCheckpoint {
                     id,
                     checkpoint,
                     record,
                 } => {
+                    if next
+                        .checkpoints
+                        .contains_key(&(id.clone(), checkpoint.clone()))
+                    {
+                        return Err(checkpoint_exists(&id, &checkpoint));
+                    }
                     next.checkpoints.insert((id, checkpoint), record);
                 }
                 Op::DeleteCheckpoint { id, checkpoint } => {
@@ -1315,5 +1378,8 @@ impl<T: Storage> Storage for std::rc::Rc<T> {
     }
     async fn commit(&self, commit: Commit) -> Result<()> {
         (**self).commit(commit).await
+    }
+    async fn backoff(&self, attempt: u32) {
+        (**self).backoff(attempt).await
     }
 }

@@ -558,6 +558,7 @@ pub struct StoredSessionInfo {
     pub changed: bool,
     /// The name of the session's event log in the same database
     /// (`session:<id>:<n>`; a session deleted and imported again gets a new one).
+    #[serde(default)]
     pub log_name: String,
     /// Set by `listSessions` when the record could not be read (damaged, or
     /// written by a newer forkpoint); the other fields are then empty.

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use forkpoint_core::normalize::import::ImportFormat;
 use forkpoint_core::store::{
     Commit, EVENTS_PREFIX, ImportOptions, Op, Part, Snapshot, Storage, Store, StoredLazy,
-    check_guard,
+    check_guard, checkpoint_exists,
 };
 use forkpoint_core::types::{options_from_json, to_json_text};
 use forkpoint_core::{Error, ErrorCode, LazyOptions, LoadOptions, Result};
@@ -112,7 +112,13 @@ impl IdbStorage {
     }
 
     /// Issues one op in `tx` (no waiting: the transaction settles them all).
-    fn issue(&self, tx: &IdbTransaction, op: Op, written: &Rc<RefCell<(f64, f64)>>) -> Result<()> {
+    /// Returns the request of an `AddCheckpoint` (its error tells an id in use).
+    fn issue(
+        &self,
+        tx: &IdbTransaction,
+        op: Op,
+        written: &Rc<RefCell<(f64, f64)>>,
+    ) -> Result<Option<web_sys::IdbRequest>> {
         let fail = |e: JsValue| idb::idb_error(&e, "cannot write");
         match op {
             Op::PutSession { id, record } => {
@@ -153,14 +159,16 @@ impl IdbStorage {
                 let r = bound(&key3(&id, part, f64::from(from)), &key3(&id, part, MAX_KEY))?;
                 store_of(tx, idb::CHUNKS)?.delete(&r).map_err(fail)?;
             }
-            Op::PutCheckpoint {
+            Op::AddCheckpoint {
                 id,
                 checkpoint,
                 record,
             } => {
-                store_of(tx, idb::CHECKPOINTS)?
-                    .put_with_key(&record.into(), &Array::of2(&id.into(), &checkpoint.into()))
+                // `add`: an id in use fails the request (ConstraintError).
+                let req = store_of(tx, idb::CHECKPOINTS)?
+                    .add_with_key(&record.into(), &Array::of2(&id.into(), &checkpoint.into()))
                     .map_err(fail)?;
+                return Ok(Some(req));
             }
             Op::DeleteCheckpoint { id, checkpoint } => {
                 store_of(tx, idb::CHECKPOINTS)?
@@ -182,11 +190,26 @@ impl IdbStorage {
                 store_of(tx, idb::EVENTS)?.delete(&r).map_err(fail)?;
             }
         }
-        Ok(())
+        Ok(None)
     }
 }
 
 impl Storage for IdbStorage {
+    async fn backoff(&self, attempt: u32) {
+        // A random 0..(5 · 2^attempt) ms, at most 0.5 s.
+        let ms = js_sys::Math::random() * f64::from(5u32 << attempt.min(7)).min(500.0);
+        let p = Promise::new(&mut |resolve: Function, _| {
+            if let Ok(set) = Reflect::get(&js_sys::global(), &"setTimeout".into())
+                .and_then(|f| f.dyn_into::<Function>())
+            {
+                let _ = set.call2(&JsValue::NULL, &resolve, &ms.into());
+            } else {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        });
+        let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+    }
+
     async fn session_records(&self) -> Result<Vec<(String, String)>> {
         let tx = idb::begin_on(&self.db, &[idb::SESSIONS], "readonly", false)?;
         let store = store_of(&tx, idb::SESSIONS)?;
@@ -320,13 +343,17 @@ impl Storage for IdbStorage {
         if signal.as_ref().is_some_and(aborted) {
             return Err(aborted_error());
         }
+        let adds = commit.ops.iter().find_map(|o| match o {
+            Op::AddCheckpoint { id, checkpoint, .. } => Some((id.clone(), checkpoint.clone())),
+            _ => None,
+        });
         // Only the stores the commit touches are locked (an event log in
         // another store keeps appending meanwhile).
         let mut stores = vec![idb::SESSIONS];
         for op in &commit.ops {
             let s = match op {
                 Op::PutChunk { .. } | Op::DeleteChunks { .. } => idb::CHUNKS,
-                Op::PutCheckpoint { .. }
+                Op::AddCheckpoint { .. }
                 | Op::DeleteCheckpoint { .. }
                 | Op::DeleteCheckpoints { .. } => idb::CHECKPOINTS,
                 Op::DeleteEvents { .. } => idb::EVENTS,
@@ -357,10 +384,13 @@ impl Storage for IdbStorage {
                 })
                 .sum();
             let written = Rc::new(RefCell::new((0.0, total as f64)));
+            let mut add_req = None;
             for op in commit.ops {
-                self.issue(&tx, op, &written)?;
+                if let Some(r) = self.issue(&tx, op, &written)? {
+                    add_req = Some(r);
+                }
             }
-            Ok::<(), Error>(())
+            Ok::<_, Error>(add_req)
         };
         // The signal aborts the transaction while it runs.
         let on_abort = signal.as_ref().map(|s| {
@@ -388,6 +418,16 @@ impl Storage for IdbStorage {
                 let _ = rm.call2(&s, &"abort".into(), f.as_ref());
             }
             drop(f);
+        }
+        // A checkpoint id added meanwhile by another handle.
+        let constraint = issued
+            .as_ref()
+            .ok()
+            .and_then(|r| r.as_ref())
+            .and_then(|r| r.error().ok().flatten())
+            .is_some_and(|e| e.name() == "ConstraintError");
+        if let (true, Some((id, cp))) = (settled.is_err() && constraint, &adds) {
+            return Err(checkpoint_exists(id, cp));
         }
         // An abort by the signal explains whatever failed after it.
         if (issued.is_err() || settled.is_err()) && signal.as_ref().is_some_and(aborted) {
