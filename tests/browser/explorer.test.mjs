@@ -9,6 +9,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/explorer.mjs';
@@ -141,10 +142,9 @@ describe('session explorer', { skip }, () => {
     await page.waitForFunction((id) => document.querySelector('[data-testid="context"]')?.dataset.entryId === id, entryId);
   }
 
-  /** Roles of the messages shown in the context panel (all of them: earlier ones are drawn first). */
+  /** Roles of the messages shown in the context panel (all of them: earlier ones are drawn first, a page at a time). */
   async function shownRoles() {
-    const earlier = await page.$('[data-testid="show-earlier"]');
-    if (earlier) await earlier.click();
+    for (let earlier; (earlier = await page.$('[data-testid="show-earlier"]')); ) await earlier.click();
     return page.$$eval('[data-testid="context-message"]', (els) => els.map((e) => e.getAttribute('data-role')));
   }
 
@@ -237,7 +237,9 @@ describe('session explorer', { skip }, () => {
       assert.deepEqual(await listedIds(), before, 'nothing listed disappears, nothing is added');
       assert.equal(await activeId(), openBefore, 'the open session stays open');
       assert.ok((await treeRows()).rows.length > 0);
-      await page.click('[data-testid="error-banner"] .dismiss');
+      // The first banner goes with Escape, the second with its button.
+      if (code === 'CORRUPTED_DATA') await page.keyboard.press('Escape');
+      else await page.click('[data-testid="error-banner"] .dismiss');
       assert.equal(await bannerShown(), false);
     }
     // The same file again: it is already there, and the page says so.
@@ -249,6 +251,104 @@ describe('session explorer', { skip }, () => {
     assert.match(again.text, /already in the list/);
     assert.deepEqual(await listedIds(), before);
     await page.click('[data-testid="error-banner"] .dismiss');
+  });
+
+  it('a session already imported: "Open it" selects it (also from a .gz), "Import as a copy" adds one under a new id', async () => {
+    const branchesId = ids.get('branches.jsonl');
+    await page.click(`[data-testid="session-item"][data-session-id="${ids.get('compactions.jsonl')}"] [data-testid="open-session"]`);
+    await idle();
+    // A gzip file of the same pi session: its header line names it.
+    const gz = join(tmp, 'branches-again.jsonl.gz');
+    await writeFile(gz, gzipSync(await readFile(BRANCHES)));
+    await page.setInputFiles('[data-testid="file-input"]', gz);
+    await idle();
+    assert.equal(await page.$eval('[data-testid="error-banner"]', (e) => e.dataset.code), 'ALREADY_EXISTS');
+    await page.click('[data-testid="open-existing"]');
+    await idle();
+    assert.equal(await activeId(), branchesId, '"Open it" opened the session already there');
+    assert.equal(await bannerShown(), false);
+
+    const before = await listedIds();
+    await page.setInputFiles('[data-testid="file-input"]', BRANCHES);
+    await idle();
+    await page.click('[data-testid="import-copy"]');
+    await idle();
+    assert.equal(await bannerShown(), false);
+    const after = await listedIds();
+    assert.equal(after.length, before.length + 1, 'the copy is listed');
+    const copy = after.find((x) => !before.includes(x));
+    assert.notEqual(copy, branchesId);
+    assert.equal(await activeId(), copy, 'the copy is open');
+    assert.match(await page.textContent(`[data-testid="session-item"][data-session-id="${copy}"] .name`), /\(copy\)$/);
+    await checkTree(copy, 'copy');
+    ids.set('copy', copy);
+  });
+
+  it('a batch import with failures: the others are imported, one banner lists each failure with its reason', async () => {
+    const files = ['crlf.jsonl', 'corrupt-middle.jsonl', 'deep-nesting.jsonl', 'v3-basic.jsonl'].map((f) => join(FIXTURES, f));
+    const before = await listedIds();
+    await page.setInputFiles('[data-testid="file-input"]', files);
+    await idle();
+    assert.equal((await listedIds()).length, before.length + 2, 'the two good files are listed');
+    assert.equal(await bannerShown(), true, 'the failures stay on screen after the last success');
+    const banner = await page.$eval('[data-testid="error-banner"]', (e) => ({
+      title: e.querySelector('.error-title').textContent,
+      items: [...e.querySelectorAll('[data-testid="error-list"] li')].map((li) => ({ code: li.dataset.code, text: li.textContent })),
+    }));
+    assert.equal(banner.title, '2 imported, 2 failed');
+    assert.deepEqual(banner.items.map((i) => i.code), ['CORRUPTED_DATA', 'LIMIT_EXCEEDED']);
+    assert.match(banner.items[0].text, /^corrupt-middle\.jsonl — The file is damaged at line \d+/);
+    assert.match(banner.items[1].text, /^deep-nesting\.jsonl — The file goes beyond a limit/);
+    await page.keyboard.press('Escape');
+    assert.equal(await bannerShown(), false);
+  });
+
+  it('a slow mouse click on a row of the unfocused tree selects it', async () => {
+    await page.click(`[data-testid="session-item"][data-session-id="${ids.get('branches.jsonl')}"] [data-testid="open-session"]`);
+    await idle();
+    const { rows } = await treeRows();
+    for (const r of [rows[2], rows[0]]) {
+      await page.click('h1'); // the focus leaves the tree
+      assert.notEqual(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'tree');
+      const box = await (await page.$(`[data-testid="tree-row"][data-entry-id="${r.id}"]`)).boundingBox();
+      await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
+      await page.mouse.down();
+      await page.waitForTimeout(120);
+      await page.mouse.up();
+      await page.waitForFunction((id) => document.querySelector('[data-testid="context"]')?.dataset.entryId === id, r.id, { timeout: 2000 });
+      assert.deepEqual((await treeRows()).rows.filter((x) => x.selected).map((x) => x.id), [r.id]);
+    }
+  });
+
+  it('tree rows tell screen readers what they are: aria-label with role, text, state and labels; aria-level by runs', async () => {
+    const rows = await page.$$eval('[data-testid="tree-row"]', (gs) =>
+      gs.map((g) => ({ id: g.getAttribute('data-entry-id'), label: g.getAttribute('aria-label'), level: Number(g.getAttribute('aria-level')), expanded: g.getAttribute('aria-expanded'), bp: g.getAttribute('data-branch-point') === 'true', leaf: g.getAttribute('data-leaf') === 'true', current: g.getAttribute('data-current') === 'true', text: g.querySelector('.preview').textContent })),
+    );
+    const lib = await page.evaluate(async ({ db, id }) => {
+      const { IndexedDbStore } = await import('/wasm/dist/web.js');
+      const store = await IndexedDbStore.open(db);
+      try {
+        const s = await store.loadSession(id);
+        const runs = s.getBranch().getTree();
+        const level = (i) => (runs[i].parent === null ? 1 : 1 + level(runs[i].parent));
+        return runs.map((r, i) => ({ id: r.lastId, level: level(i), entries: r.entries, branches: r.children.length, labels: r.labels.map((l) => l.label) }));
+      } finally {
+        await store.close();
+      }
+    }, { db, id: ids.get('branches.jsonl') });
+    assert.equal(rows.length, lib.length);
+    for (const row of rows) {
+      const run = lib.find((r) => r.id === row.id);
+      assert.ok(row.label && /^(user|assistant|\w[\w ]*): /.test(row.label), `a role first: ${row.label}`);
+      assert.ok(row.label.includes(row.text.replace(/…$/, '')), `the text: ${row.label}`);
+      assert.equal(row.level, run.level, `aria-level is the depth in runs: ${row.label}`);
+      assert.equal(row.expanded, run.entries > 1 ? 'false' : null, 'aria-expanded on runs that expand');
+      if (row.bp) assert.ok(row.label.includes(`branch point with ${run.branches} branches`), row.label);
+      if (row.current) assert.ok(row.label.includes('current leaf'), row.label);
+      else if (row.leaf) assert.ok(/\bleaf\b/.test(row.label), row.label);
+      for (const l of run.labels) assert.ok(row.label.includes(l), `the label ${l}: ${row.label}`);
+    }
+    assert.ok(lib.some((r) => r.labels.length) && lib.some((r) => r.level > 2), 'the fixture has labels and depth');
   });
 
   it('keyboard: arrows move the focus between rows, Enter shows the context', async () => {

@@ -10,8 +10,10 @@ import { TreeModel, TreeView } from './tree.js';
 
 const DB = new URLSearchParams(location.search).get('db') || 'forkpoint-explorer';
 const TARGETS = /** @type {const} */ (['anthropic', 'openai', 'openai-responses', 'google']);
-/** Characters of a request body shown (Copy always copies all of it). */
-const BODY_SHOWN = 1_000_000;
+/** Characters of a request body drawn at a time ("show more" draws the next part; Copy always copies all of it). */
+const BODY_CHUNK = 200_000;
+/** Bodies up to this many characters are shown indented; longer ones as they are. */
+const PRETTY_MAX = 2_000_000;
 /** Report steps listed one by one (they are also counted by code). */
 const STEPS_SHOWN = 500;
 
@@ -40,6 +42,7 @@ const ui = {
   copy: /** @type {HTMLButtonElement} */ (byId('copy-body')),
   report: byId('provider-report'),
   body: byId('provider-body'),
+  bodyMore: /** @type {HTMLButtonElement} */ (byId('body-more')),
 };
 
 /** @type {import('../dist/web.js').IndexedDbStore} */
@@ -56,6 +59,8 @@ const state = {
   selected: null,
   /** @type {string} the request body shown (what Copy copies) */
   body: '',
+  /** @type {string} the body as drawn (indented), drawn BODY_CHUNK characters at a time */
+  shown: '',
   tab: 'context',
   /** Operations under way (the page's `data-busy`). */
   busy: 0,
@@ -75,7 +80,7 @@ function explain(e) {
     case 'STORAGE_FULL':
       return "The browser's storage for this page is full. Delete sessions you no longer need, then try again.";
     case 'ALREADY_EXISTS':
-      return 'This session is already in the list (imported before). Open it there, or delete it first to import it again.';
+      return 'This session is already in the list (imported before): open it, or import it again as a copy under a new id.';
     case 'INVALID_ID':
       return 'The session id is not valid.';
     case 'ABORTED':
@@ -84,19 +89,52 @@ function explain(e) {
       return 'Another tab holds an older version of this database open. Close it and reload.';
     case 'NOT_FOUND':
       return 'It is not in the store any more (deleted in another tab?).';
+    case 'LIMIT_EXCEEDED':
+      return `The file goes beyond a limit of the reader (a line too long or nested too deeply${e.line ? `, at line ${e.line}` : ''}). Nothing was imported.`;
     default:
       return '';
   }
 }
 
-/** Shows an error in the banner; the list and the open session stay as they are. */
-function showError(title, e) {
+const codeOf = (e) => e?.code ?? (e?.name === 'AbortError' ? 'ABORTED' : 'ERROR');
+
+/**
+ * Shows an error in the banner; the list and the open session stay as they
+ * are. `actions` are buttons offered with it ({label, testid, run}).
+ */
+function showError(title, e, actions = []) {
   console.error(e);
-  const code = e?.code ?? (e?.name === 'AbortError' ? 'ABORTED' : 'ERROR');
+  const code = codeOf(e);
+  fillBanner(title, code, explain(e), `${code}: ${e?.message ?? String(e)}`, [], actions);
+}
+
+/** The one banner for a batch of imports: how many went in, and why each failure failed. */
+function showImportFailures(imported, failures, actions = []) {
+  for (const f of failures) console.error(f.name, f.error);
+  const codes = new Set(failures.map((f) => codeOf(f.error)));
+  fillBanner(
+    `${imported.toLocaleString()} imported, ${failures.length.toLocaleString()} failed`,
+    codes.size === 1 ? [...codes][0] : 'SEVERAL',
+    '',
+    '',
+    failures.map((f) =>
+      h('li', { 'data-code': codeOf(f.error) }, h('strong', {}, f.name), ' — ', explain(f.error) || f.error?.message || String(f.error), ' ', h('span', { class: 'error-detail' }, `${codeOf(f.error)}: ${f.error?.message ?? f.error}`)),
+    ),
+    actions,
+  );
+}
+
+function fillBanner(title, code, explanation, detail, items, actions) {
   ui.error.dataset.code = code;
   ui.error.querySelector('.error-title').textContent = title;
-  ui.error.querySelector('.error-explain').textContent = explain(e);
-  ui.error.querySelector('.error-detail').textContent = `${code}: ${e?.message ?? String(e)}`;
+  ui.error.querySelector('.error-explain').textContent = explanation;
+  ui.error.querySelector('.error-detail').textContent = detail;
+  const list = /** @type {HTMLElement} */ (ui.error.querySelector('.error-list'));
+  fill(list, items);
+  list.hidden = items.length === 0;
+  const bar = /** @type {HTMLElement} */ (ui.error.querySelector('.error-actions'));
+  fill(bar, actions.map((a) => h('button', { type: 'button', 'data-testid': a.testid, onclick: () => (clearError(), a.run()) }, a.label)));
+  bar.hidden = actions.length === 0;
   ui.error.hidden = false;
 }
 
@@ -169,15 +207,12 @@ async function refreshList() {
         { type: 'button', class: 'delete', 'data-testid': 'delete-session', title: `Delete ${displayName(s)}`, 'aria-label': `Delete ${displayName(s)}` },
         'Delete',
       );
-      // Two clicks: the first arms the button, the second deletes.
+      // Two clicks: the first arms the button (for 4 s, or until Escape), the second deletes.
       del.addEventListener('click', () => {
         if (del.dataset.armed !== 'true') {
           del.dataset.armed = 'true';
           del.textContent = 'Delete?';
-          setTimeout(() => {
-            del.dataset.armed = 'false';
-            del.textContent = 'Delete';
-          }, 4000);
+          setTimeout(() => disarm(del), 4000);
           return;
         }
         void deleteSession(s.id);
@@ -209,44 +244,159 @@ async function refreshList() {
   if (!state.sessions.length) ui.list.append(h('li', { class: 'empty' }, 'No sessions yet. Drop a session file above.'));
 }
 
+/** @param {HTMLElement} del a Delete button */
+function disarm(del) {
+  if (del.dataset.armed !== 'true') return;
+  del.dataset.armed = 'false';
+  del.textContent = 'Delete';
+}
+
 async function deleteSession(id) {
   await task('Could not delete the session', async () => {
     await store.deleteSession(id);
+    announce('delete', id);
     if (state.id === id) closeSession();
     await refreshList();
     status('Session deleted.');
   });
 }
 
-// ---------------------------------------------------------------- import
+// ---------------------------------------------------------------- other tabs
 
-/** Imports files one after the other; a failure is shown and the rest still run. */
-async function importFiles(files) {
-  for (const file of files) {
-    const ctl = new AbortController();
-    ui.progress.hidden = false;
-    ui.progress.value = 0;
-    ui.cancel.hidden = false;
-    ui.cancel.onclick = () => ctl.abort();
-    status(`Importing ${file.name}…`);
-    await task(`Could not import ${file.name}`, async () => {
-      try {
-        const info = await store.importSession(file, {
-          signal: ctl.signal,
-          onProgress: (p) => {
-            ui.progress.value = p.total ? p.bytes / p.total : 0;
-            status(`Importing ${file.name}: ${p.phase === 'read' ? 'reading' : 'storing'} ${fmtBytes(p.bytes)} of ${fmtBytes(p.total)}`);
-          },
-        });
-        clearError();
-        await refreshList();
-        await open(info.id);
-        status(`Imported ${file.name}: ${info.entryCount.toLocaleString()} entries.`);
-      } finally {
-        ui.progress.hidden = true;
-        ui.cancel.hidden = true;
+// Tabs open on the same database tell each other about their changes: the
+// others list the sessions again and re-open the one they show.
+const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`forkpoint-explorer:${DB}`) : null;
+
+/** Tells the other tabs that session `id` changed (`op`: import, delete, move-leaf, fork). */
+function announce(op, id) {
+  channel?.postMessage({ op, id });
+}
+
+if (channel) {
+  channel.onmessage = (e) =>
+    void task('Could not follow a change made in another tab', async () => {
+      const { op, id } = e.data ?? {};
+      await refreshList();
+      const open_ = state.id;
+      if (!open_) return;
+      if (!state.sessions.some((s) => s.id === open_)) {
+        closeSession();
+        ui.context.replaceChildren(h('p', { class: 'empty', 'data-testid': 'deleted-elsewhere' }, 'The session that was open here was deleted in another tab.'));
+        status('The open session was deleted in another tab.');
+      } else if (id === open_ && op !== 'fork') {
+        await open(open_, state.selected ?? undefined);
+        status('The open session changed in another tab; it was re-opened.');
       }
     });
+}
+
+// ---------------------------------------------------------------- import
+
+/** A new session id (for "import as a copy"). */
+const newId = () =>
+  typeof crypto.randomUUID === 'function'
+    ? crypto.randomUUID()
+    : [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, '0')).join('');
+
+/**
+ * Imports files one after the other. A failure does not stop the rest; at the
+ * end one banner says what failed and why (Cancel stops the batch). `opts.copy`
+ * stores each under a new id (a session already in the list imported again).
+ */
+async function importFiles(files, opts = {}) {
+  if (!files.length) return;
+  const ctl = new AbortController();
+  ui.cancel.onclick = () => ctl.abort();
+  /** @type {{ name: string, file: File, error: any }[]} */
+  const failures = [];
+  /** @type {import('../dist/web.js').StoredSessionInfo | null} */
+  let last = null;
+  let imported = 0;
+  let cancelled = false;
+  await task('Could not import', async () => {
+    clearError();
+    try {
+      for (const file of files) {
+        if (cancelled) break;
+        ui.progress.hidden = false;
+        ui.progress.value = 0;
+        ui.cancel.hidden = false;
+        status(`Importing ${file.name}…`);
+        try {
+          const existing = opts.copy ? state.sessions.find((s) => s.id === opts.copy) : null;
+          last = await store.importSession(file, {
+            signal: ctl.signal,
+            ...(opts.copy ? { id: newId(), name: `${existing ? displayName(existing) : file.name} (copy)` } : {}),
+            onProgress: (p) => {
+              ui.progress.value = p.total ? p.bytes / p.total : 0;
+              status(`Importing ${file.name}: ${p.phase === 'read' ? 'reading' : 'storing'} ${fmtBytes(p.bytes)} of ${fmtBytes(p.total)}`);
+            },
+          });
+          imported++;
+          await refreshList();
+        } catch (e) {
+          if (codeOf(e) === 'ABORTED') cancelled = true;
+          else failures.push({ name: file.name, file, error: e });
+        }
+      }
+    } finally {
+      ui.progress.hidden = true;
+      ui.cancel.hidden = true;
+      if (imported) announce('import', last?.id);
+      if (last) await open(last.id);
+    }
+    const one = failures.length === 1 ? failures[0] : null;
+    // A session imported before: offer to open it, or to import it again as a copy.
+    const actions = one && codeOf(one.error) === 'ALREADY_EXISTS' ? await alreadyExistsActions(one.file) : [];
+    if (files.length === 1 && one) {
+      showError(`Could not import ${one.name}`, one.error, actions);
+      status(`Could not import ${one.name}.`);
+    } else if (failures.length) {
+      showImportFailures(imported, failures, actions);
+      status(`Imported ${imported} of ${files.length} files.`);
+    } else if (cancelled) {
+      status(imported ? `Cancelled after ${imported} of ${files.length} files; the file under way was not stored.` : 'Cancelled; nothing was stored.');
+    } else if (files.length === 1 && last) {
+      status(`Imported ${files[0].name}: ${last.entryCount.toLocaleString()} entries.`);
+    } else {
+      status(`Imported ${imported} files.`);
+    }
+  });
+}
+
+/** The banner's buttons for `file`, which is already in the list. */
+async function alreadyExistsActions(file) {
+  const id = await headerId(file).catch(() => null);
+  const actions = [];
+  if (id && state.sessions.some((s) => s.id === id)) {
+    actions.push({ label: 'Open it', testid: 'open-existing', run: () => task('Could not open the session', () => open(id)) });
+  }
+  actions.push({ label: 'Import as a copy', testid: 'import-copy', run: () => importFiles([file], { copy: id ?? true }) });
+  return actions;
+}
+
+/** The id in a pi file's header line (gzip or not), or null. */
+async function headerId(file) {
+  const magic = new Uint8Array(await file.slice(0, 2).arrayBuffer());
+  /** @type {ReadableStream<Uint8Array>} */
+  let bytes = file.stream();
+  if (magic[0] === 0x1f && magic[1] === 0x8b) bytes = bytes.pipeThrough(new DecompressionStream('gzip'));
+  const reader = bytes.pipeThrough(new TextDecoderStream()).getReader();
+  let text = '';
+  try {
+    while (!text.includes('\n') && text.length < 1 << 20) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+  } finally {
+    void reader.cancel().catch(() => {});
+  }
+  try {
+    const header = JSON.parse(text.split('\n')[0].replace(/^\uFEFF/, ''));
+    return header?.type === 'session' && typeof header.id === 'string' ? header.id : null;
+  } catch {
+    return null;
   }
 }
 
@@ -278,15 +428,19 @@ document.addEventListener('drop', (e) => {
 // ---------------------------------------------------------------- open session
 
 function closeSession() {
+  const prev = state.session;
   state.id = null;
   state.session = null;
   state.selected = null;
   tree.clear();
+  prev?.free(); // nothing holds it any more (the tree's model went with clear())
   ui.title.textContent = 'No session open';
   ui.summary.replaceChildren();
   ui.nodeInfo.replaceChildren();
   ui.context.replaceChildren(h('p', { class: 'empty' }, 'Open a session, then pick an entry in the tree.'));
   ui.body.textContent = '';
+  ui.bodyMore.hidden = true;
+  state.body = state.shown = '';
   ui.report.replaceChildren();
   setExportTarget(null);
   document.body.classList.remove('has-session');
@@ -302,14 +456,31 @@ async function open(id, selectId) {
   const info = state.sessions.find((s) => s.id === id);
   const expanded = state.id === id && tree.model ? [...tree.model.expanded.keys()].map((i) => tree.model.runs[i].firstId) : [];
   const scroll = state.id === id ? ui.tree.scrollTop : null;
+  let model;
+  try {
+    model = new TreeModel(session);
+  } catch (e) {
+    session.free();
+    throw e;
+  }
+  // The session shown before is freed once nothing can reach it: the tree
+  // takes the new model, and work waiting for a frame checks state.session.
+  const prev = state.session;
   state.id = id;
   state.session = session;
-  const model = new TreeModel(session);
   model.runs.forEach((run, i) => {
     if (expanded.includes(run.firstId) && !model.expanded.has(i)) model.toggle(i);
   });
+  if (selectId) {
+    try {
+      session.getEntry(selectId);
+    } catch {
+      selectId = undefined; // gone (changed in another tab)
+    }
+  }
   const select = selectId ?? session.leafId ?? model.rows[model.rows.length - 1]?.id ?? null;
   tree.setModel(model, select);
+  if (prev && prev !== session) prev.free();
   if (scroll !== null) ui.tree.scrollTop = scroll;
 
   ui.title.textContent = info ? displayName(info) : id;
@@ -320,6 +491,13 @@ async function open(id, selectId) {
     h('span', {}, count(model.runs.length, 'run')),
     h('span', { 'data-testid': 'leaf-count' }, count(model.leaves, 'leaf', 'leaves')),
     h('span', { 'data-testid': 'branch-point-count' }, count(model.branchPoints, 'branch point')),
+    model.hookBranchPoints
+      ? h(
+          'span',
+          { class: 'note', 'data-testid': 'hook-branch-points', title: 'Side branches made only of custom entries (Claude Code progress and hook records) are drawn faded' },
+          `${model.hookBranchPoints.toLocaleString()} of them hook/progress side entries`,
+        )
+      : null,
     meta.compactions ? h('span', {}, count(meta.compactions, 'compaction')) : null,
     info ? h('span', {}, info.format) : null,
   ];
@@ -354,12 +532,14 @@ function showEntry(id) {
   }
   const isLeaf = id === session.leafId;
   const kind = entry.type === 'message' ? entry.message.role : entry.type;
+  const label = tree.model?.branch.getLabel(id);
   fill(
     ui.nodeInfo,
     h('strong', {}, kind),
     h('code', { title: `entry id ${id}` }, id.length > 13 ? `${id.slice(0, 12)}…` : id),
     entry.timestamp ? h('span', { class: 'muted' }, fmtDate(entry.timestamp)) : null,
     isLeaf ? h('span', { class: 'badge current' }, 'current leaf') : null,
+    label ? h('span', { class: 'badge label', 'data-testid': 'entry-label', title: `label: ${label}` }, `⚑ ${label}`) : null,
   );
   ui.nodeInfo.dataset.entryId = id;
   ui.cont.disabled = isLeaf;
@@ -370,7 +550,7 @@ function showEntry(id) {
   } catch (e) {
     showError('Could not build the context', e);
   }
-  if (state.tab === 'provider') showProvider();
+  if (state.tab === 'provider') void showProvider();
   else ui.body.dataset.stale = 'true';
 }
 
@@ -380,6 +560,7 @@ ui.cont.addEventListener('click', () =>
     const entry = state.selected;
     if (!id || !entry) return;
     await store.moveLeaf(id, entry);
+    announce('move-leaf', id);
     await refreshList();
     await open(id, entry);
     status(`The conversation continues from ${entry}.`);
@@ -392,6 +573,7 @@ ui.fork.addEventListener('click', () =>
     const entry = state.selected;
     if (!id || !entry) return;
     const info = await store.fork(id, entry);
+    announce('fork', info.id);
     await refreshList();
     await open(info.id);
     status(`Forked into a new session from ${entry}.`);
@@ -402,27 +584,74 @@ ui.fork.addEventListener('click', () =>
 
 for (const t of TARGETS) ui.target.append(h('option', { value: t }, t));
 
-function showProvider() {
+/** Resolves after the page painted (so "building…" shows before a long task). */
+const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+
+/** Counts the builds under way; a newer one makes an older one stop. */
+let providerBuild = 0;
+
+/**
+ * Builds the provider request for the selected entry. A large session takes a
+ * while (a long task the page cannot avoid), so "building…" is painted first.
+ */
+async function showProvider() {
   const session = state.session;
+  const entryId = state.selected;
   const target = /** @type {import('../dist/web.js').ProviderName} */ (ui.target.value);
-  if (!session || !state.selected) return;
-  let conv;
+  if (!session || !entryId) return;
+  const build = ++providerBuild;
+  delete ui.body.dataset.target;
+  delete ui.body.dataset.entryId;
+  ui.body.dataset.building = 'true';
+  ui.body.textContent = '';
+  ui.bodyMore.hidden = true;
+  state.body = state.shown = '';
+  fill(ui.report, h('p', { class: 'muted building', 'data-testid': 'provider-building' }, `Building the ${target} request…`));
+  state.busy++;
+  document.body.dataset.busy = 'true';
   try {
-    conv = session.toProvider(target, { leafId: state.selected });
-  } catch (e) {
-    showError(`Could not build the ${target} request`, e);
-    return;
+    await afterPaint();
+    // Another entry, target or session was picked meanwhile (the session may be freed).
+    if (build !== providerBuild || state.session !== session) return;
+    let conv;
+    try {
+      conv = session.toProvider(target, { leafId: entryId });
+    } catch (e) {
+      fill(ui.report);
+      showError(`Could not build the ${target} request`, e);
+      return;
+    }
+    state.body = conv.body;
+    let shown = conv.body;
+    if (shown.length <= PRETTY_MAX) shown = JSON.stringify(JSON.parse(shown), null, 2);
+    state.shown = shown;
+    ui.body.textContent = shown.slice(0, BODY_CHUNK);
+    showBodyMore();
+    ui.body.dataset.truncated = String(shown.length > BODY_CHUNK);
+    ui.body.dataset.target = target;
+    ui.body.dataset.entryId = entryId;
+    delete ui.body.dataset.stale;
+    renderReport(conv.report, conv.body.length, shown.length > BODY_CHUNK);
+  } finally {
+    if (build === providerBuild) delete ui.body.dataset.building;
+    if (--state.busy === 0) delete document.body.dataset.busy;
   }
-  state.body = conv.body;
-  let shown = conv.body;
-  if (shown.length < 4 * BODY_SHOWN) shown = JSON.stringify(JSON.parse(shown), null, 2);
-  ui.body.textContent = shown.length > BODY_SHOWN ? shown.slice(0, BODY_SHOWN) : shown;
-  ui.body.dataset.truncated = String(shown.length > BODY_SHOWN);
-  ui.body.dataset.target = target;
-  ui.body.dataset.entryId = state.selected;
-  delete ui.body.dataset.stale;
-  renderReport(conv.report, conv.body.length, shown.length > BODY_SHOWN);
 }
+
+/** The "show more" button under a body drawn in part. */
+function showBodyMore() {
+  const drawn = ui.body.textContent?.length ?? 0;
+  const left = state.shown.length - drawn;
+  ui.bodyMore.hidden = left <= 0;
+  ui.bodyMore.textContent = `show ${Math.min(left, BODY_CHUNK).toLocaleString()} more characters (${left.toLocaleString()} not drawn; Copy copies all)`;
+}
+
+ui.bodyMore.addEventListener('click', () => {
+  const drawn = ui.body.textContent?.length ?? 0;
+  ui.body.append(state.shown.slice(drawn, drawn + BODY_CHUNK));
+  ui.body.dataset.truncated = String(drawn + BODY_CHUNK < state.shown.length);
+  showBodyMore();
+});
 
 /** @param {import('../dist/web.js').CompatibilityReport} report */
 function renderReport(report, bodyChars, truncated) {
@@ -436,7 +665,7 @@ function renderReport(report, bodyChars, truncated) {
       'p',
       { class: `verdict ${report.compatible ? 'ok' : 'lossy'}` },
       report.compatible ? '✓ Compatible: nothing is lost' : `⚠ Lossy: ${report.lossyFields.length} field${report.lossyFields.length === 1 ? '' : 's'} changed or dropped`,
-      h('span', { class: 'muted' }, ` · ${fmtBytes(bodyChars)} body${truncated ? ' (shown in part; Copy copies all)' : ''}`),
+      h('span', { class: 'muted' }, ` · ${fmtBytes(bodyChars)} body${truncated ? ' (drawn in part; Copy copies all)' : ''}`),
     ),
     report.warnings.length
       ? h('ul', { class: 'warnings', 'data-testid': 'report-warnings' }, report.warnings.map((w) => h('li', {}, w)))
@@ -467,7 +696,7 @@ function renderReport(report, bodyChars, truncated) {
   );
 }
 
-ui.target.addEventListener('change', () => showProvider());
+ui.target.addEventListener('change', () => void showProvider());
 
 ui.copy.addEventListener('click', async () => {
   const ok = await copyText(state.body);
@@ -476,16 +705,31 @@ ui.copy.addEventListener('click', async () => {
   setTimeout(() => (ui.copy.textContent = 'Copy'), 1500);
 });
 
-// Tabs: Messages | Provider request.
-for (const tab of document.querySelectorAll('[role="tab"]')) {
-  tab.addEventListener('click', () => selectTab(/** @type {HTMLElement} */ (tab).dataset.tab ?? 'context'));
+// Tabs: Messages | Provider request. Arrow keys, Home and End move between
+// them (the selected tab is the one Tab stops at).
+const tabs = /** @type {HTMLElement[]} */ ([...document.querySelectorAll('[role="tab"]')]);
+for (const tab of tabs) {
+  tab.addEventListener('click', () => selectTab(tab.dataset.tab ?? 'context'));
+  tab.addEventListener('keydown', (e) => {
+    const i = tabs.indexOf(tab);
+    const to = { ArrowRight: i + 1, ArrowLeft: i - 1 + tabs.length, Home: 0, End: tabs.length - 1 }[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    const next = tabs[to % tabs.length];
+    next.focus();
+    selectTab(next.dataset.tab ?? 'context');
+  });
 }
 function selectTab(name) {
   state.tab = name;
-  for (const tab of document.querySelectorAll('[role="tab"]')) tab.setAttribute('aria-selected', String(/** @type {HTMLElement} */ (tab).dataset.tab === name));
+  for (const tab of tabs) {
+    const on = tab.dataset.tab === name;
+    tab.setAttribute('aria-selected', String(on));
+    tab.tabIndex = on ? 0 : -1;
+  }
   ui.context.hidden = name !== 'context';
   ui.provider.hidden = name !== 'provider';
-  if (name === 'provider' && (ui.body.dataset.stale === 'true' || ui.body.dataset.entryId !== state.selected)) showProvider();
+  if (name === 'provider' && (ui.body.dataset.stale === 'true' || ui.body.dataset.entryId !== state.selected)) void showProvider();
 }
 
 // ---------------------------------------------------------------- export
@@ -535,6 +779,21 @@ for (const [a, format] of /** @type {const} */ ([[ui.exportLink, 'original'], [u
 // ---------------------------------------------------------------- start
 
 ui.error.querySelector('.dismiss')?.addEventListener('click', clearError);
+
+// Escape dismisses the error banner and disarms "Delete?".
+document.addEventListener('keydown', (e) => {
+  if (e.key !== 'Escape') return;
+  let handled = false;
+  for (const del of ui.list.querySelectorAll('[data-armed="true"]')) {
+    disarm(/** @type {HTMLElement} */ (del));
+    handled = true;
+  }
+  if (!ui.error.hidden) {
+    clearError();
+    handled = true;
+  }
+  if (handled) e.preventDefault();
+});
 
 async function start() {
   const hash = location.hash.slice(1); // the session open before a reload (closeSession clears it)

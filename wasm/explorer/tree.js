@@ -20,6 +20,10 @@ const LANE_W = 16;
 const PAD_X = 16;
 /** Lanes beyond this are drawn on top of each other (very deep side branches). */
 const MAX_LANES = 20;
+/** Pixels the preview text keeps before tags take the rest of the row. */
+const MIN_PREVIEW = 80;
+/** Width of the compaction mark in its tag. */
+const ICON_W = 12;
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 /**
@@ -43,12 +47,36 @@ export class TreeModel {
     this.previews = new Map();
     /** @type {Map<number, Preview>} */
     this.runPreviews = new Map();
+    /** Tree nodes met while walking runs (for their line numbers), by entry id. @type {Map<string, import('../dist/web.js').TreeNode>} */
+    this.nodes = new Map();
 
-    // Children in drawing order: the biggest subtree last (ties: file order).
     const n = this.runs.length;
+    // Side branches made only of `custom` entries that end there (Claude Code's
+    // progress and hook records): drawn faded, and kept off the main lane.
+    this.hookOnly = new Uint8Array(n);
+    /** The child nodes of a branch point, read once for all its side branches. */
+    const fanOut = new Map();
+    for (let i = 0; i < n; i++) {
+      const r = this.runs[i];
+      if (r.parent === null || r.children.length || r.messages || r.compactions || r.labels.length || r.entries > 256) continue;
+      if (this.runs[r.parent].children.length < 2) continue;
+      if (!fanOut.has(r.parent)) fanOut.set(r.parent, this.branch.getChildren(this.runs[r.parent].lastId));
+      if (this.runNodes(i, fanOut.get(r.parent)).every((node) => node.type === 'custom')) this.hookOnly[i] = 1;
+    }
+    /** Branch points whose side branches are all such hook/progress entries. */
+    this.hookBranchPoints = this.runs.filter((r) => r.children.length >= 2 && r.children.filter((c) => !this.hookOnly[c]).length <= 1).length;
+    /** Depth in runs (1 for a root run): the ARIA tree level. */
+    this.level = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      const p = this.runs[i].parent;
+      this.level[i] = p === null ? 1 : this.level[p] + 1;
+    }
+
+    // Children in drawing order: the biggest subtree last (ties: file order);
+    // hook/progress side branches weigh nothing, so the conversation keeps the lane.
     const size = new Float64Array(n);
     for (let i = n - 1; i >= 0; i--) {
-      size[i] += this.runs[i].entries;
+      size[i] += this.hookOnly[i] ? 0 : this.runs[i].entries;
       const p = this.runs[i].parent;
       if (p !== null) size[p] += size[i];
     }
@@ -116,14 +144,21 @@ export class TreeModel {
 
   /** The ids of the entries of run `i`, first to last (each has exactly one child). */
   runEntryIds(i) {
-    const { firstId, lastId, entries } = this.runs[i];
-    const ids = [firstId];
-    while (ids[ids.length - 1] !== lastId && ids.length < entries) {
-      const next = this.branch.getChildren(ids[ids.length - 1]);
+    return this.runNodes(i).map((node) => node.id);
+  }
+
+  /** The tree nodes of run `i`, first to last (`siblings`: the nodes beside its first one, if known). */
+  runNodes(i, siblings) {
+    const { firstId, lastId, entries, parent } = this.runs[i];
+    siblings ??= parent === null ? this.branch.getRoots() : this.branch.getChildren(this.runs[parent].lastId);
+    const nodes = [siblings.find((node) => node.id === firstId) ?? { id: firstId, type: '', line: null }];
+    while (nodes[nodes.length - 1].id !== lastId && nodes.length < entries) {
+      const next = this.branch.getChildren(nodes[nodes.length - 1].id);
       if (next.length === 0) break;
-      ids.push(next[0].id);
+      nodes.push(next[0]);
     }
-    return ids;
+    for (const node of nodes) this.nodes.set(node.id, node);
+    return nodes;
   }
 
   /** Row index showing entry `id` (the run's row if the run is collapsed), or -1. */
@@ -327,11 +362,22 @@ export class TreeView {
     new ResizeObserver(() => this.schedule()).observe(container);
     container.addEventListener('keydown', (e) => this.onKey(e));
     container.addEventListener('click', (e) => this.onClick(e));
+    // Focus only marks the active row (CSS shows it while the tree has the
+    // focus): redrawing here would replace the row under a mouse button that
+    // is down, and its click would be lost.
     container.addEventListener('focus', () => {
-      if (this.active < 0 && this.model?.rows.length) this.active = 0;
-      this.schedule();
+      if (this.active < 0 && this.model?.rows.length) {
+        this.active = 0;
+        this.markActive();
+      }
     });
-    container.addEventListener('blur', () => this.schedule());
+  }
+
+  /** Moves the `active` class to the active row without redrawing. */
+  markActive() {
+    for (const g of this.svg.children) g.classList.toggle('active', Number(g.getAttribute('data-row')) === this.active);
+    if (this.model && this.active >= 0 && this.active < this.model.rows.length) this.container.setAttribute('aria-activedescendant', `tree-row-${this.active}`);
+    else this.container.removeAttribute('aria-activedescendant');
   }
 
   /** Shows `model`, selecting and revealing entry `selectId`. */
@@ -447,15 +493,14 @@ export class TreeView {
     this.svg.setAttribute('width', String(width));
     this.svg.setAttribute('height', String((last - first) * ROW_H));
     this.svg.style.transform = `translateY(${first * ROW_H}px)`;
-    const focused = document.activeElement === c;
     const rows = [];
-    for (let r = first; r < last; r++) rows.push(this.drawRow(r, (r - first) * ROW_H, width, focused));
+    for (let r = first; r < last; r++) rows.push(this.drawRow(r, (r - first) * ROW_H, width));
     this.svg.replaceChildren(...rows);
     if (this.active >= 0 && this.active < m.rows.length) c.setAttribute('aria-activedescendant', `tree-row-${this.active}`);
     else c.removeAttribute('aria-activedescendant');
   }
 
-  drawRow(r, y, width, focused) {
+  drawRow(r, y, width) {
     const m = this.model;
     const row = m.rows[r];
     const run = m.runs[row.run];
@@ -471,13 +516,19 @@ export class TreeView {
     const leafK = row.run === m.currentRun ? (m.expanded.get(row.run)?.indexOf(m.leafId) ?? -1) : -1;
     const pathHere = onPath && (leafK < 0 || row.k <= leafK);
 
+    const p = m.preview(r);
+    const hook = m.hookOnly[row.run] === 1;
+    const expandable = run.entries > 1 && row.k <= 0;
     const g = el('g', {
-      class: ['row', selected && 'selected', focused && r === this.active && 'active', f.current && 'current'].filter(Boolean).join(' '),
+      class: ['row', selected && 'selected', r === this.active && 'active', f.current && 'current', hook && 'hook'].filter(Boolean).join(' '),
       transform: `translate(0 ${y})`,
       id: `tree-row-${r}`,
       role: 'treeitem',
       'aria-selected': String(selected),
-      'aria-level': String(lane + 1),
+      // Depth in runs; the entries after the first of an expanded run are its children.
+      'aria-level': String(m.level[row.run] + (row.k > 0 ? 1 : 0)),
+      'aria-expanded': expandable ? String(row.k === 0) : null,
+      'aria-label': this.ariaLabel(r, p, f, hook),
       'data-testid': 'tree-row',
       'data-row': r,
       'data-entry-id': row.id,
@@ -535,35 +586,91 @@ export class TreeView {
       g.append(t);
     }
     tx += 18;
+    // Tags, right-aligned: [labels…] [compaction] [entries] [branches] [current leaf].
+    // Room is given in order of importance (current, branches, compactions,
+    // entries, labels) and the preview keeps MIN_PREVIEW pixels; a tag that
+    // does not fit whole takes its short form, or a label is cut with an ellipsis.
+    /** @type {{ kind: string, text: string, rank: number, short?: string, icon?: boolean, cut?: boolean, w?: number, shown?: string }[]} */
     const tags = [];
-    if (f.current) tags.push(['current', 'current leaf']);
-    for (const l of f.labels) tags.push(['label', `⚑ ${l}`]);
-    if (row.k === -1 && run.compactions > 0) tags.push(['compaction', run.compactions > 1 ? `⧉ ${run.compactions} compactions` : '⧉ compaction']);
-    if (row.k === -1 && run.entries > 1) tags.push(['count', `${run.entries} entries`]);
-    if (row.k === -1 && run.children.length >= 2) tags.push(['count', `${run.children.length} branches`]);
-    // Tags are right-aligned; measure them first to know the room left for the text.
-    measurer.font = '11px system-ui, sans-serif';
+    if (f.current) tags.push({ kind: 'current', text: 'current leaf', rank: 0 });
+    for (const l of f.labels) tags.push({ kind: 'label', text: `⚑ ${l}`, rank: 4, cut: true });
+    if (row.k === -1 && run.compactions > 0) tags.push({ kind: 'compaction', text: run.compactions > 1 ? `${run.compactions} compactions` : 'compaction', short: String(run.compactions), rank: 2, icon: true });
+    if (row.k === -1 && run.entries > 1) tags.push({ kind: 'count', text: `${run.entries} entries`, rank: 3 });
+    if (row.k === -1 && run.children.length >= 2) tags.push({ kind: 'count', text: `${run.children.length} branches`, rank: 1 });
+    measurer.font = `600 ${this.font}`;
+    const roleW = measurer.measureText(p.role).width + 8;
+    const tagFont = '11px system-ui, sans-serif';
+    measurer.font = tagFont;
+    let room = width - 8 - (tx + roleW + MIN_PREVIEW);
+    for (const t of [...tags].sort((a, b) => a.rank - b.rank)) {
+      const pad = 12 + (t.icon ? ICON_W : 0);
+      const w = measurer.measureText(t.text).width + pad;
+      const shortW = t.short ? measurer.measureText(t.short).width + pad : Infinity;
+      if (w + 4 <= room) {
+        t.w = w;
+        t.shown = t.text;
+      } else if (shortW + 4 <= room) {
+        t.w = shortW;
+        t.shown = t.short;
+      } else if (t.cut && room >= 56) {
+        t.shown = fit(t.text, room - 4 - pad, tagFont);
+        measurer.font = tagFont;
+        t.w = measurer.measureText(t.shown).width + pad;
+      } else continue;
+      room -= t.w + 4;
+    }
     let right = width - 8;
     const tagEls = [];
-    for (const [kind, label] of tags) {
-      const w = measurer.measureText(label).width + 12;
-      if (right - w < tx + 120) break;
-      right -= w;
-      const t = el('g', { class: `tag ${kind}` });
-      t.append(el('rect', { x: right, y: mid - 9, width: w, height: 18, rx: 9 }), el('text', { x: right + w / 2, y: mid + 4, 'text-anchor': 'middle' }, label));
-      tagEls.push(t);
+    for (const t of tags) {
+      if (t.w === undefined || t.shown === undefined) continue;
+      right -= t.w;
+      const tag = el('g', { class: `tag ${t.kind}` });
+      tag.append(el('rect', { x: right, y: mid - 9, width: t.w, height: 18, rx: 9 }));
+      const textX = right + (t.icon ? ICON_W : 0) + (t.w - (t.icon ? ICON_W : 0)) / 2;
+      if (t.icon) tag.append(compactionIcon(right + 8, mid));
+      tag.append(el('text', { x: textX, y: mid + 4, 'text-anchor': 'middle' }, t.shown));
+      if (t.shown !== t.text) tag.append(el('title', {}, t.text));
+      tagEls.push(tag);
       right -= 4;
     }
-    const p = m.preview(r);
-    const roleText = p.role;
-    measurer.font = `600 ${this.font}`;
-    const roleW = measurer.measureText(roleText).width + 8;
     const text = el('text', { class: 'label', x: tx, y: mid + 4.5 });
-    text.append(el('tspan', { class: `role role-${p.role.replace(/\W+/g, '-')}` }, roleText));
+    text.append(el('tspan', { class: `role role-${p.role.replace(/\W+/g, '-')}` }, p.role));
     text.append(el('tspan', { class: 'preview', dx: 8 }, fit(p.text, Math.max(0, right - tx - roleW - 8), this.font)));
     g.append(text, ...tagEls);
-    const title = el('title', {}, `${row.k === -1 ? `${run.entries} entries, ${run.firstId} … ${run.lastId}` : row.id}${run.firstLine ? ` (line ${run.firstLine})` : ''}`);
-    g.append(title);
+    // The tooltip: the entry (or the run's entries) and its line in the stored file.
+    let tip;
+    if (row.k === -1 && run.entries > 1) tip = `${run.entries} entries, ${run.firstId} … ${run.lastId}${run.firstLine ? ` (from line ${run.firstLine})` : ''}`;
+    else {
+      const line = row.k === -1 ? run.firstLine : m.nodes.get(row.id)?.line;
+      tip = `${row.k === -1 ? '1 entry, ' : ''}${row.id}${line ? ` (line ${line})` : ''}`;
+    }
+    if (f.labels.length) tip += `\n${f.labels.map((l) => `⚑ ${l}`).join('\n')}`;
+    if (hook) tip += '\nhook/progress entries on a side branch';
+    g.append(el('title', {}, tip));
     return g;
   }
+
+  /** What a screen reader says for row `r`: role, text, state, labels. */
+  ariaLabel(r, p, f, hook) {
+    const m = /** @type {TreeModel} */ (this.model);
+    const row = m.rows[r];
+    const run = m.runs[row.run];
+    const parts = [`${p.role}: ${p.text.length > 100 ? `${p.text.slice(0, 100)}…` : p.text || '(no text)'}`];
+    if (f.current) parts.push('current leaf');
+    else if (f.leaf) parts.push('leaf');
+    if (f.branchPoint) parts.push(`branch point with ${run.children.length} branches`);
+    if (row.k === -1 && run.compactions > 0) parts.push(run.compactions > 1 ? `${run.compactions} compactions` : 'compaction');
+    else if (row.k >= 0 && p.role === 'compaction') parts.push('compaction');
+    if (row.k === -1 && run.entries > 1) parts.push(`run of ${run.entries} entries, collapsed`);
+    if (hook) parts.push('hook or progress side branch');
+    if (f.labels.length) parts.push(`${f.labels.length > 1 ? 'labels' : 'label'} ${f.labels.join(', ')}`);
+    return parts.join('. ');
+  }
+}
+
+/** Two overlapping squares (the compaction mark), centred at (`cx`, `cy`). */
+function compactionIcon(cx, cy) {
+  const g = el('g', { class: 'icon', 'aria-hidden': 'true' });
+  g.append(el('rect', { x: cx - 4.5, y: cy - 4.5, width: 6, height: 6, rx: 1 }), el('rect', { x: cx - 1.5, y: cy - 1.5, width: 6, height: 6, rx: 1 }));
+  return g;
 }
