@@ -248,8 +248,7 @@ export async function importSession(
   source: string | Uint8Array | Blob,
   opts: { format?: 'auto' | 'pi' | 'claude-code' | 'codex'; id?: string } = {},
 ): Promise<{ session: Session; summary: ImportSummary; text: string }> {
-  const bytes =
-    typeof source === 'string' ? new TextEncoder().encode(source) : source instanceof Uint8Array ? source : new Uint8Array(await source.arrayBuffer());
+  const bytes = await readSource(source, {});
   const id = opts.id ?? globalThis.crypto.randomUUID();
   const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString()));
   const nl = out.indexOf('\n');
@@ -504,8 +503,8 @@ export class IndexedDbStore {
   }
 }
 
-/** Reads a source whole, a `Blob` in slices (with `read` progress). */
-async function readSource(source: File | Blob | Uint8Array | string, opts: StoreImportOptions): Promise<Uint8Array> {
+/** Reads a source whole, a `Blob` in slices (with `read` progress and abort). */
+async function readSource(source: Blob | Uint8Array | string, opts: Pick<StoreImportOptions, 'signal' | 'onProgress'>): Promise<Uint8Array> {
   if (typeof source === 'string') return new TextEncoder().encode(source);
   if (source instanceof Uint8Array) return source;
   const out = new Uint8Array(source.size);

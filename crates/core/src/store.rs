@@ -368,10 +368,7 @@ impl<S: Storage> Store<S> {
     async fn record(&self, id: &str) -> Result<SessionRecord> {
         match self.storage.session_record(id).await? {
             Some(t) => SessionRecord::parse(&t, id),
-            None => Err(Error::new(
-                ErrorCode::NotFound,
-                format!("no session {id:?} in the store"),
-            )),
+            None => Err(no_session(id)),
         }
     }
 
@@ -453,6 +450,7 @@ impl<S: Storage> Store<S> {
         validate_id(&id, "session")?;
         let meta = session.metadata();
         let now = time::ms_to_iso(opts.now_ms);
+        let incarnation = self.next_seed() >> 11;
         let info = StoredSessionInfo {
             id: id.clone(),
             name: opts
@@ -478,12 +476,9 @@ impl<S: Storage> Store<S> {
             source_bytes: source.as_ref().map_or(0, |s| s.len() as u64),
             gzip: source.as_deref().is_some_and(crate::gz::is_gzip),
             changed: false,
-            log_name: String::new(),
+            log_name: format!("{EVENTS_PREFIX}{id}:{incarnation}"),
             error: None,
         };
-        let incarnation = self.next_seed() >> 11;
-        let mut info = info;
-        info.log_name = format!("{EVENTS_PREFIX}{id}:{incarnation}");
         let (chunks, starts) = split_chunks(session.original_bytes());
         let mut ops: Vec<Op> = Vec::with_capacity(chunks.len() + 4);
         let mut source_chunks = 0;
@@ -547,10 +542,7 @@ impl<S: Storage> Store<S> {
             bytes: out,
         }) = self.storage.snapshot(id, part).await?
         else {
-            return Err(Error::new(
-                ErrorCode::NotFound,
-                format!("no session {id:?} in the store"),
-            ));
+            return Err(no_session(id));
         };
         let r = SessionRecord::parse(&text, id)?;
         let (n, want) = match part {
@@ -945,13 +937,8 @@ impl<S: Storage> Store<S> {
 
     /// Removes a session with its chunks, checkpoints and event log (also one
     /// whose record is damaged).
+    /// The commit's guard asks only that a record be there (`NOT_FOUND`).
     pub async fn delete(&self, id: &str) -> Result<()> {
-        if self.storage.session_record(id).await?.is_none() {
-            return Err(Error::new(
-                ErrorCode::NotFound,
-                format!("no session {id:?} in the store"),
-            ));
-        }
         self.open.borrow_mut().remove(id);
         let id = id.to_string();
         self.storage
@@ -1165,6 +1152,14 @@ fn join_arrays(a: &str, b: &str) -> String {
     }
 }
 
+/// The error of a session id that is not in the store.
+fn no_session(id: &str) -> Error {
+    Error::new(
+        ErrorCode::NotFound,
+        format!("no session {id:?} in the store"),
+    )
+}
+
 /// The error of a checkpoint id in use (shared by backends).
 pub fn checkpoint_exists(id: &str, checkpoint: &str) -> Error {
     Error::new(
@@ -1186,44 +1181,36 @@ pub fn check_guard(guard: &Option<(String, Expect)>, current: Option<&str>) -> R
     let Some((id, want)) = guard else {
         return Ok(());
     };
-    match (want, current) {
-        (Expect::Absent, None) | (Expect::Present, Some(_)) => Ok(()),
-        (Expect::Absent, Some(_)) => Err(Error::new(
-            ErrorCode::AlreadyExists,
-            format!("a session with id {id:?} is already in the store"),
-        )),
-        (_, None) => Err(Error::new(
-            ErrorCode::NotFound,
-            format!("no session {id:?} in the store"),
-        )),
-        (Expect::Incarnation(want), Some(t)) => match version_of(t) {
-            Some((i, _)) if i == *want => Ok(()),
-            _ => Err(Error::new(
-                ErrorCode::Conflict,
-                format!(
-                    "session {id:?} was deleted and created again by another handle; open it again"
-                ),
-            )),
-        },
+    let conflict = |why: &str| {
+        Err(Error::new(
+            ErrorCode::Conflict,
+            format!("session {id:?} {why}"),
+        ))
+    };
+    let recreated = "was deleted and created again by another handle; open it again";
+    let (want_incarnation, want_revision) = match (want, current) {
+        (Expect::Absent, None) | (Expect::Present, Some(_)) => return Ok(()),
+        (Expect::Absent, Some(_)) => {
+            return Err(Error::new(
+                ErrorCode::AlreadyExists,
+                format!("a session with id {id:?} is already in the store"),
+            ));
+        }
+        (_, None) => return Err(no_session(id)),
+        (Expect::Incarnation(i), Some(_)) => (*i, None),
         (
             Expect::Version {
                 incarnation,
                 revision,
             },
-            Some(t),
-        ) => match version_of(t) {
-            Some(v) if v == (*incarnation, *revision) => Ok(()),
-            Some((i, _)) if i != *incarnation => Err(Error::new(
-                ErrorCode::Conflict,
-                format!(
-                    "session {id:?} was deleted and created again by another handle; open it again"
-                ),
-            )),
-            _ => Err(Error::new(
-                ErrorCode::Conflict,
-                format!("session {id:?} was changed by another handle; reload it and retry"),
-            )),
-        },
+            Some(_),
+        ) => (*incarnation, Some(*revision)),
+    };
+    match current.and_then(version_of) {
+        Some((i, _)) if i != want_incarnation => conflict(recreated),
+        Some((_, r)) if want_revision.is_none_or(|w| w == r) => Ok(()),
+        Some(_) => conflict("was changed by another handle; reload it and retry"),
+        None => conflict(recreated),
     }
 }
 

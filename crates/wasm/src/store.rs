@@ -68,19 +68,6 @@ fn strings(v: JsValue, what: &str) -> Result<Vec<String>> {
         .collect()
 }
 
-fn chunk_bytes(v: JsValue, id: &str) -> Result<Vec<Vec<u8>>> {
-    let a: Array = v
-        .dyn_into()
-        .map_err(|_| Error::corrupted("chunks: not a list"))?;
-    a.iter()
-        .map(|c| {
-            c.dyn_into::<Uint8Array>()
-                .map(|u| u.to_vec())
-                .map_err(|_| Error::corrupted(format!("session {id:?}: a chunk is not bytes")))
-        })
-        .collect()
-}
-
 fn aborted(signal: &JsValue) -> bool {
     Reflect::get(signal, &"aborted".into())
         .map(|a| a.is_truthy())
@@ -109,6 +96,43 @@ impl IdbStorage {
             .get_all_with_key(range)
             .map_err(|e| idb::idb_error(&e, "cannot read"))?;
         idb::request(&req).await
+    }
+
+    /// A session's record and its chunks `lo..=hi` of a part, read in one
+    /// transaction (`None`: no such session). A record that is not text is
+    /// handed on as empty text: the core reports it as damaged.
+    async fn with_record(
+        &self,
+        id: &str,
+        part: Part,
+        lo: f64,
+        hi: f64,
+    ) -> Result<Option<(String, Vec<Uint8Array>)>> {
+        let tx = idb::begin_on(&self.db, &[idb::SESSIONS, idb::CHUNKS], "readonly", false)?;
+        let fail = |e: JsValue| idb::idb_error(&e, "cannot read");
+        let rec = store_of(&tx, idb::SESSIONS)?
+            .get(&id.into())
+            .map_err(fail)?;
+        let range = bound(&key3(id, part, lo), &key3(id, part, hi))?;
+        let all = store_of(&tx, idb::CHUNKS)?
+            .get_all_with_key(&range)
+            .map_err(fail)?;
+        let rec = idb::request(&rec).await?;
+        let all: Array = idb::request(&all)
+            .await?
+            .dyn_into()
+            .map_err(|_| Error::corrupted("chunks: not a list"))?;
+        if rec.is_undefined() {
+            return Ok(None);
+        }
+        let arrays = all
+            .iter()
+            .map(|c| {
+                c.dyn_into::<Uint8Array>()
+                    .map_err(|_| Error::corrupted(format!("session {id:?}: a chunk is not bytes")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some((rec.as_string().unwrap_or_default(), arrays)))
     }
 
     /// Issues one op in `tx` (no waiting: the transaction settles them all).
@@ -247,32 +271,10 @@ impl Storage for IdbStorage {
     }
 
     async fn snapshot(&self, id: &str, part: Part) -> Result<Option<Snapshot>> {
-        // One read-only transaction: both requests see the same state.
-        let tx = idb::begin_on(&self.db, &[idb::SESSIONS, idb::CHUNKS], "readonly", false)?;
-        let fail = |e: JsValue| idb::idb_error(&e, "cannot read");
-        let rec = store_of(&tx, idb::SESSIONS)?
-            .get(&id.into())
-            .map_err(fail)?;
-        let r = bound(&key3(id, part, 0.0), &key3(id, part, MAX_KEY))?;
-        let all = store_of(&tx, idb::CHUNKS)?
-            .get_all_with_key(&r)
-            .map_err(fail)?;
-        let rec = idb::request(&rec).await?;
-        let all = idb::request(&all).await?;
-        if rec.is_undefined() {
+        let Some((record, arrays)) = self.with_record(id, part, 0.0, MAX_KEY).await? else {
             return Ok(None);
-        }
-        let all: Array = all
-            .dyn_into()
-            .map_err(|_| Error::corrupted("chunks: not a list"))?;
+        };
         // One copy, straight from each chunk into the session's buffer.
-        let arrays = all
-            .iter()
-            .map(|c| {
-                c.dyn_into::<Uint8Array>()
-                    .map_err(|_| Error::corrupted(format!("session {id:?}: a chunk is not bytes")))
-            })
-            .collect::<Result<Vec<_>>>()?;
         let total: usize = arrays.iter().map(|a| a.length() as usize).sum();
         let mut bytes = vec![0u8; total];
         let mut at = 0;
@@ -282,7 +284,7 @@ impl Storage for IdbStorage {
             at += n;
         }
         Ok(Some(Snapshot {
-            record: rec.as_string().unwrap_or_default(),
+            record,
             chunks: arrays.len(),
             bytes,
         }))
@@ -295,40 +297,25 @@ impl Storage for IdbStorage {
         from: u32,
         to: u32,
     ) -> Result<Option<(String, Vec<Vec<u8>>)>> {
-        let tx = idb::begin_on(&self.db, &[idb::SESSIONS, idb::CHUNKS], "readonly", false)?;
-        let fail = |e: JsValue| idb::idb_error(&e, "cannot read");
-        let rec = store_of(&tx, idb::SESSIONS)?
-            .get(&id.into())
-            .map_err(fail)?;
-        let r = bound(
-            &key3(id, part, f64::from(from)),
-            &key3(id, part, f64::from(to.max(from + 1) - 1)),
-        )?;
-        let all = store_of(&tx, idb::CHUNKS)?
-            .get_all_with_key(&r)
-            .map_err(fail)?;
-        let rec = idb::request(&rec).await?;
-        let all: Array = idb::request(&all)
-            .await?
-            .dyn_into()
-            .map_err(|_| Error::corrupted("chunks: not a list"))?;
-        if rec.is_undefined() {
-            return Ok(None);
+        if to <= from {
+            return Ok(self.session_record(id).await?.map(|r| (r, Vec::new())));
         }
-        let want = to.saturating_sub(from);
-        if all.length() != want.max(1) && want > 0 {
+        let hi = f64::from(to - 1);
+        let Some((record, arrays)) = self.with_record(id, part, f64::from(from), hi).await? else {
+            return Ok(None);
+        };
+        if arrays.len() as u32 != to - from {
             return Err(Error::corrupted(format!(
-                "session {id:?}: {} of its {want} {} chunks {from}..{to} are stored",
-                all.length(),
+                "session {id:?}: {} of its {} {} chunks {from}..{to} are stored",
+                arrays.len(),
+                to - from,
                 part.name()
             )));
         }
-        let chunks = if want == 0 {
-            Vec::new()
-        } else {
-            chunk_bytes(all.into(), id)?
-        };
-        Ok(Some((rec.as_string().unwrap_or_default(), chunks)))
+        Ok(Some((
+            record,
+            arrays.iter().map(Uint8Array::to_vec).collect(),
+        )))
     }
 
     async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {
