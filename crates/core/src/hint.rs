@@ -3,19 +3,19 @@
 //!
 //! It is a cache, never the source of truth: it is validated against the file
 //! before use (session id, header length, file length, and the id of the entry at
-//! each recorded offset), and any mismatch falls back to the reverse scan.
+//! each recorded offset), and any mismatch falls back to the reverse scan. It
+//! holds no values of its own: the thinking level and model in force before its
+//! anchor are read from the entries it points to, which are checked like the rest.
 
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
-
-use crate::context::{self, PathItem};
 use crate::entry::EntryKind;
-use crate::load::{EntryRec, Header, Interner};
+use crate::load::{EntryRec, Header, Role};
+use serde::{Deserialize, Serialize};
 
 /// Value of the `format` field.
 pub const HINT_FORMAT: &str = "forkpoint.resume-hint";
-/// Current hint version.
-pub const HINT_VERSION: u32 = 1;
+/// Current hint version. Version 1 (0.1.0) held the thinking level and model as
+/// values, taken on trust; it is refused (the loader scans and writes version 2).
+pub const HINT_VERSION: u32 = 2;
 
 /// The sidecar path for a session file.
 pub fn hint_path(session_path: &str) -> String {
@@ -45,12 +45,54 @@ pub struct Hint {
     /// The newest compaction on the leaf's path.
     pub compaction_id: Option<String>,
     pub compaction_offset: Option<u64>,
-    /// Thinking level (JSON) and model (JSON) in force just before the anchor.
-    pub thinking_level: Box<RawValue>,
-    pub model: Box<RawValue>,
+    /// The entry that sets the thinking level in force just before the anchor (the
+    /// last `thinking_level_change` before it on the path): `null` when there is
+    /// none (pi's default, `"off"`), missing when the hint's writer did not know.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "double_option"
+    )]
+    pub thinking_entry: Option<Option<EntryRef>>,
+    /// The entry that sets the model in force just before the anchor (the last
+    /// `model_change` or assistant message before it on the path), the same way.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "double_option"
+    )]
+    pub model_entry: Option<Option<EntryRef>>,
     /// Counts for the whole file at `file_length`.
     pub entry_count: Option<u64>,
     pub message_count: Option<u64>,
+}
+
+/// An entry a hint points to; its id is checked when the line is read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct EntryRef {
+    pub id: String,
+    pub offset: u64,
+}
+
+/// `Option<Option<T>>` as JSON: missing, `null`, or a value.
+mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(
+        v: &Option<Option<T>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(inner) => inner.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
 }
 
 impl Hint {
@@ -87,12 +129,23 @@ impl Hint {
             }
             prev = r[1];
         }
-        if self
-            .ranges
-            .first()
-            .is_none_or(|r| r[0] != self.anchor_offset)
+        if prev != self.file_length {
+            return Err("hint ranges do not reach the end of the file".into());
+        }
+        let covered = |at: u64| self.ranges.iter().any(|r| r[0] <= at && at < r[1]);
+        if !covered(self.anchor_offset) {
+            return Err("hint ranges do not hold the anchor".into());
+        }
+        for e in [&self.thinking_entry, &self.model_entry]
+            .into_iter()
+            .flatten()
+            .flatten()
         {
-            return Err("hint ranges do not start at the anchor".into());
+            if e.offset < header.end || e.offset >= self.anchor_offset || !covered(e.offset) {
+                return Err(
+                    "a hinted settings entry is not before the anchor in the ranges".into(),
+                );
+            }
         }
         Ok(())
     }
@@ -103,14 +156,9 @@ impl Hint {
     }
 }
 
-fn raw(s: &str) -> Box<RawValue> {
-    RawValue::from_string(s.to_string())
-        .unwrap_or_else(|_| RawValue::from_string("null".into()).unwrap_or_default())
-}
-
 /// Computes the hint for the context of `path` (root first, ending at the leaf).
-/// `complete` says whether `path` reaches the root; if it does not, the settings
-/// before the anchor must be found inside `path` or no hint can be made.
+/// `complete` says whether `path` reaches the root; if it does not, a setting
+/// not found before the anchor inside `path` is unknown to the hint.
 /// `tail_from` is the offset of the file's last entry that is not a `leaf`
 /// pointer: the ranges always cover the file from there, so that a resume sees
 /// which entry is the current leaf.
@@ -118,7 +166,6 @@ pub fn compute(
     header: &Header,
     path: &[&EntryRec],
     complete: bool,
-    interner: &Interner,
     file_len: u64,
     tail_from: u64,
     counts: Option<(u64, u64)>,
@@ -141,18 +188,33 @@ pub fn compute(
     if c.is_none() && !complete {
         return None;
     }
-    let items: Vec<PathItem> = path[..anchor]
-        .iter()
-        .map(|rec| PathItem { rec, text: "" })
-        .collect();
-    let set = context::settings(&items, interner);
-    if !complete && (set.thinking.is_none() || set.model.is_none()) {
-        return None;
+    let before = &path[..anchor];
+    let find = |is: &dyn Fn(&EntryRec) -> bool| -> Option<Option<EntryRef>> {
+        match before.iter().rev().find(|e| is(e)) {
+            Some(e) => Some(Some(EntryRef {
+                id: e.id.to_string(),
+                offset: e.offset,
+            })),
+            None if complete => Some(None),
+            None => None,
+        }
+    };
+    let thinking_entry = find(&|e| e.kind == EntryKind::ThinkingLevelChange);
+    let model_entry = find(&|e| {
+        e.kind == EntryKind::ModelChange
+            || (e.kind == EntryKind::Message && e.role == Role::Assistant)
+    });
+    let span = |e: &EntryRec| [e.offset, (e.offset + u64::from(e.len) + 1).min(file_len)];
+    let mut spans: Vec<[u64; 2]> = path[anchor..].iter().map(|e| span(e)).collect();
+    for e in before.iter().rev() {
+        let r = Some(Some(EntryRef {
+            id: e.id.to_string(),
+            offset: e.offset,
+        }));
+        if r == thinking_entry || r == model_entry {
+            spans.push(span(e));
+        }
     }
-    let mut spans: Vec<[u64; 2]> = path[anchor..]
-        .iter()
-        .map(|e| [e.offset, (e.offset + u64::from(e.len) + 1).min(file_len)])
-        .collect();
     spans.push([tail_from.min(file_len), file_len]);
     let ranges = coalesce(spans);
     Some(Hint {
@@ -167,8 +229,8 @@ pub fn compute(
         ranges,
         compaction_id: c.map(|c| path[c].id.to_string()),
         compaction_offset: c.map(|c| path[c].offset),
-        thinking_level: raw(set.thinking.as_deref().unwrap_or("\"off\"")),
-        model: raw(set.model.as_deref().unwrap_or("null")),
+        thinking_entry,
+        model_entry,
         entry_count: counts.map(|c| c.0),
         message_count: counts.map(|c| c.1),
     })

@@ -124,6 +124,9 @@ pub struct LazyLoader {
     thinking_found: bool,
     model_found: bool,
     hint_anchor_on_path: bool,
+    /// The thinking level and model (JSON) read from the entries the hint points to.
+    hint_thinking: Option<Box<str>>,
+    hint_model: Option<Box<str>>,
     history_target: usize,
     history_returned: usize,
     history_req: Option<HistoryReq>,
@@ -176,6 +179,8 @@ impl LazyLoader {
             thinking_found: false,
             model_found: false,
             hint_anchor_on_path: false,
+            hint_thinking: None,
+            hint_model: None,
             history_target: 0,
             history_returned: 0,
             history_req: None,
@@ -267,7 +272,23 @@ impl LazyLoader {
             Phase::Header => self.on_header(bytes),
             Phase::Full => self.on_full(bytes),
             Phase::HintRanges => self.on_range(offset, bytes),
-            Phase::Scan => self.on_chunk(offset, bytes),
+            Phase::Scan => {
+                let before = (self.boundary, self.chunk);
+                let r = self.on_chunk(offset, bytes);
+                // Every chunk moves the boundary back or grows the next read (which
+                // is bounded by maxLineBytes): the scan always ends.
+                if r.is_ok()
+                    && self.phase == Phase::Scan
+                    && self.boundary >= before.0
+                    && self.chunk <= before.1
+                {
+                    return Err(self.with_path(Error::internal(format!(
+                        "the reverse scan made no progress at byte {}",
+                        self.boundary
+                    ))));
+                }
+                r
+            }
             Phase::Reread => self.on_reread(bytes),
             Phase::Done => Ok(()),
         };
@@ -403,18 +424,27 @@ impl LazyLoader {
             0
         } else {
             // The chunk may start inside a line: skip to the first full line
-            // (the skipped part is read again with the next chunk).
-            match memchr::memchr(b'\n', &bytes) {
+            // (the skipped part is read again with the next chunk). The chunk's
+            // last byte is the newline that ends the line before `boundary`, so it
+            // starts no line: a chunk whose only newline is that one holds no whole
+            // line and is read again, larger, whatever the line's length.
+            let head = &bytes[..bytes.len().saturating_sub(1)];
+            match memchr::memchr(b'\n', head) {
                 Some(i) => i + 1,
                 None => {
-                    if self.chunk >= self.opts.max_line_bytes {
+                    // A line and the newline before it: at most maxLineBytes + 2.
+                    let need = self.opts.max_line_bytes.saturating_add(2);
+                    if self.chunk >= need {
                         return Err(Error::new(
                             ErrorCode::LimitExceeded,
-                            "a line is longer than maxLineBytes",
+                            format!(
+                                "a line is longer than maxLineBytes ({} bytes; raise maxLineBytes to load it)",
+                                self.opts.max_line_bytes
+                            ),
                         )
                         .at(None, offset));
                     }
-                    self.chunk *= 2;
+                    self.chunk = self.chunk.saturating_mul(2).min(need);
                     self.phase = Phase::Scan;
                     return Ok(());
                 }
@@ -436,6 +466,10 @@ impl LazyLoader {
         self.ranges.pop();
         if bytes.first() != Some(&b'\n') {
             return self.abandon_hint("a hinted range does not start at a line");
+        }
+        let end = offset + bytes.len() as u64;
+        if end < self.file_len && bytes.last() != Some(&b'\n') {
+            return self.abandon_hint("a hinted range ends inside a line");
         }
         if self.take_lines(offset + 1, &bytes[1..])?.is_some() {
             return self.abandon_hint("the hinted ranges need a re-read");
@@ -523,11 +557,10 @@ impl LazyLoader {
         }
         if !self.saw_last_line {
             self.saw_last_line = true;
-            // The last line of the file: unparseable means torn, not corrupt.
-            let ok = std::str::from_utf8(bytes).ok().is_some_and(|t| {
-                crate::entry::parse_envelope(t, self.opts.max_depth as usize).is_ok()
-            });
-            if !ok {
+            // The last line of the file: torn when a write was cut short (no
+            // newline after it, and it does not parse), as the full load decides.
+            // A whole line that does not parse is corrupt, like any other.
+            if !has_nl && crate::load::is_torn_final_line(bytes, self.opts.max_depth as usize) {
                 self.torn = Some(TornTail {
                     line: None,
                     offset,
@@ -555,12 +588,36 @@ impl LazyLoader {
 
     fn on_entry(&mut self, rec: EntryRec, text: Box<str>) -> Result<()> {
         if let Some(h) = &self.hint {
-            if rec.offset == h.anchor_offset && *rec.id != *h.anchor_id {
+            let points = |e: &Option<Option<hint::EntryRef>>| match e {
+                Some(Some(r)) if r.offset == rec.offset => Some(*r.id == *rec.id),
+                _ => None,
+            };
+            let thinking = points(&h.thinking_entry);
+            let model = points(&h.model_entry);
+            let anchor_bad = rec.offset == h.anchor_offset && *rec.id != *h.anchor_id;
+            let compaction_bad = Some(rec.offset) == h.compaction_offset
+                && Some(&*rec.id) != h.compaction_id.as_deref();
+            let model_kind = rec.kind == EntryKind::ModelChange
+                || (rec.kind == EntryKind::Message && rec.role == Role::Assistant);
+            // The values come from the entries themselves, never from the hint.
+            let value: Box<str> = self.interner().get(rec.setting).into();
+            if anchor_bad {
                 self.reject_hint("the entry at the hinted offset has another id");
-            } else if Some(rec.offset) == h.compaction_offset
-                && Some(&*rec.id) != h.compaction_id.as_deref()
-            {
+            } else if compaction_bad {
                 self.reject_hint("the entry at the hinted compaction offset has another id");
+            } else if thinking == Some(false) || model == Some(false) {
+                self.reject_hint("the entry at a hinted settings offset has another id");
+            } else if thinking == Some(true) && rec.kind != EntryKind::ThinkingLevelChange {
+                self.reject_hint("the hinted thinking level entry is not a thinking_level_change");
+            } else if model == Some(true) && !model_kind {
+                self.reject_hint("the hinted model entry sets no model");
+            } else {
+                if thinking == Some(true) {
+                    self.hint_thinking = Some(value.clone());
+                }
+                if model == Some(true) {
+                    self.hint_model = Some(value);
+                }
             }
         }
         self.note_last_node(&rec);
@@ -652,7 +709,10 @@ impl LazyLoader {
         }
         if self.ctx_complete_at.is_none() {
             let in_kept = self.compaction.is_some_and(|c| c < self.path_rev.len());
-            if producing && (self.compaction.is_none() || in_kept) {
+            // Messages newer than the compaction are in the context for sure; those
+            // before it only once its first kept entry is found on the path (which
+            // completes the context region anyway), so they are not counted.
+            if producing && self.compaction.is_none() {
                 self.ctx_msgs += 1;
             }
             if in_kept && self.first_kept.as_deref() == Some(&*rec.id) {
@@ -745,34 +805,6 @@ impl LazyLoader {
         Ok(())
     }
 
-    /// Index in `path_rev` of the oldest entry the context needs.
-    fn anchor_index(&self) -> Option<usize> {
-        match self.ctx_complete_at {
-            Some(done) => Some(done - 1),
-            None if self.root_reached => self.path_rev.len().checked_sub(1),
-            None => None,
-        }
-    }
-
-    /// Whether the thinking level and model in force just before the anchor are known.
-    fn settings_before_anchor_known(&self) -> bool {
-        if self.root_reached {
-            return true;
-        }
-        let Some(anchor) = self.anchor_index() else {
-            return false;
-        };
-        let before = &self.path_rev[anchor + 1..];
-        let thinking = before
-            .iter()
-            .any(|(r, _)| r.kind == EntryKind::ThinkingLevelChange);
-        let model = before.iter().any(|(r, _)| {
-            r.kind == EntryKind::ModelChange
-                || (r.kind == EntryKind::Message && r.role == Role::Assistant)
-        });
-        thinking && model
-    }
-
     fn satisfied(&self) -> bool {
         if self.leaf == Leaf::Null || self.root_reached {
             return true;
@@ -784,14 +816,40 @@ impl LazyLoader {
             || self.max_messages.is_some_and(|n| {
                 self.ctx_msgs >= n && (self.compaction.is_some() || !self.opts.include_summary)
             });
-        let set_ok = !self.opts.resolve_settings
-            || (self.thinking_found && self.model_found)
-            || self.hint_anchor_on_path;
-        // Without a hint that served, walk on until a new one can be written.
-        let hint_ok =
-            !self.opts.use_hint || self.hint_anchor_on_path || self.settings_before_anchor_known();
+        let set_ok = !self.opts.resolve_settings || self.settings_known();
         let history_ok = self.history_target == 0 || self.history_count() >= self.history_target;
-        ctx_ok && set_ok && hint_ok && history_ok
+        ctx_ok && set_ok && history_ok
+    }
+
+    /// The hint that served this load, if its anchor is on the leaf's path.
+    fn serving_hint(&self) -> Option<&Hint> {
+        self.hint.as_ref().filter(|_| self.hint_anchor_on_path)
+    }
+
+    /// The thinking level (JSON) before the anchor as the hint's entry says:
+    /// `Some(None)` when the hint knows there is none.
+    fn hinted_thinking(&self) -> Option<Option<&str>> {
+        match &self.serving_hint()?.thinking_entry {
+            Some(None) => Some(None),
+            Some(Some(_)) => self.hint_thinking.as_deref().map(Some),
+            None => None,
+        }
+    }
+
+    /// The model (JSON) before the anchor as the hint's entry says.
+    fn hinted_model(&self) -> Option<Option<&str>> {
+        match &self.serving_hint()?.model_entry {
+            Some(None) => Some(None),
+            Some(Some(_)) => self.hint_model.as_deref().map(Some),
+            None => None,
+        }
+    }
+
+    /// Whether the thinking level and model in force at the leaf are known: set
+    /// on the loaded path, or before the anchor by entries the hint pointed to.
+    fn settings_known(&self) -> bool {
+        (self.thinking_found || self.hinted_thinking().is_some())
+            && (self.model_found || self.hinted_model().is_some())
     }
 
     fn history_count(&self) -> usize {
@@ -938,18 +996,15 @@ impl LazyLoader {
         // hint, or are pi's defaults once the root was reached, else unknown (null).
         let set = context::settings(&items, self.interner());
         let complete = self.root_reached || self.leaf == Leaf::Null;
-        let hint = self.hint.as_ref().filter(|_| self.hint_anchor_on_path);
-        ctx.thinking_level = match (set.thinking, hint) {
+        ctx.thinking_level = match (set.thinking, self.hinted_thinking()) {
             (Some(t), _) => t,
             (None, _) if complete => "\"off\"".into(),
-            (None, Some(h)) => h.thinking_level.get().to_string(),
+            (None, Some(t)) => t.unwrap_or("\"off\"").to_string(),
             (None, None) => String::new(),
         };
-        ctx.model = match (set.model, hint) {
+        ctx.model = match (set.model, self.hinted_model()) {
             (Some(m), _) => Some(m),
-            (None, Some(h)) if !complete && h.model.get() != "null" => {
-                Some(h.model.get().to_string())
-            }
+            (None, Some(m)) if !complete => m.filter(|m| *m != "null").map(str::to_string),
             (None, _) => None,
         };
         Ok(ctx)
@@ -991,10 +1046,8 @@ impl LazyLoader {
         let counts = self
             .full_counts
             .or(hint_counts.and_then(|h| h.entry_count.zip(h.message_count)));
-        let settings_resolved = self.root_reached
-            || self.leaf == Leaf::Null
-            || (self.thinking_found && self.model_found)
-            || self.hint_anchor_on_path;
+        let settings_resolved =
+            self.root_reached || self.leaf == Leaf::Null || self.settings_known();
         Ok(LazyMetadata {
             session_id: header.id.clone(),
             version: header.version,
@@ -1035,18 +1088,14 @@ impl LazyLoader {
             return None;
         }
         let header = self.header.as_ref()?;
-        if !self.settings_before_anchor_known() {
-            return None;
-        }
         let path: Vec<&EntryRec> = self.path_rev.iter().rev().map(|(r, _)| r).collect();
-        // Settings before the anchor are known: either the root was reached, or
-        // both a thinking change and a model source lie between root-side end and anchor.
+        // Settings before the anchor that this load did not walk to are unknown to
+        // the hint; a later load that needs them scans for them.
         let tail_from = self.last_node_offset.unwrap_or(header.end);
         hint::compute(
             header,
             &path,
-            true,
-            self.interner(),
+            self.root_reached,
             self.file_len,
             tail_from,
             None,

@@ -174,6 +174,8 @@ struct PendingBad {
     offset: u64,
     len: u64,
     is_header: bool,
+    /// Whether a newline ended the line: only a line without one can be torn.
+    has_newline: bool,
 }
 
 /// Processes the lines of one session file in order.
@@ -241,14 +243,15 @@ impl LineProcessor {
         p
     }
 
-    /// The pending bad line's error, if any (for merging chunks).
-    pub fn take_pending_bad(&mut self) -> Option<Error> {
-        self.pending_bad.take().map(|b| b.err)
+    /// The pending bad line's error and whether a newline ended it, if any (for
+    /// merging chunks).
+    pub fn take_pending_bad(&mut self) -> Option<(Error, bool)> {
+        self.pending_bad.take().map(|b| (b.err, b.has_newline))
     }
 
     /// Puts back a bad line whose place in the file is now known to be last
-    /// (for merging chunks; `finish` turns it into a torn tail).
-    pub fn restore_pending_bad(&mut self, err: Error, is_header: bool) {
+    /// (for merging chunks; `finish` settles it: torn when no newline ended it).
+    pub fn restore_pending_bad(&mut self, err: Error, is_header: bool, has_newline: bool) {
         let offset = err.offset.unwrap_or(0);
         let line = err.line;
         self.pending_bad = Some(PendingBad {
@@ -257,6 +260,7 @@ impl LineProcessor {
             offset,
             len: 0,
             is_header,
+            has_newline,
         });
     }
 
@@ -372,7 +376,7 @@ impl LineProcessor {
                     line_no,
                     offset,
                 );
-                return self.defer(err, line_no, offset, len, false);
+                return self.defer(err, line_no, offset, len, false, has_newline);
             }
         };
         if self.header.is_none() {
@@ -386,10 +390,14 @@ impl LineProcessor {
                     JsonError::Syntax { .. } => (ErrorCode::CorruptedData, e.describe()),
                 };
                 let err = self.err(code, what, line_no, offset);
-                if code == ErrorCode::LimitExceeded && !self.opts.lenient {
+                // A final line cut short by a crash is torn whatever it held; one
+                // that is whole (a newline ends it, or its brackets close) and too
+                // deep is over the limit.
+                let whole = has_newline || json_complete(text.as_bytes());
+                if code == ErrorCode::LimitExceeded && whole && !self.opts.lenient {
                     return Err(err);
                 }
-                return self.defer(err, line_no, offset, len, false);
+                return self.defer(err, line_no, offset, len, false, has_newline);
             }
         };
         if !has_newline {
@@ -407,6 +415,7 @@ impl LineProcessor {
         offset: u64,
         len: usize,
         is_header: bool,
+        has_newline: bool,
     ) -> Result<LineOut> {
         self.pending_bad = Some(PendingBad {
             err,
@@ -414,6 +423,7 @@ impl LineProcessor {
             offset,
             len: len as u64,
             is_header,
+            has_newline,
         });
         Ok(LineOut::Nothing)
     }
@@ -444,7 +454,7 @@ impl LineProcessor {
                 line_no,
                 offset,
             );
-            return self.defer(err, line_no, offset, text.len(), true);
+            return self.defer(err, line_no, offset, text.len(), true, has_newline);
         }
         let env = entry::parse_envelope(text, max_depth).map_err(|_| {
             self.err(
@@ -648,10 +658,19 @@ impl LineProcessor {
         Ok(LineOut::Entry(rec, migrated.map(String::into_boxed_str)))
     }
 
-    /// Call after the last line. A line that failed to parse and was followed only
-    /// by blank lines is a torn tail: it is cut off and reported, not an error.
+    /// Call after the last line. A last line that failed to parse, with no newline
+    /// after it (only blank space may follow), is a torn tail: a write cut short,
+    /// cut off and reported, not an error. One that a newline ended is complete and
+    /// corrupt: `CORRUPTED_DATA` (a counted skip when lenient), never cut.
     pub fn finish(&mut self, file_len: u64) -> Result<()> {
         if let Some(bad) = self.pending_bad.take() {
+            if bad.has_newline {
+                if bad.is_header {
+                    return Err(bad.err);
+                }
+                self.bad_entry(bad.err)?;
+                return self.finish(file_len);
+            }
             if bad.is_header {
                 return Err(self.err(
                     ErrorCode::UnsupportedFormat,
@@ -903,4 +922,52 @@ fn migrate_v2_message(text: &str, env: &Envelope, max_depth: usize) -> Option<St
     out.push_str("\"custom\"");
     out.push_str(&text[role.end..]);
     Some(out)
+}
+
+/// Whether `bytes` hold one whole JSON object or array as far as its brackets
+/// tell (strings and escapes respected, no recursion): a line cut short by a
+/// crash leaves brackets open.
+pub fn json_complete(bytes: &[u8]) -> bool {
+    let mut depth: u64 = 0;
+    let mut in_str = false;
+    let mut esc = false;
+    let mut opened = false;
+    for &b in bytes {
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'{' | b'[' => {
+                depth += 1;
+                opened = true;
+            }
+            b'}' | b']' => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            _ => {}
+        }
+    }
+    opened && depth == 0 && !in_str
+}
+
+/// Whether a final line with no newline after it is torn (a write cut short):
+/// it is not UTF-8, does not parse, or is too deep with its brackets left open.
+/// A line that parses, or is whole and only too deep, is not torn.
+pub fn is_torn_final_line(bytes: &[u8], max_depth: usize) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return true;
+    };
+    match entry::parse_envelope(text, max_depth) {
+        Ok(_) => false,
+        Err(JsonError::Syntax { .. }) => true,
+        Err(JsonError::Depth { .. }) => !json_complete(bytes),
+    }
 }

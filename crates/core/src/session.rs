@@ -135,7 +135,7 @@ fn merge_chunks(
 ) -> Result<()> {
     let n = chunks.len();
     let mut line_base = main.line_count;
-    let mut pending: Option<Error> = None;
+    let mut pending: Option<(Error, bool)> = None;
     for (k, (mut p, o, r)) in chunks.into_iter().enumerate() {
         let renumber = |e: &mut Error| {
             if let Some(l) = e.line.as_mut() {
@@ -143,7 +143,7 @@ fn merge_chunks(
             }
         };
         let has_content = p.line_count > p.blank_lines;
-        if let Some(mut bad) = pending.take() {
+        if let Some((mut bad, nl)) = pending.take() {
             if has_content || r.is_err() {
                 // The earlier chunk's last bad line has lines after it.
                 if !opts.lenient {
@@ -156,20 +156,20 @@ fn merge_chunks(
                     std::mem::take(&mut bad.message),
                 );
             } else {
-                pending = Some(bad);
+                pending = Some((bad, nl));
             }
         }
         if let Err(mut e) = r {
             renumber(&mut e);
             return Err(e);
         }
-        if let Some(mut bad) = p.take_pending_bad() {
+        if let Some((mut bad, nl)) = p.take_pending_bad() {
             renumber(&mut bad);
             if k + 1 == n {
-                // The file's last line: settled by `finish` as a torn tail.
-                main.restore_pending_bad(bad, false);
+                // The file's last line: settled by `finish`.
+                main.restore_pending_bad(bad, false, nl);
             } else {
-                pending = Some(bad);
+                pending = Some((bad, nl));
             }
         }
         let remap: Vec<u32> = (0..p.interner.len() as u32)
@@ -203,9 +203,9 @@ fn merge_chunks(
         main.absorb_counts(&p);
         line_base += p.line_count;
     }
-    if let Some(bad) = pending {
-        // Only blank lines followed: the bad line is the last one (torn).
-        main.restore_pending_bad(bad, false);
+    if let Some((bad, nl)) = pending {
+        // Only blank lines followed: the bad line is the last one.
+        main.restore_pending_bad(bad, false, nl);
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use crate::entry::EntryKind;
 use crate::error::{Error, ErrorCode, Result};
 use crate::hint::{self, Hint};
 use crate::json::{self, Kind};
-use crate::load::{CURRENT_VERSION, EntryRec, Header, Interner, LineOut, LineProcessor};
+use crate::load::{CURRENT_VERSION, EntryRec, Header, LineOut, LineProcessor};
 use crate::session::Session;
 use crate::time;
 use crate::tree::{self, IdIndex, NONE};
@@ -522,7 +522,6 @@ impl WriterCore {
             j = tree_parent(j);
         }
         path.reverse();
-        let interner: &Interner = &self.proc.interner;
         let tail_from = self
             .entries
             .iter()
@@ -533,7 +532,6 @@ impl WriterCore {
             &self.header,
             &path,
             true,
-            interner,
             self.logical_len,
             tail_from,
             Some((self.entries.len() as u64, self.message_count)),

@@ -485,4 +485,8 @@ fn parallel_scan_equals_sequential() {
 fn regressions() {
     // A stale hint whose anchor is a compaction kept by another compaction (found by proptest).
     check(695_926_738_804_255_450, 85);
+    // maxMessages stopped inside a compaction's kept region, whose first kept entry was
+    // not loaded yet: history pages came back empty (found once the scan stopped
+    // walking past the context for settings).
+    check(3_291_403_921_742_751_310, 104);
 }

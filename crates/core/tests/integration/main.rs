@@ -5,6 +5,7 @@ mod agent;
 mod common;
 mod events_props;
 mod fixtures;
+mod hardening;
 mod import;
 mod lazy_props;
 mod providers;

@@ -175,7 +175,14 @@ fn hint_follows_compactions_and_leaf_moves() {
         .take_hint(false)
         .expect("a compaction makes the hint stale");
     assert_eq!(h.anchor_id, b);
-    assert_eq!(h.thinking_level.get(), r#""high""#);
+    // The thinking level before the anchor: the entry that sets it, not its value.
+    assert_eq!(
+        h.thinking_entry
+            .as_ref()
+            .and_then(|e| e.as_ref())
+            .map(|e| &*e.id),
+        Some(&*a)
+    );
     assert!(w.take_hint(false).is_none(), "nothing changed since");
     // The hint drives a lazy load that equals the full one.
     let l = lazy(&file, Default::default(), Some(h.to_json())).unwrap();
