@@ -149,7 +149,7 @@ pub fn first_kept_id(item: &PathItem, max_depth: usize) -> Result<Option<String>
     Ok(env
         .first_kept_entry_id
         .filter(|v| v.kind == Kind::String)
-        .and_then(|v| v.str(item.text))
+        .and_then(|v| v.id_str(item.text))
         .map(|c| c.into_owned()))
 }
 
@@ -207,7 +207,7 @@ pub fn build<'a>(
             let first_kept = env
                 .first_kept_entry_id
                 .filter(|v| v.kind == Kind::String)
-                .and_then(|v| v.str(path[c].text));
+                .and_then(|v| v.id_str(path[c].text));
             let start = first_kept
                 .as_deref()
                 .and_then(|fk| path[..c].iter().position(|p| &*p.rec.id == fk))

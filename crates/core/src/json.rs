@@ -53,6 +53,21 @@ impl Value {
         }
     }
 
+    /// For a string value used as an entry id: the decoded string, or — when it
+    /// holds lone surrogates or starts with NUL — its [`id_key`] form, so that ids
+    /// compare as JavaScript compares them (UTF-16 code units).
+    pub fn id_str<'a>(&self, src: &'a str) -> Option<Cow<'a, str>> {
+        if self.kind != Kind::String {
+            return None;
+        }
+        let inner = self.inner(src);
+        if self.escaped {
+            Some(Cow::Owned(id_key(inner)))
+        } else {
+            Some(Cow::Borrowed(inner))
+        }
+    }
+
     /// For a string value: the decoded string (lone surrogates become U+FFFD).
     pub fn str<'a>(&self, src: &'a str) -> Option<Cow<'a, str>> {
         if self.kind != Kind::String {
@@ -583,6 +598,88 @@ pub fn decode_escaped(inner: &str) -> String {
     out
 }
 
+/// The UTF-16 code units of the escaped inside of a JSON string literal, as
+/// `JSON.parse` gives them (lone surrogates kept).
+fn utf16_units(inner: &str) -> Vec<u16> {
+    let b = inner.as_bytes();
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            let c = inner[i..].chars().next().unwrap_or('\u{FFFD}');
+            let mut buf = [0u16; 2];
+            out.extend_from_slice(c.encode_utf16(&mut buf));
+            i += c.len_utf8().max(1);
+            continue;
+        }
+        let c = b.get(i + 1).copied().unwrap_or(b'\\');
+        i += 2;
+        match c {
+            b'b' => out.push(8),
+            b'f' => out.push(12),
+            b'n' => out.push(10),
+            b'r' => out.push(13),
+            b't' => out.push(9),
+            b'u' => {
+                out.push(b.get(i..).and_then(hex4).unwrap_or(0xFFFD) as u16);
+                i += 4;
+            }
+            other => out.push(u16::from(other)),
+        }
+    }
+    out
+}
+
+/// The comparison key of an entry id given as the escaped inside of a JSON
+/// string. Rust strings cannot hold lone surrogates, so decoding turns `"\ud800"`
+/// and `"\udfff"` alike into U+FFFD, and two different JavaScript ids would
+/// collide. Ids without lone surrogates (all real ones) are their decoded text;
+/// the others are NUL followed by their canonical escaped form (as
+/// `JSON.stringify` writes it), which no decoded id can equal (a decoded id that
+/// starts with NUL takes the escaped form too). Callers get that form as the
+/// id: a handle that finds the entry when passed back.
+pub fn id_key(inner: &str) -> String {
+    let decoded = decode_escaped(inner);
+    let lone = inner.contains("\\u") && {
+        let units = utf16_units(inner);
+        char::decode_utf16(units.iter().copied()).any(|r| r.is_err())
+    };
+    if !lone && !decoded.starts_with('\0') {
+        return decoded;
+    }
+    let mut out = String::from("\0");
+    for r in char::decode_utf16(utf16_units(inner)) {
+        match r {
+            Ok(c) => {
+                let mut tmp = [0u8; 4];
+                push_escaped(&mut out, c.encode_utf8(&mut tmp));
+            }
+            Err(e) => out.push_str(&format!("\\u{:04x}", e.unpaired_surrogate())),
+        }
+    }
+    out
+}
+
+/// Appends an id key as the JSON string literal it came from (a key holding
+/// lone surrogates is written with their escapes, as JavaScript would).
+pub fn push_id_literal(out: &mut String, key: &str) {
+    match key.strip_prefix('\0') {
+        Some(escaped) => {
+            out.push('"');
+            out.push_str(escaped);
+            out.push('"');
+        }
+        None => push_str_literal(out, key),
+    }
+}
+
+/// An id key as a JSON string literal.
+pub fn id_literal(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 2);
+    push_id_literal(&mut out, key);
+    out
+}
+
 /// Appends `,"key":value` for each member, as their source text.
 pub fn push_members(out: &mut String, members: &[(Value, Value)], src: &str) {
     for (k, v) in members {
@@ -725,6 +822,22 @@ mod tests {
         );
         assert_eq!(decode_escaped(r"x\ud800y"), "x\u{FFFD}y");
         assert_eq!(decode_escaped(r"\udc00"), "\u{FFFD}");
+    }
+
+    #[test]
+    fn id_keys_compare_as_javascript_does() {
+        // Different lone surrogates are different ids; pairs and plain text decode.
+        assert_ne!(id_key(r"\ud800"), id_key(r"\udfff"));
+        assert_ne!(id_key(r"a\ud800"), id_key(r"a\ufffd"));
+        assert_eq!(id_key(r"\ud83d\ude00"), "\u{1F600}");
+        assert_eq!(id_key(r"x\u0041"), "xA");
+        assert_eq!(id_key(r"\uD800"), id_key(r"\ud800"));
+        // A decoded id that starts with NUL cannot pose as an escaped key.
+        let forged = id_key(r"\u0000\\ud800");
+        assert_ne!(forged, id_key(r"\ud800"));
+        assert_eq!(id_key(r"q\ud800"), "\0q\\ud800");
+        assert_eq!(id_literal(&id_key(r"q\ud800")), r#""q\ud800""#);
+        assert_eq!(id_literal("plain"), r#""plain""#);
         let s = "q\"b\\n\n\u{1}é";
         let lit = str_literal(s);
         assert_eq!(lit, "\"q\\\"b\\\\n\\n\\u0001é\"");

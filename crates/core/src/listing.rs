@@ -106,12 +106,17 @@ pub fn summarize(
             info.modified_at = s(env.timestamp);
         }
         let kind = EntryKind::from_type(&ty);
+        let id = |v: Option<crate::json::Value>| {
+            v.filter(|v| v.kind == Kind::String)
+                .and_then(|v| v.id_str(text))
+                .map(|c| c.into_owned())
+        };
         if kind == EntryKind::Leaf {
             if leaf_ptr.is_none() && last_node.is_none() {
-                leaf_ptr = Some(s(env.target_id));
+                leaf_ptr = Some(id(env.target_id));
             }
         } else if last_node.is_none() && ty != "session" {
-            last_node = s(env.id);
+            last_node = id(env.id);
         }
         if kind == EntryKind::SessionInfo && info.name.is_none() {
             info.name = s(env.name).filter(|n| !n.is_empty());

@@ -533,7 +533,7 @@ impl LineProcessor {
             let id = match env
                 .id
                 .filter(|v| v.kind == Kind::String)
-                .and_then(|v| v.str(text))
+                .and_then(|v| v.id_str(text))
             {
                 Some(id) => Box::<str>::from(id.as_ref()),
                 None => {
@@ -550,7 +550,7 @@ impl LineProcessor {
                 None => None,
                 Some(v) if v.kind == Kind::Null => None,
                 Some(v) if v.kind == Kind::String => {
-                    v.str(text).map(|s| Box::<str>::from(s.as_ref()))
+                    v.id_str(text).map(|s| Box::<str>::from(s.as_ref()))
                 }
                 Some(_) => {
                     let e = self.err(
@@ -590,11 +590,11 @@ impl LineProcessor {
                 EntryKind::Compaction => env
                     .first_kept_entry_id
                     .filter(|v| v.kind == Kind::String)
-                    .and_then(|v| v.str(src))
+                    .and_then(|v| v.id_str(src))
                     .map(|s| Box::<str>::from(s.as_ref())),
                 EntryKind::Leaf | EntryKind::Label => match env.target_id {
                     Some(v) if v.kind == Kind::String => {
-                        v.str(src).map(|s| Box::<str>::from(s.as_ref()))
+                        v.id_str(src).map(|s| Box::<str>::from(s.as_ref()))
                     }
                     Some(v) if v.kind == Kind::Null && kind == EntryKind::Leaf => None,
                     _ => {

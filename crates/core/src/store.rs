@@ -1109,7 +1109,7 @@ impl MemoryStorage {
 
 /// An entry line with its `parentId` set to `parent` (members kept in order).
 fn with_parent(line: &str, parent: Option<&str>) -> String {
-    let lit = parent.map_or_else(|| "null".to_string(), crate::json::str_literal);
+    let lit = parent.map_or_else(|| "null".to_string(), crate::json::id_literal);
     let b = line.as_bytes();
     let mut out = String::with_capacity(line.len() + 16);
     out.push('{');

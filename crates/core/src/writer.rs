@@ -253,7 +253,7 @@ impl WriterCore {
             None => self.new_id(),
             Some(v) if v.kind == Kind::Null => self.new_id(),
             Some(v) => {
-                let id = v.str(src).filter(|s| !s.is_empty()).ok_or_else(|| {
+                let id = v.id_str(src).filter(|s| !s.is_empty()).ok_or_else(|| {
                     Error::new(
                         ErrorCode::InvalidId,
                         "entry \"id\" must be a non-empty string",
@@ -273,7 +273,7 @@ impl WriterCore {
             Some(v) if v.kind == Kind::Null => None,
             Some(v) => {
                 let p = v
-                    .str(src)
+                    .id_str(src)
                     .ok_or_else(|| Error::invalid_input("\"parentId\" must be a string or null"))?;
                 self.node(&p)?;
                 Some(p.into_owned())
@@ -283,10 +283,10 @@ impl WriterCore {
         line.push_str("{\"type\":");
         json::push_str_literal(&mut line, &ty);
         line.push_str(",\"id\":");
-        json::push_str_literal(&mut line, &id);
+        json::push_id_literal(&mut line, &id);
         line.push_str(",\"parentId\":");
         match &parent_id {
-            Some(p) => json::push_str_literal(&mut line, p),
+            Some(p) => json::push_id_literal(&mut line, p),
             None => line.push_str("null"),
         }
         line.push_str(",\"timestamp\":");
@@ -306,7 +306,7 @@ impl WriterCore {
                 match target {
                     Some(v) if v.kind == Kind::Null => {}
                     Some(v) => {
-                        self.node(&v.str(src).unwrap_or_default())?;
+                        self.node(&v.id_str(src).unwrap_or_default())?;
                     }
                     None => return Err(Error::invalid_input("a leaf entry needs \"targetId\"")),
                 }
@@ -315,7 +315,7 @@ impl WriterCore {
                 let target = rest
                     .iter()
                     .find(|(k, _)| k.str(src).as_deref() == Some("targetId"))
-                    .and_then(|(_, v)| v.str(src))
+                    .and_then(|(_, v)| v.id_str(src))
                     .ok_or_else(|| {
                         Error::invalid_input("a label entry needs a string \"targetId\"")
                     })?;
@@ -392,7 +392,7 @@ impl WriterCore {
         let mut e = String::from("{\"type\":\"leaf\",\"parentId\":");
         let lit = t
             .as_deref()
-            .map_or_else(|| "null".to_string(), json::str_literal);
+            .map_or_else(|| "null".to_string(), json::id_literal);
         e.push_str(&lit);
         e.push_str(",\"targetId\":");
         e.push_str(&lit);
@@ -410,7 +410,7 @@ impl WriterCore {
         self.check_ok()?;
         self.node(target)?;
         let mut e = String::from("{\"type\":\"label\",\"targetId\":");
-        json::push_str_literal(&mut e, target);
+        json::push_id_literal(&mut e, target);
         if let Some(l) = label {
             e.push_str(",\"label\":");
             json::push_str_literal(&mut e, l);
@@ -438,10 +438,10 @@ impl WriterCore {
         e.push_str(
             &from_id
                 .as_deref()
-                .map_or_else(|| "null".to_string(), json::str_literal),
+                .map_or_else(|| "null".to_string(), json::id_literal),
         );
         e.push_str(",\"fromId\":");
-        json::push_str_literal(&mut e, from_id.as_deref().unwrap_or("root"));
+        json::push_id_literal(&mut e, from_id.as_deref().unwrap_or("root"));
         e.push_str(",\"summary\":");
         json::push_str_literal(&mut e, summary);
         if let Some(d) = details_json {

@@ -358,3 +358,52 @@ fn deep_last_lines_agree_between_full_and_lazy() {
         );
     }
 }
+
+/// Item 5: ids `"\ud800"` and `"\udfff"` both decoded to U+FFFD and collided: the
+/// context had 1 message where pi's has 2. Ids compare as JavaScript compares them.
+#[test]
+fn ids_with_lone_surrogates_stay_distinct() {
+    let lines = [
+        r#"{"type":"session","version":3,"id":"s","timestamp":"2026-02-01T00:00:00.000Z","cwd":"/w"}"#,
+        r#"{"type":"message","id":"\ud800","parentId":null,"timestamp":"2026-02-01T00:00:01.000Z","message":{"role":"user","content":"one","timestamp":1}}"#,
+        r#"{"type":"message","id":"\udfff","parentId":"\ud800","timestamp":"2026-02-01T00:00:02.000Z","message":{"role":"user","content":"two","timestamp":2}}"#,
+        r#"{"type":"message","id":"\ufffd","parentId":"\uDFFF","timestamp":"2026-02-01T00:00:03.000Z","message":{"role":"user","content":"three","timestamp":3}}"#,
+    ];
+    let bytes = (lines.join("\n") + "\n").into_bytes();
+    let full = ctx_full(&bytes);
+    let texts: Vec<&str> = full["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["one", "two", "three"]);
+    let l = lazy_bounded(&bytes, no_hint(), None).unwrap();
+    assert_eq!(ctx_lazy(&l), full);
+    // The ids handed out find their entries again.
+    let s = load(&bytes).unwrap();
+    let leaf = s.metadata().leaf_id.unwrap();
+    let path = s.path_ids(&leaf).unwrap();
+    assert_eq!(path.len(), 3);
+    assert_ne!(path[0], path[1]);
+    let ctx: Value = serde_json::from_str(&s.context_json(Some(&path[1]), false).unwrap()).unwrap();
+    assert_eq!(ctx["messages"].as_array().unwrap().len(), 2);
+    // A writer continues the file with the escapes, as JavaScript would write them.
+    let mut w = forkpoint_core::writer::WriterCore::from_session(
+        s,
+        bytes.len() as u64,
+        1,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    w.append(
+        r#"{"type":"message","parentId":"\ud800","message":{"role":"user","content":"four"}}"#,
+        5,
+    )
+    .unwrap();
+    w.move_leaf(Some(&path[0]), 6).unwrap();
+    let batch = w.take_batch(None).unwrap();
+    let text = String::from_utf8_lossy(&batch.bytes).into_owned();
+    assert!(text.contains(r#""parentId":"\ud800""#), "{text}");
+    assert!(text.contains(r#""targetId":"\ud800""#), "{text}");
+}
