@@ -106,6 +106,10 @@ pub struct LazyLoader {
     torn: Option<TornTail>,
     seen: HashMap<Box<str>, Seen>,
     seen_text_bytes: usize,
+    /// Lines passed over by the quick check while following the path: id → where.
+    passed: HashMap<Box<str>, (u64, u32)>,
+    /// A passed-over line to read again and parse (its child named it as parent).
+    reread_line: Option<(u64, u32)>,
     leaf: Leaf,
     /// The last node of the file (fallback when a leaf pointer's target is missing).
     last_node: Option<(EntryRec, Box<str>)>,
@@ -165,6 +169,8 @@ impl LazyLoader {
             torn: None,
             seen: HashMap::new(),
             seen_text_bytes: 0,
+            passed: HashMap::new(),
+            reread_line: None,
             leaf: Leaf::Unknown,
             last_node: None,
             wanted: None,
@@ -231,12 +237,16 @@ impl LazyLoader {
                 },
                 None => return Err(Error::internal("no hinted range left")),
             },
-            Phase::Reread => match &self.reread {
-                Some(r) => Step::Read {
+            Phase::Reread => match (&self.reread, self.reread_line) {
+                (Some(r), _) => Step::Read {
                     offset: r.offset,
                     len: u64::from(r.len),
                 },
-                None => return Err(Error::internal("re-read without an entry")),
+                (None, Some((offset, len))) => Step::Read {
+                    offset,
+                    len: u64::from(len),
+                },
+                (None, None) => return Err(Error::internal("re-read without an entry")),
             },
             Phase::Scan => {
                 let start = self.header_end();
@@ -406,6 +416,25 @@ impl LazyLoader {
     }
 
     fn on_reread(&mut self, bytes: Vec<u8>) -> Result<()> {
+        if let Some((offset, _)) = self.reread_line.take() {
+            // A line the quick check passed over: parse it now, as the path's next entry.
+            let proc = self
+                .proc
+                .as_mut()
+                .ok_or_else(|| Error::internal("no line processor"))?;
+            let out = proc.line(&bytes, offset, true)?;
+            proc.flush_pending_bad()?;
+            self.phase = Phase::Scan;
+            if let LineOut::Entry(rec, migrated) = out {
+                let text: Box<str> = match migrated {
+                    Some(m) => m,
+                    None => text_of(&bytes),
+                };
+                self.found(rec, text)?;
+            }
+            self.drain()?;
+            return self.after_step();
+        }
         let rec = self
             .reread
             .take()
@@ -569,6 +598,24 @@ impl LazyLoader {
                 return Ok(());
             }
         }
+        // Following the path to its next entry (scan mode, leaf known), a line whose
+        // id is plainly another one is not parsed: its place is kept in case a line
+        // before it names it as parent. Most lines behind the context go this way.
+        if self.phase == Phase::Scan
+            && self.hint.is_none()
+            && self.leaf == Leaf::Known
+            && let Some(w) = &self.wanted
+            && let Some(id) = quick_id(bytes)
+            && id != w.as_bytes()
+        {
+            if let Ok(id) = std::str::from_utf8(id)
+                && !self.seen.contains_key(id)
+                && !self.passed.contains_key(id)
+            {
+                self.passed.insert(id.into(), (offset, bytes.len() as u32));
+            }
+            return Ok(());
+        }
         let proc = self
             .proc
             .as_mut()
@@ -579,7 +626,7 @@ impl LazyLoader {
         if let LineOut::Entry(rec, migrated) = out {
             let text: Box<str> = match migrated {
                 Some(m) => m,
-                None => String::from_utf8_lossy(bytes).into(),
+                None => text_of(bytes),
             };
             self.on_entry(rec, text)?;
         }
@@ -621,7 +668,7 @@ impl LazyLoader {
             }
         }
         self.note_last_node(&rec);
-        let first_seen = !self.seen.contains_key(&rec.id);
+        let first_seen = !self.seen.contains_key(&rec.id) && !self.passed.contains_key(&rec.id);
         if first_seen {
             let keep = self.seen_text_bytes + text.len() <= SEEN_TEXT_BUDGET;
             if keep {
@@ -675,6 +722,11 @@ impl LazyLoader {
                 return Ok(());
             };
             let Some(seen) = self.seen.get(&w) else {
+                if let Some(&at) = self.passed.get(&w) {
+                    self.wanted = None;
+                    self.reread_line = Some(at);
+                    self.phase = Phase::Reread;
+                }
                 return Ok(());
             };
             let rec = seen.rec.clone();
@@ -1105,5 +1157,31 @@ impl LazyLoader {
     /// The header, once read.
     pub fn header(&self) -> Option<&Header> {
         self.header.as_ref()
+    }
+}
+
+/// The id of an entry line written the usual way (`{"type":"…","id":"…"`, as pi
+/// and forkpoint write them), when it holds no escapes; `None` for anything else
+/// (such lines are parsed in full).
+fn quick_id(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(b"{\"type\":\"")?;
+    let ty_end = memchr::memchr2(b'"', b'\\', rest.get(..rest.len().min(64))?)?;
+    if rest[ty_end] != b'"' {
+        return None;
+    }
+    let rest = rest[ty_end + 1..].strip_prefix(b",\"id\":\"")?;
+    let id_end = memchr::memchr2(b'"', b'\\', rest.get(..rest.len().min(256))?)?;
+    if rest[id_end] != b'"' || id_end == 0 {
+        return None;
+    }
+    Some(&rest[..id_end])
+}
+
+/// The text of a line the line processor accepted (so it is UTF-8; the lossy
+/// conversion, several times slower, only runs if it somehow is not).
+fn text_of(bytes: &[u8]) -> Box<str> {
+    match std::str::from_utf8(bytes) {
+        Ok(t) => t.into(),
+        Err(_) => String::from_utf8_lossy(bytes).into(),
     }
 }

@@ -407,3 +407,35 @@ fn ids_with_lone_surrogates_stay_distinct() {
     assert!(text.contains(r#""parentId":"\ud800""#), "{text}");
     assert!(text.contains(r#""targetId":"\ud800""#), "{text}");
 }
+
+/// The reverse scan passes over lines that are plainly not the path's next entry
+/// without parsing them; one that a later-read line names as its parent (a parent
+/// written after its child) is read again and parsed.
+#[test]
+fn passed_over_parents_are_found_again() {
+    let msg = |id: &str, parent: Option<&str>, text: &str| {
+        json!({"type":"message","id":id,"parentId":parent,"timestamp":"2026-02-01T00:00:01.000Z","message":{"role":"user","content":text,"timestamp":1}}).to_string()
+    };
+    let lines = [
+        json!({"type":"session","version":3,"id":"fw","timestamp":"2026-02-01T00:00:00.000Z","cwd":"/w"}).to_string(),
+        msg("A", None, "a"),
+        msg("C", Some("B"), "c"),
+        msg("X", Some("A"), "off the path"),
+        msg("B", Some("A"), "b"),
+        msg("Y", Some("A"), "off the path too"),
+        msg("D", Some("C"), "d"),
+    ];
+    let bytes = (lines.join("\n") + "\n").into_bytes();
+    let full = ctx_full(&bytes);
+    assert_eq!(full["messages"].as_array().unwrap().len(), 4);
+    let l = lazy_bounded(&bytes, no_hint(), None).unwrap();
+    assert_eq!(ctx_lazy(&l), full);
+    // A passed-over parent that turns out corrupt is an error, not a gap.
+    let mut bad = lines.clone();
+    bad[4] = bad[4].replace("\"b\"", "\"b\u{1}\"");
+    let bytes = (bad.join("\n") + "\n").into_bytes();
+    assert_eq!(
+        lazy_bounded(&bytes, no_hint(), None).err().map(|e| e.code),
+        Some(ErrorCode::CorruptedData)
+    );
+}
