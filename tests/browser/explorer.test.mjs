@@ -529,6 +529,194 @@ describe('session explorer', { skip }, () => {
     console.log(`# wide tree: ${total} rows; import and open ${openMs.toFixed(0)} ms, jump to the end ${scrollMs.toFixed(0)} ms`);
   });
 
+  /**
+   * Writes a pi session whose messages hang off one root message, each its own
+   * leaf (`chains`: arrays of messages, each chain a branch); resolves to the
+   * file's path and the id of each chain's last entry.
+   */
+  async function piSession(name, chains) {
+    const ts = (i) => new Date(1_700_000_000_000 + i * 1000).toISOString();
+    const lines = [
+      JSON.stringify({ type: 'session', version: 3, id: `explorer-${name}-${process.pid}`, timestamp: ts(0), cwd: '/' }),
+      JSON.stringify({ type: 'message', id: 'root', parentId: null, timestamp: ts(1), message: { role: 'user', content: [{ type: 'text', text: 'the root message' }], timestamp: 1 } }),
+    ];
+    let n = 0;
+    const leaves = chains.map((chain) => {
+      let parent = 'root';
+      for (const message of chain) {
+        const id = `m${++n}`;
+        lines.push(JSON.stringify({ type: 'message', id, parentId: parent, timestamp: ts(n + 1), message }));
+        parent = id;
+      }
+      return parent;
+    });
+    const path = join(tmp, `${name}.jsonl`);
+    await writeFile(path, lines.join('\n') + '\n');
+    return { path, leaves };
+  }
+
+  /** The last message shown in the context panel: its role, text, whether it holds a render-error box. */
+  const lastShown = () =>
+    page.$eval('[data-testid="context"]', (c) => {
+      const all = c.querySelectorAll('[data-testid="context-message"]');
+      const m = all[all.length - 1];
+      return { count: all.length, role: m.getAttribute('data-role'), text: m.textContent, broken: m.hasAttribute('data-render-error') };
+    });
+
+  it('messages of every shape the core accepts are drawn (text, blocks or folded JSON), with no error banner', async () => {
+    const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+    const assistant = (content, extra = {}) => ({ role: 'assistant', content, api: 'anthropic-messages', provider: 'anthropic', model: 'm', usage, stopReason: 'stop', timestamp: 5, ...extra });
+    // Each case: the messages of one branch, and strings the last one must show.
+    const cases = [
+      [[{ role: 'user', content: { note: 'content-is-an-object', n: 7 }, timestamp: 2 }], ['content-is-an-object', '"n": 7']],
+      [[{ role: 'user', content: null, timestamp: 2 }], ['(no content)']],
+      [[assistant(4242)], ['4242']],
+      [[{ role: 'user', content: 'content-is-a-string', timestamp: 2 }], ['content-is-a-string']],
+      [[assistant([{ type: 'hologram', payload: 'unknown-block-payload' }, { type: 'text', text: 98765 }, { type: 'text', text: { deep: 'text-is-an-object' } }])], ['hologram block', 'unknown-block-payload', '98765', 'text-is-an-object']],
+      [[assistant(['a-bare-string-block', null, 3.5, [1, 2]])], ['a-bare-string-block', 'null', '3.5']],
+      [[assistant([{ type: 'thinking', thinking: { t: 'thinking-is-an-object' } }, { type: 'image', data: 5, mimeType: { x: 1 } }, { type: 'toolCall', id: 17, name: ['n'], arguments: 'not json at all' }])], ['thinking-is-an-object', '[image]', 'not json at all']],
+      [
+        [
+          assistant([{ type: 'toolCall', id: 'call-str', name: 'bash', arguments: '{"cmd":"ls -la string-arguments"}' }], { stopReason: 'toolUse' }),
+          { role: 'toolResult', toolCallId: 'call-str', toolName: 'bash', content: { stdout: 'result-content-is-an-object' }, isError: false, timestamp: 6 },
+        ],
+        ['result-content-is-an-object'],
+      ],
+      [[{ role: 'toolResult', toolCallId: { odd: 1 }, toolName: 42, content: [{ type: 'text', text: 31337 }, 'bare-result-string'], isError: true, timestamp: 'not a date' }], ['31337', 'bare-result-string', 'not a date']],
+      [[{ role: 'bashExecution', command: ['ls'], output: { o: 'output-is-an-object' }, exitCode: 'x', timestamp: 2 }], ['output-is-an-object', 'exit x']],
+      [[{ role: 'branchSummary', summary: 12, tokensBefore: 'many', fromId: 'root', timestamp: 2 }], ['many tokens before']],
+      [[{ role: 'constructor', content: 'role-named-constructor', timestamp: 1e300 }], ['constructor', 'role-named-constructor']],
+    ];
+    const { path, leaves } = await piSession('shapes', cases.map(([chain]) => chain));
+    const id = await importFile(path); // the import asserts there is no error banner
+    const lib = await libraryFacts(id, leaves);
+    for (const [i, [chain, want]] of cases.entries()) {
+      await clickRow(leaves[i]);
+      assert.equal(await bannerShown(), false, `case ${i}: no error banner: ${await page.textContent('[data-testid="error-banner"]')}`);
+      assert.deepEqual(await shownRoles(), lib.contexts[leaves[i]], `case ${i}: one article per message of the context`);
+      const last = await lastShown();
+      assert.equal(last.broken, false, `case ${i}: drawn, not a render-error box: ${last.text}`);
+      assert.equal(last.role, String(chain[chain.length - 1].role));
+      for (const w of want) assert.ok(last.text.includes(w), `case ${i}: shows ${JSON.stringify(w)}: ${last.text}`);
+      // Every tree row (all drawn) says something of its entry.
+      const labels = await page.$$eval('[data-testid="tree-row"]', (gs) => gs.map((g) => g.getAttribute('aria-label')));
+      assert.ok(labels.every((l) => l && !l.includes('cannot describe')), labels.join('\n'));
+    }
+    // The page still works: the provider tab builds a request from the leaf with string arguments, and other sessions open.
+    await clickRow(leaves[7]);
+    await page.click('[data-testid="tab-provider"]');
+    await page.waitForFunction(() => document.querySelector('[data-testid="provider-body"]')?.dataset.target);
+    assert.equal(await bannerShown(), false);
+    await page.click('[data-testid="tab-context"]');
+    const other = (await listedIds()).find((x) => x !== id);
+    if (other) {
+      await page.click(`[data-testid="session-item"][data-session-id="${other}"] [data-testid="open-session"]`);
+      await idle();
+      assert.equal(await activeId(), other);
+      assert.equal(await bannerShown(), false);
+      await page.click(`[data-testid="session-item"][data-session-id="${id}"] [data-testid="open-session"]`);
+      await idle();
+    }
+    // After a reload the session opens again, with its whole tree.
+    await page.reload();
+    await idle();
+    assert.equal(await activeId(), id);
+    assert.equal((await treeRows()).total, cases.length + 1);
+    assert.equal(await bannerShown(), false);
+  });
+
+  it('a message the page fails to draw gets its own "cannot render this entry" box; the rest of the context is drawn', async () => {
+    const { path, leaves } = await piSession('broken-draw', [[{ role: 'user', content: 'drawn-after-the-broken-one', timestamp: 3 }]]);
+    await importFile(path);
+    // A fault in the page's drawing code, made on purpose: formatting the time
+    // of the root message (timestamp 1) throws.
+    await page.evaluate(() => {
+      const orig = Date.prototype.toLocaleString;
+      window.__restoreDate = () => (Date.prototype.toLocaleString = orig);
+      Date.prototype.toLocaleString = function (...a) {
+        if (this.getTime() === 1) throw new Error('injected drawing fault');
+        return orig.apply(this, a);
+      };
+    });
+    try {
+      await clickRow(leaves[0]);
+      const shown = await page.$$eval('[data-testid="context-message"]', (els) => els.map((e) => ({ broken: e.hasAttribute('data-render-error'), role: e.getAttribute('data-role'), text: e.textContent })));
+      assert.equal(shown.length, 2);
+      assert.equal(shown[0].broken, true, 'the root message is a render-error box');
+      assert.equal(shown[0].role, 'user');
+      assert.match(shown[0].text, /cannot render this entry: injected drawing fault/);
+      assert.ok(shown[0].text.includes('"the root message"'), 'with the message as JSON');
+      assert.equal(shown[1].broken, false, 'the next message is drawn');
+      assert.ok(shown[1].text.includes('drawn-after-the-broken-one'));
+      assert.equal(await bannerShown(), false, 'no banner');
+    } finally {
+      await page.evaluate(() => window.__restoreDate());
+    }
+  });
+
+  it('a 300 KB text is drawn in pages: "show next" adds up to 100 K characters, "show all" the rest, and the whole text ends up in the page', async () => {
+    let text = '';
+    for (let i = 0; text.length < 300_000; i++) text += `line ${i}: 第${i}行 some words and 😀 emoji\n`;
+    text += 'the very end of the long text, 40 chars.';
+    const tail = text.slice(-40);
+    const { path, leaves } = await piSession('long-text', [[{ role: 'user', content: [{ type: 'text', text }], timestamp: 2 }]]);
+    const id = await importFile(path);
+    await clickRow(leaves[0]);
+    const state = () =>
+      page.$eval('[data-testid="context"] [data-testid="long-text"]', (d) => ({
+        length: Number(d.dataset.length),
+        drawn: d.textContent.length,
+        pages: d.querySelectorAll('.page').length,
+        next: !!d.parentElement.querySelector('[data-testid="show-next"]:not([hidden])'),
+        all: !!d.parentElement.querySelector('[data-testid="show-all"]'),
+        text: d.textContent,
+      }));
+    let s = await state();
+    assert.equal(s.length, text.length);
+    assert.ok(s.drawn >= 10_000 && s.drawn <= 20_000, `the first page only: ${s.drawn}`);
+    assert.equal(s.pages, 1);
+    assert.ok(text.startsWith(s.text), 'the first page is the start of the text');
+    assert.ok(s.next && s.all, 'both buttons are offered');
+    await page.click('[data-testid="context"] [data-testid="show-next"]');
+    const after = await state();
+    // Pages end at a line break in their second half: 10 to 20 K characters each.
+    assert.equal(after.pages, 6, '"show next" added five pages');
+    assert.ok(after.drawn - s.drawn >= 50_000 && after.drawn - s.drawn <= 100_000, `"show next" drew ${after.drawn - s.drawn} more`);
+    assert.ok(text.startsWith(after.text));
+    await page.click('[data-testid="context"] [data-testid="show-all"]');
+    s = await state();
+    assert.equal(s.drawn, text.length);
+    assert.equal(s.text, text, 'the whole text, in order, nothing added');
+    assert.equal(s.all || s.next, false, 'no buttons left');
+    assert.ok(s.pages >= 15, `${s.pages} pages`);
+    // The end of the text can be scrolled to and is on screen.
+    const visible = await page.evaluate((tail) => {
+      const d = document.querySelector('[data-testid="context"] [data-testid="long-text"]');
+      const last = d.lastElementChild;
+      last.scrollIntoView({ block: 'end' });
+      const r = last.getBoundingClientRect();
+      const c = document.querySelector('[data-testid="context"]').getBoundingClientRect();
+      return last.textContent.endsWith(tail) && r.height > 0 && r.bottom <= c.bottom + 1 && r.bottom > c.top;
+    }, tail);
+    assert.equal(visible, true, 'the last page, holding the last 40 characters, is drawn in view');
+    assert.equal(await bannerShown(), false);
+
+    // The provider request (over 200 K characters) is drawn in pages too; "show more" draws the rest.
+    const lib = await libraryFacts(id, [leaves[0]], ['anthropic']);
+    await page.click('[data-testid="tab-provider"]');
+    await page.selectOption('[data-testid="provider-select"]', 'anthropic');
+    await page.waitForFunction(() => document.querySelector('[data-testid="provider-body"]')?.dataset.target === 'anthropic');
+    const body = () => page.$eval('[data-testid="provider-body"]', (b) => ({ truncated: b.dataset.truncated, pages: b.querySelectorAll('.page').length, text: b.textContent }));
+    let b = await body();
+    assert.equal(b.truncated, 'true', 'drawn in part at first');
+    assert.ok(b.pages > 1 && b.text.length <= 200_000, `${b.pages} pages, ${b.text.length} characters`);
+    for (let n = 0; n < 10 && (await page.isVisible('[data-testid="body-more"]')); n++) await page.click('[data-testid="body-more"]');
+    b = await body();
+    assert.equal(b.truncated, 'false');
+    assert.deepEqual(JSON.parse(b.text), JSON.parse(lib.provider.anthropic.body), 'the whole body, in order');
+    await page.click('[data-testid="tab-context"]');
+  });
+
   it('screenshot of a branched session (tests/browser/artifacts/explorer.png)', async () => {
     await page.click(`[data-testid="session-item"][data-session-id="${ids.get('marot-spotter_subagent.jsonl')}"] [data-testid="open-session"]`);
     await idle();

@@ -5,12 +5,12 @@
 //
 // `?db=NAME` picks the IndexedDB database (default `forkpoint-explorer`);
 // the URL's hash remembers the open session across reloads.
-import { fill, h, renderContext } from './messages.js';
+import { PAGE, appendPages, asText, fill, h, renderContext } from './messages.js';
 import { TreeModel, TreeView } from './tree.js';
 
 const DB = new URLSearchParams(location.search).get('db') || 'forkpoint-explorer';
 const TARGETS = /** @type {const} */ (['anthropic', 'openai', 'openai-responses', 'google']);
-/** Characters of a request body drawn at a time ("show more" draws the next part; Copy always copies all of it). */
+/** Characters of a request body drawn at a time, at most ("show more" draws the next part; Copy always copies all of it). */
 const BODY_CHUNK = 200_000;
 /** Bodies up to this many characters are shown indented; longer ones as they are. */
 const PRETTY_MAX = 2_000_000;
@@ -61,6 +61,8 @@ const state = {
   body: '',
   /** @type {string} the body as drawn (indented), drawn BODY_CHUNK characters at a time */
   shown: '',
+  /** Characters of `shown` drawn so far. */
+  drawn: 0,
   tab: 'context',
   /** Operations under way (the page's `data-busy`). */
   busy: 0,
@@ -173,7 +175,11 @@ const fmtBytes = (n) =>
 /** "1 leaf", "3 leaves". */
 const count = (n, one, many = `${one}s`) => `${n.toLocaleString()} ${n === 1 ? one : many}`;
 
-const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '');
+/** A stored date for people; a value that is no date is shown as it is. */
+const fmtDate = (iso) => {
+  const d = typeof iso === 'string' || typeof iso === 'number' ? new Date(iso) : null;
+  return d && !Number.isNaN(d.getTime()) ? d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : asText(iso);
+};
 const fmtShortDate = (iso) => (iso ? new Date(iso).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' }) : '');
 
 /** @param {import('../dist/web.js').StoredSessionInfo} s */
@@ -441,6 +447,7 @@ function closeSession() {
   ui.body.textContent = '';
   ui.bodyMore.hidden = true;
   state.body = state.shown = '';
+  state.drawn = 0;
   ui.report.replaceChildren();
   setExportTarget(null);
   document.body.classList.remove('has-session');
@@ -531,7 +538,7 @@ function showEntry(id) {
     return;
   }
   const isLeaf = id === session.leafId;
-  const kind = entry.type === 'message' ? entry.message.role : entry.type;
+  const kind = asText(entry?.type === 'message' ? entry.message?.role ?? 'message' : entry?.type).slice(0, 40) || 'entry';
   const label = tree.model?.branch.getLabel(id);
   fill(
     ui.nodeInfo,
@@ -544,11 +551,21 @@ function showEntry(id) {
   ui.nodeInfo.dataset.entryId = id;
   ui.cont.disabled = isLeaf;
   ui.fork.disabled = false;
+  let messages;
   try {
-    renderContext(ui.context, session.getContext(id));
-    ui.context.dataset.entryId = id;
+    messages = session.getContext(id);
   } catch (e) {
     showError('Could not build the context', e);
+  }
+  if (messages) {
+    try {
+      renderContext(ui.context, messages);
+    } catch (e) {
+      // Each message's drawing is contained (renderContext); this is a last guard, kept to the panel.
+      console.error(e);
+      fill(ui.context, h('p', { class: 'error-text', 'data-testid': 'render-error' }, `cannot render this context: ${e?.message ?? e}`));
+    }
+    ui.context.dataset.entryId = id;
   }
   if (state.tab === 'provider') void showProvider();
   else ui.body.dataset.stale = 'true';
@@ -606,6 +623,7 @@ async function showProvider() {
   ui.body.textContent = '';
   ui.bodyMore.hidden = true;
   state.body = state.shown = '';
+  state.drawn = 0;
   fill(ui.report, h('p', { class: 'muted building', 'data-testid': 'provider-building' }, `Building the ${target} request…`));
   state.busy++;
   document.body.dataset.busy = 'true';
@@ -625,13 +643,14 @@ async function showProvider() {
     let shown = conv.body;
     if (shown.length <= PRETTY_MAX) shown = JSON.stringify(JSON.parse(shown), null, 2);
     state.shown = shown;
-    ui.body.textContent = shown.slice(0, BODY_CHUNK);
+    ui.body.replaceChildren();
+    state.drawn = appendPages(ui.body, shown, 0, BODY_CHUNK / PAGE, 'span');
     showBodyMore();
-    ui.body.dataset.truncated = String(shown.length > BODY_CHUNK);
+    ui.body.dataset.truncated = String(state.drawn < shown.length);
     ui.body.dataset.target = target;
     ui.body.dataset.entryId = entryId;
     delete ui.body.dataset.stale;
-    renderReport(conv.report, conv.body.length, shown.length > BODY_CHUNK);
+    renderReport(conv.report, conv.body.length, state.drawn < shown.length);
   } finally {
     if (build === providerBuild) delete ui.body.dataset.building;
     if (--state.busy === 0) delete document.body.dataset.busy;
@@ -640,16 +659,14 @@ async function showProvider() {
 
 /** The "show more" button under a body drawn in part. */
 function showBodyMore() {
-  const drawn = ui.body.textContent?.length ?? 0;
-  const left = state.shown.length - drawn;
+  const left = state.shown.length - state.drawn;
   ui.bodyMore.hidden = left <= 0;
-  ui.bodyMore.textContent = `show ${Math.min(left, BODY_CHUNK).toLocaleString()} more characters (${left.toLocaleString()} not drawn; Copy copies all)`;
+  ui.bodyMore.textContent = `${left <= BODY_CHUNK ? 'show the rest' : `show up to ${BODY_CHUNK.toLocaleString()} more characters`} (${left.toLocaleString()} not drawn; Copy copies all)`;
 }
 
 ui.bodyMore.addEventListener('click', () => {
-  const drawn = ui.body.textContent?.length ?? 0;
-  ui.body.append(state.shown.slice(drawn, drawn + BODY_CHUNK));
-  ui.body.dataset.truncated = String(drawn + BODY_CHUNK < state.shown.length);
+  state.drawn = appendPages(ui.body, state.shown, state.drawn, BODY_CHUNK / PAGE, 'span');
+  ui.body.dataset.truncated = String(state.drawn < state.shown.length);
   showBodyMore();
 });
 

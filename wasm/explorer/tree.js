@@ -15,6 +15,8 @@
 // conversation keeps its lane while its side branches move right, the number
 // of lanes grows with the log of the tree's size, not with its depth.
 
+import { asText, isObject, toJson } from './messages.js';
+
 const ROW_H = 28;
 const LANE_W = 16;
 const PAD_X = 16;
@@ -242,39 +244,48 @@ export class TreeModel {
   entryPreview(id) {
     let p = this.previews.get(id);
     if (!p) {
-      p = describeEntry(this.session.getEntry(id));
+      try {
+        p = describeEntry(this.session.getEntry(id));
+      } catch (e) {
+        // A row that cannot be described says so; the rest of the tree is drawn.
+        console.error(`entry ${id} could not be described`, e);
+        p = { role: 'entry', text: `(cannot describe this entry: ${e?.message ?? e})` };
+      }
       this.previews.set(id, p);
     }
     return p;
   }
 }
 
-/** One line for an entry: its role (messages) or type, and some of its text. */
+/** One line for an entry: its role (messages) or type, and some of its text. Any stored shape gives a line. */
 export function describeEntry(e) {
-  const one = (s) => String(s ?? '').replace(/\s+/g, ' ').trim().slice(0, 400);
+  // The first characters only: a text may be megabytes.
+  const one = (s) => asText(s).slice(0, 2000).replace(/\s+/g, ' ').trim().slice(0, 400);
+  if (!isObject(e)) return { role: 'entry', text: one(e) };
   switch (e.type) {
     case 'message': {
       const m = e.message;
-      return { role: m.role, text: one(messageLine(m)) };
+      if (!isObject(m)) return { role: 'message', text: one(m) };
+      return { role: asText(m.role).slice(0, 40) || 'message', text: one(messageLine(m)) };
     }
     case 'compaction':
       return { role: 'compaction', text: one(e.summary) };
     case 'branch_summary':
       return { role: 'branch summary', text: one(e.summary) || '(empty)' };
     case 'model_change':
-      return { role: 'model', text: one(`${e.provider ?? ''}/${e.modelId ?? ''}`) };
+      return { role: 'model', text: one(`${asText(e.provider)}/${asText(e.modelId)}`) };
     case 'thinking_level_change':
       return { role: 'thinking level', text: one(e.thinkingLevel) };
     case 'label':
-      return { role: 'label', text: one(e.label == null ? `cleared on ${e.targetId}` : `"${e.label}" on ${e.targetId}`) };
+      return { role: 'label', text: one(e.label == null ? `cleared on ${asText(e.targetId)}` : `"${asText(e.label)}" on ${asText(e.targetId)}`) };
     case 'session_info':
       return { role: 'session name', text: one(e.name) };
     case 'custom':
       return { role: 'custom', text: one(e.customType) };
     case 'custom_message':
-      return { role: 'custom message', text: one(`${e.customType}: ${typeof e.content === 'string' ? e.content : textOf(e.content)}`) };
+      return { role: 'custom message', text: one(`${asText(e.customType)}: ${textOf(e.content)}`) };
     default:
-      return { role: String(e.type), text: '' };
+      return { role: asText(e.type).slice(0, 40) || 'entry', text: '' };
   }
 }
 
@@ -282,28 +293,34 @@ export function describeEntry(e) {
 export function messageLine(m) {
   switch (m.role) {
     case 'bashExecution':
-      return `$ ${m.command}`;
+      return `$ ${asText(m.command)}`;
     case 'branchSummary':
     case 'compactionSummary':
-      return m.summary;
+      return asText(m.summary);
     case 'toolResult':
-      return `${m.toolName}: ${textOf(m.content)}`;
+      return `${asText(m.toolName)}: ${textOf(m.content)}`;
     default: {
-      if (typeof m.content === 'string') return m.content;
       const text = textOf(m.content);
-      if (text) return text;
-      const call = (m.content ?? []).find((b) => b.type === 'toolCall');
-      if (call) return `${call.name}(${JSON.stringify(call.arguments ?? {})})`;
-      const thinking = (m.content ?? []).find((b) => b.type === 'thinking');
-      if (thinking) return `(thinking) ${thinking.thinking}`;
+      if (text || !Array.isArray(m.content)) return text;
+      const blocks = m.content.filter(isObject);
+      const call = blocks.find((b) => b.type === 'toolCall');
+      if (call) return `${asText(call.name)}(${typeof call.arguments === 'string' ? call.arguments : toJson(call.arguments ?? {})})`;
+      const thinking = blocks.find((b) => b.type === 'thinking');
+      if (thinking) return `(thinking) ${asText(thinking.thinking)}`;
       return '';
     }
   }
 }
 
+/** The text of a content of any shape: a string, the text blocks (or strings) of an array, anything else as JSON. */
 function textOf(content) {
-  if (typeof content === 'string') return content;
-  return (content ?? []).filter((b) => b.type === 'text').map((b) => b.text).join(' ');
+  if (!Array.isArray(content)) return asText(content);
+  const parts = [];
+  for (const b of content) {
+    if (typeof b === 'string') parts.push(b);
+    else if (isObject(b) && b.type === 'text' && b.text != null && typeof b.text !== 'object') parts.push(String(b.text));
+  }
+  return parts.join(' ');
 }
 
 /** Creates an SVG element. */
