@@ -40,9 +40,24 @@ use serde_json::Value;
 /// What stands in for a secret found inside a string or a named pair.
 pub const REDACTED: &str = "[redacted]";
 
-/// Scrubs `meta.json` before it is written (the three rules of this module).
+/// Members of `meta.json` that hold agent ids, which are directory names of
+/// the store already: kept as they are, so that an id that happens to look
+/// like a key never makes `meta.json` disagree with its directory.
+const META_IDS: &[&str] = &["agentId", "lineage", "forkedFrom"];
+
+/// Scrubs `meta.json` before it is written: the three rules of this module,
+/// everywhere but in the agent ids (`agentId`, `lineage`, `forkedFrom`).
 pub fn scrub_meta(meta: &mut Value) {
-    scrub(meta);
+    let Value::Object(o) = meta else {
+        scrub(meta);
+        return;
+    };
+    o.retain(|k, v| META_IDS.contains(&k.as_str()) || !is_secret_member(k, v));
+    for (k, v) in o.iter_mut() {
+        if !META_IDS.contains(&k.as_str()) {
+            scrub(v);
+        }
+    }
 }
 
 /// Applies the three rules of this module to `value`, at any depth (without
@@ -357,7 +372,11 @@ fn spans(s: &str) -> Vec<(usize, usize)> {
     pem_spans(s, &mut out);
     url_spans(s, &mut out);
     scheme_spans(s, &mut out);
-    token_spans(s, &mut out);
+    // Words end where a span found so far begins or ends, as they will end at
+    // the marker once it stands there: masking again finds nothing new.
+    let mut cuts: Vec<usize> = out.iter().flat_map(|&(a, b)| [a, b]).collect();
+    cuts.sort_unstable();
+    token_spans(s, &cuts, &mut out);
     out.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(out.len());
     for (a, b) in out {
@@ -472,9 +491,10 @@ fn scheme_spans(s: &str, out: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// Known key shapes and JWTs: each maximal run of `[A-Za-z0-9_.-]` is a JWT,
-/// or is split at its dots into words that are checked against the prefixes.
-fn token_spans(s: &str, out: &mut Vec<(usize, usize)>) {
+/// Known key shapes and JWTs: each maximal run of `[A-Za-z0-9_.-]` (ending at
+/// the `cuts` too) is split at its dots into words; three words in a row that
+/// make a JWT are one, each other word is checked against the prefixes.
+fn token_spans(s: &str, cuts: &[usize], out: &mut Vec<(usize, usize)>) {
     let b = s.as_bytes();
     let is_run = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'.';
     let mut i = 0;
@@ -484,20 +504,36 @@ fn token_spans(s: &str, out: &mut Vec<(usize, usize)>) {
             continue;
         }
         let start = i;
-        while i < b.len() && is_run(b[i]) {
+        // The first cut after `start` ends the run.
+        let limit = cuts[cuts.partition_point(|&c| c <= start)..]
+            .first()
+            .copied()
+            .unwrap_or(b.len());
+        while i < limit && is_run(b[i]) {
             i += 1;
         }
-        let run = s[start..i].trim_end_matches('.');
-        if is_jwt(run) {
-            out.push((start, start + run.len()));
-            continue;
-        }
+        // The run's words between dots, with their offsets; three in a row may be a JWT.
+        let mut words: Vec<(usize, &str)> = Vec::new();
         let mut at = start;
-        for word in run.split('.') {
-            if token_at(word) {
-                out.push((at, at + word.len()));
-            }
+        for word in s[start..i].split('.') {
+            words.push((at, word));
             at += word.len() + 1;
+        }
+        let mut k = 0;
+        while k < words.len() {
+            let (a, w) = words[k];
+            if k + 2 < words.len() {
+                let (c, last) = words[k + 2];
+                if is_jwt(&s[a..c + last.len()]) {
+                    out.push((a, c + last.len()));
+                    k += 3;
+                    continue;
+                }
+            }
+            if token_at(w) {
+                out.push((a, a + w.len()));
+            }
+            k += 1;
         }
     }
 }
@@ -612,6 +648,7 @@ fn base64_user_pass(t: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
     use serde_json::json;
 
     const OPENAI: &str = "sk-abcdefghij0123456789ABCDEFGHIJ0123456789abcdefgh";
@@ -878,6 +915,52 @@ mod tests {
                 }
             })
         );
+    }
+
+    #[test]
+    fn meta_keeps_agent_ids_that_look_like_keys() {
+        let id = "AKIAIOSFODNN7EXAMPLE";
+        let mut m = json!({
+            "agentId": id, "lineage": [id], "forkedFrom": { "agentId": id },
+            "metadata": { "id": id, "apiKey": "x" }
+        });
+        scrub_meta(&mut m);
+        assert_eq!(
+            m,
+            json!({
+                "agentId": id, "lineage": [id], "forkedFrom": { "agentId": id },
+                "metadata": { "id": "[redacted]" }
+            })
+        );
+    }
+
+    proptest::proptest! {
+        /// Any text: no panic (byte offsets stay on character boundaries), the
+        /// marker never forms a new secret, and the known shapes standing as
+        /// words never survive.
+        #[test]
+        fn redaction_never_panics_and_is_idempotent(
+            parts in proptest::collection::vec(proptest::prop_oneof![
+                proptest::string::string_regex(".{0,12}").unwrap(),
+                proptest::sample::select(vec![
+                    "sk-", "Bearer ", "basic ", "https://", "://", "@", ":", "eyJ", ".", "AIza", "ghp_", "-----BEGIN ",
+                    "PRIVATE KEY-----", "-----END ", "xoxb-", "AKIA", "ＡＰＩ", "é", "\u{1F600}",
+                ]).prop_map(String::from),
+                proptest::sample::select(vec![OPENAI, GOOGLE, GITHUB, JWT, "YWxhZGRpbjpvcGVuc2VzYW1l"]).prop_map(String::from),
+            ], 0..12)
+        ) {
+            // Glued together (a key inside a longer word is not looked for) and spaced.
+            for s in [parts.concat(), parts.join(" ")] {
+                let once = redact_str(&s).unwrap_or_else(|| s.clone());
+                proptest::prop_assert_eq!(redact_str(&once), None, "from {:?}", s);
+                let _ = is_secret_key(&s);
+            }
+            let spaced = parts.join(" ");
+            let once = redact_str(&spaced).unwrap_or_else(|| spaced.clone());
+            for secret in [OPENAI, GITHUB, JWT] {
+                proptest::prop_assert!(!once.contains(secret), "{:?} kept {}", spaced, secret);
+            }
+        }
     }
 
     #[test]

@@ -546,4 +546,10 @@ fn agent_meta_on_disk_holds_no_credentials() {
     agent.set_meta(secret_meta()).unwrap();
     check("a", &agent.meta().unwrap());
     agent.close().unwrap();
+    // An id shaped like a key is a directory name already: meta.json keeps it and reopens.
+    let id = "AKIAIOSFODNN7EXAMPLE";
+    let (agent, opened) = AgentFiles::create(dir.path(), id, json!({ "lineage": [id] })).unwrap();
+    assert_eq!(opened.meta, json!({ "agentId": id, "lineage": [id] }));
+    agent.close().unwrap();
+    AgentFiles::open(dir.path(), id).unwrap().0.close().unwrap();
 }
