@@ -692,3 +692,110 @@ test('decide works for a call waiting for approval after a checkpoint restore', 
   assert.equal((await agent.messages()).at(-1).content[0].text, 'two again');
   await agent.close();
 });
+
+// Issue 12, item 8: credentials in meta.json, and the store's redact hook.
+const OPENAI_SECRET = 'sk-proj-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789';
+const ANTHROPIC_SECRET = 'sk-ant-api03-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789';
+const GITHUB_SECRET = 'ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
+const JWT_SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlMTIz';
+
+test('meta.json: every credential spelling of the issue is filtered by key and by value, on create, resume and fork', async () => {
+  const store = freshStore();
+  const toolRegistry = tools();
+  const metadata = () => ({
+    private_key: 'plain-1', privateKey: 'plain-2', OPENAI_KEY: 'plain-3', key: 'plain-4', bearer: 'plain-5', cookie: 'plain-6',
+    passwd: 'plain-7', pwd: 'plain-8', pat: 'plain-9', tokens: { refresh: 'plain-10' }, 'ＡＰＩ＿ＫＥＹ': 'plain-11', 'Api-Key': 'plain-12',
+    APIKEY: 'plain-13', 'аpi_kеy': 'plain-14', // Cyrillic а and е
+    headers: [['Authorization', `Bearer ${OPENAI_SECRET}`], ['Accept', 'application/json']],
+    proxy: `https://user:${ANTHROPIC_SECRET}@proxy.example.com:8080/`,
+    repo: `https://${GITHUB_SECRET}@github.com/o/r.git`,
+    note: `session ${JWT_SECRET} ok`,
+    maxTokens: 4096, max_output_tokens: 1024, tokenCount: 3, tokensUsed: 4, keyboard: 'qwerty', kept: 'kept',
+  });
+  const model = Object.assign(new ScriptedProvider([{ text: 'ok' }], { model: 'claude-sonnet-4' }), { apiKey: OPENAI_SECRET });
+  const agent = await Agent.create({ agentId: 'creds', model, metadata: metadata() }, { store, toolRegistry });
+  const onDisk = (id) => readFileSync(join(store.dir, id, 'meta.json'), 'utf8');
+  const check = (id) => {
+    const text = onDisk(id);
+    for (const s of [OPENAI_SECRET, ANTHROPIC_SECRET, GITHUB_SECRET, JWT_SECRET, 'plain-']) assert.ok(!text.includes(s), `${id}/meta.json holds ${s}: ${text}`);
+    const m = JSON.parse(text).metadata;
+    assert.deepEqual(m, {
+      headers: [['Authorization', '[redacted]'], ['Accept', 'application/json']],
+      proxy: 'https://[redacted]@proxy.example.com:8080/',
+      repo: 'https://[redacted]@github.com/o/r.git',
+      note: 'session [redacted] ok',
+      maxTokens: 4096, max_output_tokens: 1024, tokenCount: 3, tokensUsed: 4, keyboard: 'qwerty', kept: 'kept',
+    });
+    assert.equal(JSON.parse(text).model.model, 'claude-sonnet-4');
+  };
+  check('creds');
+  await agent.chat('hi');
+  const fork = await agent.fork();
+  check(fork.agentId);
+  await fork.close();
+  await agent.close();
+  // resumeFromStore with overrides rewrites meta.json: filtered again.
+  const again = await Agent.resumeFromStore('creds', { store, toolRegistry, modelFactory: (ref) => new ScriptedProvider([], ref) }, { overrides: { metadata: metadata() } });
+  check('creds');
+  await again.close();
+  assert.deepEqual(store.list().find((m) => m.agentId === 'creds').metadata.headers[0], ['Authorization', '[redacted]']);
+});
+
+test('redact hook: tool inputs, results, messages and checkpoint variables are filtered on disk when the store has one, verbatim without', async () => {
+  const run = async (redact) => {
+    const store = new JSONStore(mkdtempSync(join(tmpdir(), 'fp-redact-')), redact ? { redact } : {});
+    const seen = [];
+    const toolRegistry = new ToolRegistry().register({
+      name: 'fetch', description: 'fetches', inputSchema: { type: 'object' },
+      run: (input) => {
+        seen.push(input);
+        return { status: 200, echo: input.token };
+      },
+    });
+    const model = new ScriptedProvider([
+      { toolCalls: [{ id: 'f1', name: 'fetch', arguments: { url: 'https://api.example.com', token: GITHUB_SECRET } }] },
+      { text: 'fetched' },
+    ]);
+    const agent = await Agent.create({ agentId: 'r', model, tools: ['fetch'] }, { store, toolRegistry });
+    assert.equal((await agent.chat(`my key is ${OPENAI_SECRET}`)).text, 'fetched');
+    await agent.checkpoints.create({ executionId: 'e', stepName: 's', stepIndex: 0, variables: { apiKey: ANTHROPIC_SECRET, attempt: 1 } });
+    await agent.close();
+    const session = readFileSync(join(store.dir, 'r', 'session.jsonl'), 'utf8');
+    return { seen, session, store };
+  };
+  const calls = [];
+  const hook = (value, where) => {
+    calls.push({ kind: where.kind, agentId: where.agentId, toolName: where.toolName });
+    return redactSecrets(value);
+  };
+  const { redactSecrets } = napi;
+  const filtered = await run(hook);
+  // The tool ran with what the model wrote; the disk holds none of it.
+  assert.deepEqual(filtered.seen, [{ url: 'https://api.example.com', token: GITHUB_SECRET }]);
+  for (const s of [OPENAI_SECRET, ANTHROPIC_SECRET, GITHUB_SECRET]) assert.ok(!filtered.session.includes(s), `the session holds ${s}`);
+  assert.ok(filtered.session.includes('my key is [redacted]'));
+  assert.deepEqual(new Set(calls.map((c) => c.kind)), new Set(['userMessage', 'toolInput', 'assistantMessage', 'toolResult', 'checkpointVariables']));
+  assert.ok(calls.every((c) => c.agentId === 'r'));
+  assert.equal(calls.find((c) => c.kind === 'toolInput').toolName, 'fetch');
+  // A resumed agent reads what was stored.
+  const back = await Agent.resume('r', { model: new ScriptedProvider([]) }, { store: filtered.store, toolRegistry: new ToolRegistry() });
+  const [call] = await back.toolCalls();
+  assert.deepEqual(call.input, { url: 'https://api.example.com' });
+  assert.deepEqual((await back.checkpoints.restore('ckpt-e-0')).variables, { attempt: 1 });
+  await back.close();
+  // Without a hook the conversation is stored as it is.
+  const verbatim = await run(undefined);
+  for (const s of [OPENAI_SECRET, ANTHROPIC_SECRET, GITHUB_SECRET]) assert.ok(verbatim.session.includes(s), `the session lacks ${s}`);
+  assert.throws(() => new JSONStore(tmpdir(), { redact: 'yes' }), (e) => e instanceof ForkpointError && e.code === 'INVALID_INPUT');
+});
+
+test('redactSecrets: the meta.json filter for any JSON value', () => {
+  const { redactSecrets } = napi;
+  assert.deepEqual(
+    redactSecrets({ apiKey: 'x', nested: [{ Authorization: 'y', url: `https://u:p@h/x`, text: `key ${OPENAI_SECRET}` }], maxTokens: 5, model: 'gpt-4o' }),
+    { nested: [{ url: 'https://[redacted]@h/x', text: 'key [redacted]' }], maxTokens: 5, model: 'gpt-4o' },
+  );
+  assert.equal(redactSecrets(`Bearer ${JWT_SECRET}`), 'Bearer [redacted]');
+  assert.equal(redactSecrets(undefined), undefined);
+  assert.equal(redactSecrets('claude-sonnet-4'), 'claude-sonnet-4');
+});

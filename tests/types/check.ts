@@ -122,3 +122,15 @@ export async function browserStore(file: File): Promise<void> {
   await store.close();
   void [list, full.getBranch().getTree(), more, blob, log, cp, cps];
 }
+
+// The agent store's redact hook and the built-in credential filter.
+export function redactHook(dir: string) {
+  const redact: node.Redactor = (value: unknown, where: node.RedactContext) => {
+    const kind: node.RedactKind = where.kind;
+    return kind === 'toolInput' && where.toolName === 'http' ? node.redactSecrets(value) : value;
+  };
+  const opts: node.JSONStoreOptions = { redact };
+  const store = new node.JSONStore(dir, opts);
+  const kept: { model: string } = node.redactSecrets({ model: 'gpt-4o' });
+  void [store.redact, kept];
+}

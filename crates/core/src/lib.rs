@@ -25,6 +25,7 @@ pub mod listing;
 pub mod load;
 pub mod normalize;
 pub mod schema;
+pub mod secrets;
 pub mod session;
 pub mod store;
 pub mod time;

@@ -31,41 +31,6 @@ pub fn validate_id(id: &str) -> Result<()> {
     forkpoint_core::store::validate_id(id, "agent")
 }
 
-/// Keys never written to `meta.json`, at any depth (credentials): names that,
-/// lowercased without punctuation, contain `apikey`, `secret`, `password`,
-/// `authorization` or `credential`, or end in `token` (`accessToken`,
-/// `bearerToken`; not `maxTokens`).
-fn is_secret(key: &str) -> bool {
-    let k: String = key
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect::<String>()
-        .to_ascii_lowercase();
-    [
-        "apikey",
-        "secret",
-        "password",
-        "authorization",
-        "credential",
-    ]
-    .iter()
-    .any(|p| k.contains(p))
-        || k.ends_with("token")
-        || k == "auth"
-        || k == "xapikey"
-}
-
-fn scrub(v: &mut Value) {
-    match v {
-        Value::Object(o) => {
-            o.retain(|k, _| !is_secret(k));
-            o.values_mut().for_each(scrub);
-        }
-        Value::Array(a) => a.iter_mut().for_each(scrub),
-        _ => {}
-    }
-}
-
 /// What opening an agent found.
 #[derive(Debug)]
 pub struct Opened {
@@ -171,7 +136,7 @@ fn write_meta(dir: &Path, id: &str, meta: &mut Value) -> Result<()> {
         return Err(Error::invalid_input("agent metadata is a JSON object"));
     };
     o.insert("agentId".into(), Value::String(id.to_string()));
-    scrub(meta);
+    forkpoint_core::secrets::scrub_meta(meta);
     let text = serde_json::to_string_pretty(meta)
         .map_err(|e| Error::internal(format!("meta.json: {e}")))?;
     replace_atomic(&dir.join(META), text.as_bytes())

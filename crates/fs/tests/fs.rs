@@ -485,3 +485,71 @@ fn files_that_cannot_be_appended_to_are_left_untouched() {
     );
     assert_eq!(std::fs::read(&p).unwrap(), b"just some text");
 }
+
+/// `meta.json` on disk holds none of the credentials of issue 12 (item 8):
+/// neither when the agent is created nor when its configuration is replaced,
+/// and what the store hands back is what it wrote.
+#[test]
+fn agent_meta_on_disk_holds_no_credentials() {
+    use forkpoint_fs::agent::AgentFiles;
+    use serde_json::json;
+
+    const KEY: &str = "sk-proj-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789";
+    const ANT: &str = "sk-ant-api03-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789";
+    const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlMTIz";
+    let secret_meta = || {
+        json!({
+            "model": { "provider": "openai", "model": "gpt-4o", "apiKey": "plain-1" },
+            "cwd": "/home/user/project",
+            "metadata": {
+                "private_key": "plain-2", "privateKey": "plain-3", "OPENAI_KEY": "plain-4", "key": "plain-5",
+                "bearer": "plain-6", "cookie": "plain-7", "passwd": "plain-8", "pwd": "plain-9", "pat": "plain-10",
+                "tokens": { "access": "plain-11" }, "ＡＰＩ＿ＫＥＹ": "plain-12", "Api-Key": "plain-13", "APIKEY": "plain-14",
+                "headers": [["Authorization", format!("Bearer {KEY}")], ["X-Api-Key", "plain-15"]],
+                "proxy": "https://user:plain-16@proxy.example.com",
+                "note": format!("keys {ANT} and {JWT}"),
+                "maxTokens": 4096, "max_output_tokens": 1024, "tokenCount": 3, "tokensUsed": 4,
+            }
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let check = |id: &str, meta: &serde_json::Value| {
+        let text = std::fs::read_to_string(dir.path().join(id).join("meta.json")).unwrap();
+        for s in [KEY, ANT, JWT, "plain-"] {
+            assert!(!text.contains(s), "meta.json holds {s}: {text}");
+        }
+        let disk: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(&disk, meta, "the store hands back what it wrote");
+        let m = &disk["metadata"];
+        assert_eq!(
+            m["headers"],
+            json!([["Authorization", "[redacted]"], ["X-Api-Key", "[redacted]"]])
+        );
+        assert_eq!(m["proxy"], "https://[redacted]@proxy.example.com");
+        assert_eq!(m["note"], "keys [redacted] and [redacted]");
+        assert_eq!(
+            (m["maxTokens"].as_i64(), m["max_output_tokens"].as_i64()),
+            (Some(4096), Some(1024))
+        );
+        assert_eq!(
+            (m["tokenCount"].as_i64(), m["tokensUsed"].as_i64()),
+            (Some(3), Some(4))
+        );
+        assert_eq!(
+            disk["model"],
+            json!({ "provider": "openai", "model": "gpt-4o" })
+        );
+        assert_eq!(disk["cwd"], "/home/user/project");
+    };
+    let (agent, opened) = AgentFiles::create(dir.path(), "a", secret_meta()).unwrap();
+    check("a", &opened.meta);
+    agent.set_meta(secret_meta()).unwrap();
+    check("a", &agent.meta().unwrap());
+    agent.close().unwrap();
+    // An id shaped like a key is a directory name already: meta.json keeps it and reopens.
+    let id = "AKIAIOSFODNN7EXAMPLE";
+    let (agent, opened) = AgentFiles::create(dir.path(), id, json!({ "lineage": [id] })).unwrap();
+    assert_eq!(opened.meta, json!({ "agentId": id, "lineage": [id] }));
+    agent.close().unwrap();
+    AgentFiles::open(dir.path(), id).unwrap().0.close().unwrap();
+}

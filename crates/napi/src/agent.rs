@@ -22,6 +22,19 @@ fn parse(what: &str, text: &str) -> forkpoint_core::Result<Value> {
     serde_json::from_str(text).map_err(|e| Error::invalid_input(format!("{what}: {e}")))
 }
 
+/// `redactSecrets`: the filter `meta.json` is written through, applied to any
+/// JSON value (JSON in, JSON out): members named like credentials are dropped,
+/// the values of credential-named `[name, value]` pairs and secret-shaped text
+/// become `[redacted]` (`INVALID_INPUT` if `json` does not parse).
+#[napi]
+pub fn redact_secrets_json(json: String) -> napi::Result<String> {
+    guard(|| {
+        let mut v = parse("value", &json)?;
+        forkpoint_core::secrets::scrub(&mut v);
+        to_json(&v)
+    })
+}
+
 /// An open agent: its lock, session, event log and state.
 #[napi]
 pub struct NativeAgent {

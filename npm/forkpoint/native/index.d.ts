@@ -275,5 +275,13 @@ export declare function listSessionsJson(dir: string): Promise<string>
 /** `MessageNormalizer.normalize`: one provider message → canonical message(s) (JSON). */
 export declare function normalizeMessageJson(message: string, provider: string): string
 
+/**
+ * `redactSecrets`: the filter `meta.json` is written through, applied to any
+ * JSON value (JSON in, JSON out): members named like credentials are dropped,
+ * the values of credential-named `[name, value]` pairs and secret-shaped text
+ * become `[redacted]` (`INVALID_INPUT` if `json` does not parse).
+ */
+export declare function redactSecretsJson(json: string): string
+
 /** `toProvider`: canonical messages → the request's JSON, a newline, `{report, idMap}` (JSON). */
 export declare function toProviderJson(messages: string, target: string, options?: string | undefined | null): string

@@ -849,4 +849,5 @@ module.exports.fromProviderJson = nativeBinding.fromProviderJson
 module.exports.importSessionJson = nativeBinding.importSessionJson
 module.exports.listSessionsJson = nativeBinding.listSessionsJson
 module.exports.normalizeMessageJson = nativeBinding.normalizeMessageJson
+module.exports.redactSecretsJson = nativeBinding.redactSecretsJson
 module.exports.toProviderJson = nativeBinding.toProviderJson

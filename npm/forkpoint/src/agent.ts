@@ -189,14 +189,83 @@ export interface StoredAgentMeta {
 }
 
 /**
+ * What a value handed to a `redact` hook is:
+ * - `userMessage`: the content blocks of a message `send` / `chat` stores (or queues);
+ * - `toolInput`: the arguments of one tool call of a model's answer;
+ * - `assistantMessage`: the model's answer (its tool calls already through `toolInput`);
+ * - `toolResult`: what a tool returned, or the message of its error (`isError`);
+ * - `checkpointVariables`, `checkpointState`, `checkpointContext`: those parts of `checkpoints.create`.
+ */
+export type RedactKind =
+  | 'userMessage'
+  | 'toolInput'
+  | 'assistantMessage'
+  | 'toolResult'
+  | 'checkpointVariables'
+  | 'checkpointState'
+  | 'checkpointContext';
+
+/** Where a value handed to a `redact` hook will be stored. */
+export interface RedactContext {
+  kind: RedactKind;
+  agentId: string;
+  /** `toolInput`, `toolResult`: the tool. */
+  toolName?: string;
+  /** `toolInput`, `toolResult`: the call. */
+  callId?: string;
+  /** `toolResult`: the value is the message of the tool's error. */
+  isError?: boolean;
+}
+
+/**
+ * A store's filter of what agents persist: called with a copy of each value
+ * about to be stored (the hook may change it in place or return another),
+ * synchronously; what it returns is stored, and it is what the agent goes on
+ * with (the model sees it in later turns, a resumed agent reads it). Only a
+ * tool's own run in this process gets its unfiltered input. A hook that throws
+ * fails the operation, so nothing unfiltered is written.
+ */
+export type Redactor = (value: unknown, where: RedactContext) => unknown;
+
+/** Options of a `JSONStore`. */
+export interface JSONStoreOptions {
+  /**
+   * Filters the conversation and the checkpoints before they are stored (see
+   * `RedactKind`); without it they are stored as they are. `meta.json` is
+   * always filtered (credentials never reach it); `redactSecrets` is that
+   * filter, for use inside a hook.
+   */
+  redact?: Redactor;
+}
+
+/**
+ * The built-in credential filter `meta.json` is written through, for any JSON
+ * value (returns a filtered copy): members named like credentials (`apiKey`,
+ * `Authorization`, `password`, `accessToken`, … in any case or look-alike
+ * spelling) are dropped; the values of such `[name, value]` pairs and every
+ * secret-shaped piece of text (`sk-…`, `AIza…`, `ghp_…`, JWTs, `Bearer …`,
+ * URL user information) become `'[redacted]'`.
+ */
+export function redactSecrets<T>(value: T): T {
+  if (value === undefined) return value;
+  return JSON.parse(call(() => native.redactSecretsJson(JSON.stringify(value)))) as T;
+}
+
+/**
  * The embedded store: one flat directory per agent under `dir` (a fork is a
  * sibling), each with `meta.json`, `session.jsonl`, `events.jsonl` and `LOCK`.
  */
 export class JSONStore {
   readonly dir: string;
+  /** The store's filter of what agents persist (`JSONStoreOptions.redact`). */
+  readonly redact: Redactor | undefined;
 
-  constructor(dir: string) {
+  constructor(dir: string, opts: JSONStoreOptions = {}) {
     this.dir = resolve(dir);
+    if (opts.redact !== undefined && typeof opts.redact !== 'function') {
+      throw new ForkpointError({ code: 'INVALID_INPUT', message: 'JSONStore: redact is a function (value, where) => value' });
+    }
+    this.redact = opts.redact;
   }
 
   /** Every agent in the store (its `meta.json`). */
@@ -385,6 +454,8 @@ export class Agent {
   private interrupting: Promise<void> | null = null;
   private closed = false;
   private restored: { variables?: Record<string, unknown>; state?: unknown } = {};
+  /** The unfiltered inputs of the latest answer's calls, for their runs in this process (with a `redact` hook). */
+  private readonly liveInputs = new Map<string, unknown>();
 
   /** Workflow checkpoints: create, list, lastSuccessful, restore (the `/checkpoint` flow). */
   readonly checkpoints: {
@@ -405,7 +476,11 @@ export class Agent {
     this.bus = new EventBus(this.log);
     this.checkpoints = {
       create: async (args) => {
-        const c = JSON.parse(await callAsync(() => n.checkpoint(JSON.stringify(args)))) as CheckpointInfo;
+        const stored = { ...args };
+        if (stored.variables !== undefined) stored.variables = this.redact(stored.variables, { kind: 'checkpointVariables' }) as Record<string, unknown>;
+        if (stored.state !== undefined) stored.state = this.redact(stored.state, { kind: 'checkpointState' });
+        if (stored.context !== undefined) stored.context = this.redact(stored.context, { kind: 'checkpointContext' });
+        const c = JSON.parse(await callAsync(() => n.checkpoint(JSON.stringify(stored)))) as CheckpointInfo;
         return c.id;
       },
       list: () => JSON.parse(call(() => n.checkpointsJson())),
@@ -604,6 +679,19 @@ export class Agent {
     void this.emit({ type: 'state_changed', state: s });
   }
 
+  /** `value` through the store's `redact` hook (a copy of it), or `value` without one. */
+  private redact(value: unknown, where: Omit<RedactContext, 'agentId'>): unknown {
+    const hook = this.deps.store.redact;
+    if (!hook) return value;
+    let copy: unknown = value;
+    try {
+      copy = structuredClone(value);
+    } catch {
+      // Not cloneable (a function inside): the hook gets the value itself.
+    }
+    return hook(copy, { ...where, agentId: this.agentId });
+  }
+
   private async saveMeta(changed: Partial<Meta>): Promise<void> {
     this.meta = { ...this.meta, ...changed, updatedAt: new Date().toISOString() };
     await callAsync(() => this.n.setMeta(JSON.stringify(this.meta)));
@@ -617,7 +705,7 @@ export class Agent {
    */
   async send(input: string | unknown[]): Promise<string> {
     this.checkOpen();
-    const content = typeof input === 'string' ? [{ type: 'text', text: input }] : input;
+    const content = this.redact(typeof input === 'string' ? [{ type: 'text', text: input }] : input, { kind: 'userMessage' });
     const queueId = newId('msg');
     const busy = !!this.processing || this.pendingPermissions.size > 0 || this.openCalls().length > 0;
     if (busy) await callAsync(() => this.n.send(queueId, JSON.stringify(content), true));
@@ -753,11 +841,17 @@ export class Agent {
     }
     if (this.interrupted) return;
     const ref = refOf(this.provider);
+    this.liveInputs.clear();
     const content = (Array.isArray(reply?.content) ? reply.content : []).map((b) => {
-      const block = b as { type?: string; id?: string };
-      return block?.type === 'toolCall' && !block.id ? { ...block, id: newId('call') } : b;
+      const block = b as { type?: string; id?: string; name?: string; arguments?: unknown };
+      if (block?.type !== 'toolCall') return b;
+      const id = block.id || newId('call');
+      if (!this.deps.store.redact) return block.id ? b : { ...block, id };
+      // Stored filtered; this process runs the tool with what the model wrote.
+      this.liveInputs.set(id, block.arguments);
+      return { ...block, id, arguments: this.redact(block.arguments, { kind: 'toolInput', toolName: block.name, callId: id }) };
     });
-    const message = {
+    const answer = {
       role: 'assistant',
       api: reply.api ?? ref.api ?? 'unknown',
       provider: reply.provider ?? ref.provider,
@@ -767,12 +861,15 @@ export class Agent {
       timestamp: Date.now(),
       ...reply,
       content,
-    } as unknown as AgentMessage;
-    const calls = content.filter((b) => (b as { type?: string }).type === 'toolCall');
+    };
+    const message = this.redact(answer, { kind: 'assistantMessage' }) as AgentMessage;
+    const storedContent = (message as { content?: unknown }).content;
+    const stored: unknown[] = Array.isArray(storedContent) ? storedContent : [];
+    const calls = stored.filter((b) => (b as { type?: string }).type === 'toolCall');
     // The answer and a PENDING record per call, durable together before anything runs.
     await callAsync(() => this.n.answer(JSON.stringify(message)));
     this.msgs.push(message);
-    for (const b of content as Array<{ type: string; text?: string; thinking?: string }>) {
+    for (const b of stored as Array<{ type: string; text?: string; thinking?: string }>) {
       if (b.type === 'thinking') {
         void this.emit({ type: 'think_chunk_start', step });
         void this.emit({ type: 'think_chunk', step, delta: b.thinking ?? '' });
@@ -900,7 +997,7 @@ export class Agent {
           ac.signal.addEventListener('abort', stop, { once: true });
           Promise.resolve()
             .then(() =>
-              tool.run(c.arguments, {
+              tool.run(this.liveInputs.has(c.id) ? this.liveInputs.get(c.id) : c.arguments, {
                 agentId: this.agentId,
                 callId: c.id,
                 signal: ac.signal,
@@ -914,11 +1011,14 @@ export class Agent {
       } finally {
         this.aborts.delete(ac);
       }
+      this.liveInputs.delete(c.id);
       if (this.interrupted || this.closed) return true; // interrupt() seals it
+      const where = { kind: 'toolResult', toolName: c.name, callId: c.id } as const;
       if (error === undefined) {
+        value = this.redact(value, { ...where, isError: false });
         await this.finishCall(c, 'COMPLETED', resultText(value), false, value, { note: 'execution complete', durationMs: Date.now() - started });
       } else {
-        const message = String((error as Error)?.message ?? error);
+        const message = String(this.redact(String((error as Error)?.message ?? error), { ...where, isError: true }));
         await this.finishCall(c, 'FAILED', `Error: ${message}`, true, { ok: false, error: message }, { note: 'execution failed' });
         void this.emit({ type: 'tool:error', call: this.snapshotOf(c.id), error: message });
       }
@@ -968,6 +1068,7 @@ export class Agent {
 
   private async doInterrupt(opts: { note?: string }): Promise<void> {
     this.interrupted = true;
+    this.liveInputs.clear();
     for (const ac of this.aborts) ac.abort();
     while (this.processing) await this.processing.catch(() => undefined);
     this.failure = null;
@@ -1117,6 +1218,7 @@ export class Agent {
     const cp = JSON.parse(call(() => this.n.checkpointJson(id))) as CheckpointInfo;
     await this.idle().catch(() => undefined);
     const ctx = JSON.parse(await callAsync(() => this.n.moveLeaf(cp.entryId))) as { messages: AgentMessage[] };
+    this.liveInputs.clear();
     this.msgs = ctx.messages;
     this.pendingPermissions.clear();
     for (const c of this.openCalls()) if (c.state === 'APPROVAL_REQUIRED') this.pendingPermissions.add(c.id);

@@ -180,6 +180,7 @@ export {
   TemplateRegistry,
   ScriptedProvider,
   CONFIG_VERSION,
+  redactSecrets,
 } from './agent.js';
 export type {
   AgentConfig,
@@ -195,6 +196,10 @@ export type {
   ModelRef,
   ModelRequest,
   Permission,
+  JSONStoreOptions,
+  RedactContext,
+  RedactKind,
+  Redactor,
   ResumeOptions,
   ResumeStrategy,
   ScriptedTurn,
