@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 
 use crate::events::FileEventLog;
 use crate::io::{
-    check_regular, io_error, nonblocking, open_regular, read_at, read_session, read_small,
-    replace_atomic, sync_dir,
+    check_regular, io_error, nonblocking, open_error, open_regular, read_at, read_session,
+    read_small, replace_atomic, sync_dir,
 };
 use crate::writer::FileWriter;
 
@@ -117,7 +117,7 @@ fn take_lock(dir: &Path, id: &str) -> Result<File> {
             .truncate(false),
     )
     .open(&path)
-    .map_err(|e| io_error(e, &path, "cannot open the agent's lock file"))?;
+    .map_err(|e| open_error(e, &path, "lock file", "cannot open the agent's lock file"))?;
     check_regular(&f, &path, "lock file")?;
     match f.try_lock() {
         Ok(()) => {}

@@ -15,8 +15,8 @@ use forkpoint_core::{Durability, Error, ErrorCode, EventLogInfo, EventLogOptions
 
 use crate::commit::{Appender, Queue};
 use crate::io::{
-    check_regular, complete_last_line, cut_tail, io_error, nonblocking, open_regular, read_at,
-    read_into, read_small, replace_atomic, sync_dir,
+    check_regular, complete_last_line, cut_tail, io_error, nonblocking, open_error, open_regular,
+    read_at, read_into, read_small, replace_atomic, sync_dir,
 };
 use crate::writer::lock;
 
@@ -350,7 +350,7 @@ impl FileEventLog {
                     .truncate(false),
             )
             .open(path)
-            .map_err(|e| io_error(e, path, "cannot open event log for writing"))?;
+            .map_err(|e| open_error(e, path, "event log", "cannot open event log for writing"))?;
             check_regular(&f, path, "event log")?;
             lock(&f, path, ErrorCode::LogLocked, LOG_LOCKED)?;
             if info.created

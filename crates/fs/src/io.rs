@@ -47,12 +47,29 @@ pub fn check_regular(file: &File, path: &Path, what: &str) -> Result<u64> {
     )
 }
 
+/// An error opening `path`: `INVALID_INPUT` when it is not a regular file
+/// (a socket cannot be opened at all), else the OS error with `msg`.
+pub fn open_error(e: std::io::Error, path: &Path, what: &str, msg: &str) -> Error {
+    if e.kind() != ErrorKind::NotFound
+        && let Ok(m) = fs::metadata(path)
+        && !m.is_file()
+        && !m.is_dir()
+    {
+        return Error::new(
+            ErrorCode::InvalidInput,
+            format!("is not a regular file (a FIFO, socket or device), not a {what}"),
+        )
+        .with_path(path.display().to_string());
+    }
+    io_error(e, path, msg)
+}
+
 /// Opens a regular file for reading (see [`check_regular`]); returns it and
 /// its length at the time it was opened.
 pub fn open_regular(path: &Path, what: &str) -> Result<(File, u64)> {
     let f = nonblocking(OpenOptions::new().read(true))
         .open(path)
-        .map_err(|e| io_error(e, path, &format!("cannot open {what}")))?;
+        .map_err(|e| open_error(e, path, what, &format!("cannot open {what}")))?;
     let len = check_regular(&f, path, what)?;
     Ok((f, len))
 }

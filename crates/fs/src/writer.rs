@@ -14,8 +14,8 @@ use forkpoint_core::{
 };
 
 use crate::io::{
-    check_regular, complete_last_line, cut_tail, io_error, nonblocking, read_at, replace_atomic,
-    scan_threads, sync_dir,
+    check_regular, complete_last_line, cut_tail, io_error, nonblocking, open_error, read_at,
+    replace_atomic, scan_threads, sync_dir,
 };
 
 /// The session writer's queue: the core's state machine plus the hint path.
@@ -114,7 +114,14 @@ impl FileWriter {
                 .truncate(false),
         )
         .open(path)
-        .map_err(|e| io_error(e, path, "cannot open session file for writing"))?;
+        .map_err(|e| {
+            open_error(
+                e,
+                path,
+                "session file",
+                "cannot open session file for writing",
+            )
+        })?;
         check_regular(&file, path, "session file")?;
         lock(&file, path, ErrorCode::SessionLocked, SESSION_LOCKED)?;
         let load = LoadOptions::default();

@@ -341,13 +341,17 @@ fn a_fifo_is_refused_everywhere_and_listed_with_an_error() {
     )
     .unwrap();
     mkfifo(&dir.path().join("pipe.jsonl.gz"));
+    // A socket cannot even be opened: the same error.
+    let sock = dir.path().join("sock.jsonl");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    every_entry_point(&sock);
     // A FIFO where a resume hint would be.
     mkfifo(Path::new(&hint_path(
         dir.path().join("ok.jsonl").to_str().unwrap(),
     )));
     let d = dir.path().to_path_buf();
     let list = promptly("list_sessions", move || list_sessions(&d)).unwrap();
-    assert_eq!(list.len(), 3);
+    assert_eq!(list.len(), 4);
     for i in &list {
         if i.path.ends_with("ok.jsonl") {
             assert!(i.error.is_none(), "{:?}", i.error);
