@@ -260,7 +260,7 @@ export async function importSession(
 /**
  * What `IndexedDbStore.importSession` accepts. The limits (`maxDecompressedBytes`,
  * `maxCompressionRatio`, `maxLineBytes`, `maxEntries`) apply to the file as to
- * `SessionLoader.fromBytes`: a gzip bomb is `LIMIT_EXCEEDED` early, with memory
+ * `Session.fromJsonl`: a gzip bomb is `LIMIT_EXCEEDED` early, with memory
  * bounded by the limits.
  */
 export interface StoreImportOptions extends LimitOptions {
