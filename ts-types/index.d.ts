@@ -52,8 +52,22 @@ maxLineBytes?: number,
 maxDepth?: number, 
 /**
  * Most entries accepted; more fail with `LIMIT_EXCEEDED`. Default 50 million.
+ * A `.jsonl.gz` file is refused while it is decompressed as soon as it has
+ * more non-blank lines than this plus its header.
  */
-maxEntries?: number, };
+maxEntries?: number, 
+/**
+ * `.jsonl.gz`: most bytes a file may decompress to; decompression stops with
+ * `LIMIT_EXCEEDED` as soon as it produces more. Default 4 GiB.
+ */
+maxDecompressedBytes?: number, 
+/**
+ * `.jsonl.gz`: largest ratio of decompressed to compressed bytes accepted
+ * once more than 16 MiB have been decompressed (a gzip bomb decompresses
+ * about 1000:1; session text about 5–30:1); more stops decompression with
+ * `LIMIT_EXCEEDED`. `0` turns the check off. Default 200.
+ */
+maxCompressionRatio?: number, };
 
 /**
  * Options for a lazy resume.
@@ -90,7 +104,40 @@ maxLineBytes?: number,
 /**
  * As in [`LoadOptions`].
  */
-maxDepth?: number, };
+maxDepth?: number, 
+/**
+ * As in [`LoadOptions`].
+ */
+maxEntries?: number, 
+/**
+ * As in [`LoadOptions`].
+ */
+maxDecompressedBytes?: number, 
+/**
+ * As in [`LoadOptions`].
+ */
+maxCompressionRatio?: number, };
+
+/**
+ * Limits for `listSessions` and `importSession` (as in [`LoadOptions`]).
+ */
+export type LimitOptions = { 
+/**
+ * As in [`LoadOptions`]. Default 256 MiB.
+ */
+maxLineBytes?: number, 
+/**
+ * As in [`LoadOptions`]. Default 50 million.
+ */
+maxEntries?: number, 
+/**
+ * As in [`LoadOptions`]. Default 4 GiB.
+ */
+maxDecompressedBytes?: number, 
+/**
+ * As in [`LoadOptions`]. Default 200.
+ */
+maxCompressionRatio?: number, };
 
 /**
  * A line that lenient loading skipped.

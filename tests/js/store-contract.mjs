@@ -130,6 +130,27 @@ export const cases = [
     },
   },
   {
+    name: 'a gzip bomb is LIMIT_EXCEEDED early (not out of memory), each limit an option; nothing stored',
+    async run({ web, db, assert }) {
+      const gzip = async (bytes) => new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer());
+      const header = await gzip(new TextEncoder().encode('{"type":"session","version":3,"id":"bomb-1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'));
+      // One line of 1 GiB after the header: the same 1 MiB member 1024 times (about 1 MB).
+      const member = await gzip(new Uint8Array(1 << 20).fill(0x78));
+      const bomb = new Uint8Array(header.length + 1024 * member.length);
+      bomb.set(header);
+      for (let i = 0; i < 1024; i++) bomb.set(member, header.length + i * member.length);
+      const store = await web.IndexedDbStore.open(db());
+      let e = await assert.rejectsCode(store.importSession(bomb), 'LIMIT_EXCEEDED');
+      assert.ok(/maxCompressionRatio/.test(e.message), e.message);
+      e = await assert.rejectsCode(store.importSession(bomb, { maxCompressionRatio: 0, maxLineBytes: 8 << 20 }), 'LIMIT_EXCEEDED');
+      assert.ok(/maxLineBytes/.test(e.message), e.message);
+      e = await assert.rejectsCode(store.importSession(new Blob([bomb]), { maxCompressionRatio: 0, maxDecompressedBytes: 4 << 20 }), 'LIMIT_EXCEEDED');
+      assert.ok(/maxDecompressedBytes/.test(e.message), e.message);
+      assert.deepEqual(await store.listSessions(), []);
+      await store.close();
+    },
+  },
+  {
     name: 'an aborted import (before, while reading, while writing) leaves nothing',
     async run({ web, db, assert }) {
       const store = await web.IndexedDbStore.open(db());

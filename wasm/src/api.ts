@@ -25,7 +25,7 @@ import {
   type NativeNormalizerLike,
   type Normalizer,
 } from '@forkpoint/shared';
-import type { CompatibilityReport, ImportSummary, MigrationProgress, ProviderName } from '@forkpoint/types';
+import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName } from '@forkpoint/types';
 
 export { ForkpointError, EventBus } from '@forkpoint/shared';
 export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';
@@ -34,7 +34,7 @@ export type * from '@forkpoint/types';
 
 /** The wasm-bindgen module, Node or web build. */
 export interface WasmBackend extends NativeNormalizerLike {
-  importSessionJson(bytes: Uint8Array, format: string, sessionId: string, nowIso: string): string;
+  importSessionJson(bytes: Uint8Array, format: string, sessionId: string, nowIso: string, limits?: string | null): string;
   NativeMigration: new (from: string, to: string, model: string | null, nowIso: string) => {
     push(text: string): string;
     finish(): string;
@@ -246,19 +246,24 @@ export class EventLog extends SharedEventLog {
  */
 export async function importSession(
   source: string | Uint8Array | Blob,
-  opts: { format?: 'auto' | 'pi' | 'claude-code' | 'codex'; id?: string } = {},
+  opts: { format?: 'auto' | 'pi' | 'claude-code' | 'codex'; id?: string } & LimitOptions = {},
 ): Promise<{ session: Session; summary: ImportSummary; text: string }> {
   const bytes = await readSource(source, {});
   const id = opts.id ?? globalThis.crypto.randomUUID();
-  const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString()));
+  const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString(), JSON.stringify(opts)));
   const nl = out.indexOf('\n');
   const summary = JSON.parse(out.slice(0, nl)) as ImportSummary;
   const text = out.slice(nl + 1);
   return { session: Session.fromJsonl(text), summary, text };
 }
 
-/** What `IndexedDbStore.importSession` accepts. */
-export interface StoreImportOptions {
+/**
+ * What `IndexedDbStore.importSession` accepts. The limits (`maxDecompressedBytes`,
+ * `maxCompressionRatio`, `maxLineBytes`, `maxEntries`) apply to the file as to
+ * `Session.fromJsonl`: a gzip bomb is `LIMIT_EXCEEDED` early, with memory
+ * bounded by the limits.
+ */
+export interface StoreImportOptions extends LimitOptions {
   /** The key to store it under. Default: a pi session's own id, else a new UUID. */
   id?: string;
   /** Default `'auto'` (pi v1–v3, Claude Code, Codex; gzip or not, found by content). */
@@ -349,7 +354,16 @@ export class IndexedDbStore {
     return this.serial(async () => {
       const bytes = await readSource(source, opts);
       const fileName = (source as { name?: unknown }).name;
-      const o = { id: opts.id, format: opts.format, name: opts.name, source: typeof fileName === 'string' ? fileName : undefined };
+      const o = {
+        id: opts.id,
+        format: opts.format,
+        name: opts.name,
+        source: typeof fileName === 'string' ? fileName : undefined,
+        maxLineBytes: opts.maxLineBytes,
+        maxEntries: opts.maxEntries,
+        maxDecompressedBytes: opts.maxDecompressedBytes,
+        maxCompressionRatio: opts.maxCompressionRatio,
+      };
       const progress = opts.onProgress ? (bytes: number, total: number) => opts.onProgress?.({ phase: 'write', bytes, total }) : null;
       const out = await this.native.importSession(bytes, JSON.stringify(o), globalThis.crypto.randomUUID(), Date.now(), opts.signal ?? null, progress);
       return (JSON.parse(out) as { info: StoredSessionInfo }).info;

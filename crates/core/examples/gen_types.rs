@@ -27,6 +27,7 @@ fn main() {
         forkpoint_core::Error,
         LoadOptions,
         LazyOptions,
+        LimitOptions,
         SkippedLine,
         TornTail,
         ModelRef,

@@ -2,13 +2,130 @@
 
 use crate::entry::{self, EntryKind};
 use crate::error::Error;
+use crate::gz;
 use crate::hint::Hint;
 use crate::json::Kind;
 use crate::load::LineProcessor;
-use crate::types::{LoadOptions, SessionInfo};
+use crate::types::{LimitOptions, LoadOptions, SessionInfo};
 
 /// Bytes read from each end of a file when listing.
 pub const LIST_READ: u64 = 64 << 10;
+
+/// Longest header line listed (a longer one is listed with an error).
+pub const LIST_HEADER_MAX: u64 = 16 << 20;
+
+/// Keeps the first and the last bytes of a decompressed stream (never the
+/// whole of it): the head holds at least [`LIST_READ`] bytes and, up to
+/// [`LIST_HEADER_MAX`], the whole first line; the tail the last [`LIST_READ`].
+#[derive(Debug, Default)]
+struct HeadTail {
+    head: Vec<u8>,
+    head_nl: bool,
+    head_done: bool,
+    head_committed: (usize, bool, bool),
+    /// The last bytes of the complete members.
+    tail: Vec<u8>,
+    /// The last bytes of the current member (at most twice the window).
+    cur: Vec<u8>,
+}
+
+impl HeadTail {
+    const WINDOW: usize = LIST_READ as usize;
+}
+
+impl gz::Sink for HeadTail {
+    fn write(&mut self, data: &[u8]) -> crate::Result<()> {
+        let mut used = 0;
+        while !self.head_done && used < data.len() {
+            let limit = if self.head_nl {
+                Self::WINDOW
+            } else {
+                LIST_HEADER_MAX as usize
+            };
+            if self.head.len() >= limit {
+                self.head_done = true;
+                break;
+            }
+            let take = (limit - self.head.len()).min(data.len() - used);
+            let piece = &data[used..used + take];
+            if !self.head_nl && memchr::memchr(b'\n', piece).is_some() {
+                self.head_nl = true;
+            }
+            self.head.extend_from_slice(piece);
+            used += take;
+        }
+        if data.len() >= Self::WINDOW {
+            self.cur.clear();
+            self.cur
+                .extend_from_slice(&data[data.len() - Self::WINDOW..]);
+        } else {
+            if self.cur.len() + data.len() > 2 * Self::WINDOW {
+                let cut = self.cur.len() + data.len() - Self::WINDOW;
+                self.cur.drain(..cut);
+            }
+            self.cur.extend_from_slice(data);
+        }
+        Ok(())
+    }
+    fn commit(&mut self) {
+        self.head_committed = (self.head.len(), self.head_nl, self.head_done);
+        let keep = Self::WINDOW.min(self.cur.len());
+        let from = self.tail.len().saturating_sub(Self::WINDOW - keep);
+        self.tail.drain(..from);
+        self.tail
+            .extend_from_slice(&self.cur[self.cur.len() - keep..]);
+        self.cur.clear();
+    }
+    fn rollback(&mut self) {
+        let (len, nl, done) = self.head_committed;
+        self.head.truncate(len);
+        self.head_nl = nl;
+        self.head_done = done;
+        self.cur.clear();
+    }
+}
+
+/// Summarizes a `.jsonl.gz` file read from `input` (`compressed_len` bytes)
+/// as [`summarize`] does a plain file, keeping only the decompressed head and
+/// tail. Decompression is checked against `limits` (a gzip bomb is listed with
+/// `LIMIT_EXCEEDED`); a torn or broken last member is left out.
+pub fn summarize_gzip<R: std::io::BufRead>(
+    path: &str,
+    input: R,
+    compressed_len: u64,
+    limits: &LimitOptions,
+    mtime_ms: Option<f64>,
+) -> SessionInfo {
+    let mut sink = HeadTail::default();
+    let mut info = match gz::decode_stream(
+        input,
+        compressed_len,
+        true,
+        &gz::GzLimits::from(limits),
+        &mut sink,
+    ) {
+        Ok(o) => {
+            let tail_offset = o.len - sink.tail.len() as u64;
+            summarize(
+                path,
+                &sink.head,
+                &sink.tail,
+                tail_offset,
+                o.len,
+                None,
+                mtime_ms,
+            )
+        }
+        Err(e) => {
+            let mut i = summarize(path, b"", b"", 0, 0, None, mtime_ms);
+            i.error = Some(e.with_path(path));
+            i
+        }
+    };
+    info.gzip = true;
+    info.file_size = compressed_len;
+    info
+}
 
 /// Summarizes a session file from `head` (its first bytes) and `tail` (its last
 /// bytes, starting at file offset `tail_offset`). `hint` is the resume hint's

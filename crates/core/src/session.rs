@@ -276,8 +276,8 @@ impl Session {
         let gzip = gz::is_gzip(&bytes);
         let mut compressed = None;
         let bytes = if gzip {
-            let cap = opts.max_entries.saturating_mul(opts.max_line_bytes.max(1));
-            let d = gz::decode(&bytes, opts.lenient, cap).map_err(with_path)?;
+            let d =
+                gz::decode(&bytes, opts.lenient, &gz::GzLimits::from(opts)).map_err(with_path)?;
             gz_torn = d.torn;
             compressed = Some(bytes);
             d.data

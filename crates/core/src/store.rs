@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorCode, Result};
 use crate::lazy::{LazyLoader, Step};
 use crate::load::CURRENT_VERSION;
-use crate::normalize::import::{ImportFormat, ImportSummary, detect, import_session, summary_of};
+use crate::normalize::import::{
+    ImportFormat, ImportSummary, detect_with, import_session_with, summary_of,
+};
 use crate::session::Session;
 use crate::time;
 use crate::types::{Checkpoint, LazyOptions, LoadOptions, StoredSessionInfo};
@@ -277,6 +279,8 @@ pub struct ImportOptions {
     /// A display name (default: the session's own name, else `source`).
     pub name: Option<String>,
     pub now_ms: i64,
+    /// Limits for reading the file (gzip is decompressed within them).
+    pub limits: crate::LimitOptions,
 }
 
 /// Splits JSONL text into chunks of whole lines of about [`CHUNK_BYTES`];
@@ -405,20 +409,21 @@ impl<S: Storage> Store<S> {
         opts: &ImportOptions,
     ) -> Result<(StoredSessionInfo, ImportSummary)> {
         let format = match opts.format {
-            None | Some(ImportFormat::Auto) => detect(&bytes)?,
+            None | Some(ImportFormat::Auto) => detect_with(&bytes, &opts.limits)?,
             Some(f) => f,
         };
-        let load = LoadOptions::default();
+        let load = opts.limits.load_options();
         // A plain pi v3 file with a clean end is stored as it is; anything
         // else is stored as the importer's pi v3 text, the source kept beside it.
         let convert = |src: Vec<u8>,
                        version: u32|
          -> Result<(Session, Option<Vec<u8>>, ImportSummary, u32)> {
-            let (text, summary) = import_session(
+            let (text, summary) = import_session_with(
                 &src,
                 format,
                 opts.id.as_deref().unwrap_or(&opts.new_id),
                 &time::ms_to_iso(opts.now_ms),
+                &opts.limits,
             )
             .map_err(|e| match &opts.source {
                 Some(p) if e.path.is_none() => e.with_path(p.clone()),
@@ -461,7 +466,7 @@ impl<S: Storage> Store<S> {
             source: opts.source.clone(),
             format: format.name().to_string(),
             version: match (format, version) {
-                (ImportFormat::Pi, 0) => source_version(&session, source.as_deref()),
+                (ImportFormat::Pi, 0) => source_version(&session, source.as_deref(), &load),
                 (_, v) => v,
             },
             cwd: meta.cwd.clone(),
@@ -917,6 +922,7 @@ impl<S: Storage> Store<S> {
                     source: None,
                     name,
                     now_ms,
+                    limits: crate::LimitOptions::default(),
                 },
             )
             .await?;
@@ -1072,10 +1078,10 @@ impl StoredLazy {
 }
 
 /// The header version of an imported gzip pi file.
-fn source_version(s: &Session, source: Option<&[u8]>) -> u32 {
+fn source_version(s: &Session, source: Option<&[u8]>, load: &LoadOptions) -> u32 {
     match source {
         None => s.header().version,
-        Some(src) => Session::from_bytes(src.to_vec(), &LoadOptions::default(), None)
+        Some(src) => Session::from_bytes(src.to_vec(), load, None)
             .map_or(s.header().version, |o| o.header().version),
     }
 }

@@ -42,9 +42,26 @@ pub struct LoadOptions {
     #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional))]
     pub max_depth: u32,
     /// Most entries accepted; more fail with `LIMIT_EXCEEDED`. Default 50 million.
+    /// A `.jsonl.gz` file is refused while it is decompressed as soon as it has
+    /// more non-blank lines than this plus its header.
     #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
     pub max_entries: u64,
+    /// `.jsonl.gz`: most bytes a file may decompress to; decompression stops with
+    /// `LIMIT_EXCEEDED` as soon as it produces more. Default 4 GiB.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_decompressed_bytes: u64,
+    /// `.jsonl.gz`: largest ratio of decompressed to compressed bytes accepted
+    /// once more than 16 MiB have been decompressed (a gzip bomb decompresses
+    /// about 1000:1; session text about 5–30:1); more stops decompression with
+    /// `LIMIT_EXCEEDED`. `0` turns the check off. Default 200.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional))]
+    pub max_compression_ratio: u32,
 }
+
+/// Default of `maxDecompressedBytes`: 4 GiB.
+pub const DEFAULT_MAX_DECOMPRESSED_BYTES: u64 = 4 << 30;
+/// Default of `maxCompressionRatio`.
+pub const DEFAULT_MAX_COMPRESSION_RATIO: u32 = 200;
 
 impl Default for LoadOptions {
     fn default() -> Self {
@@ -53,6 +70,57 @@ impl Default for LoadOptions {
             max_line_bytes: 256 << 20,
             max_depth: DEFAULT_MAX_DEPTH as u32,
             max_entries: 50_000_000,
+            max_decompressed_bytes: DEFAULT_MAX_DECOMPRESSED_BYTES,
+            max_compression_ratio: DEFAULT_MAX_COMPRESSION_RATIO,
+        }
+    }
+}
+
+/// Limits for `listSessions` and `importSession` (as in [`LoadOptions`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct LimitOptions {
+    /// As in [`LoadOptions`]. Default 256 MiB.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_line_bytes: u64,
+    /// As in [`LoadOptions`]. Default 50 million.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_entries: u64,
+    /// As in [`LoadOptions`]. Default 4 GiB.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_decompressed_bytes: u64,
+    /// As in [`LoadOptions`]. Default 200.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional))]
+    pub max_compression_ratio: u32,
+}
+
+impl Default for LimitOptions {
+    fn default() -> Self {
+        LimitOptions::from(&LoadOptions::default())
+    }
+}
+
+impl From<&LoadOptions> for LimitOptions {
+    fn from(o: &LoadOptions) -> Self {
+        LimitOptions {
+            max_line_bytes: o.max_line_bytes,
+            max_entries: o.max_entries,
+            max_decompressed_bytes: o.max_decompressed_bytes,
+            max_compression_ratio: o.max_compression_ratio,
+        }
+    }
+}
+
+impl LimitOptions {
+    /// Default load options with these limits.
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            max_line_bytes: self.max_line_bytes,
+            max_entries: self.max_entries,
+            max_decompressed_bytes: self.max_decompressed_bytes,
+            max_compression_ratio: self.max_compression_ratio,
+            ..LoadOptions::default()
         }
     }
 }
@@ -87,6 +155,15 @@ pub struct LazyOptions {
     /// As in [`LoadOptions`].
     #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional))]
     pub max_depth: u32,
+    /// As in [`LoadOptions`].
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_entries: u64,
+    /// As in [`LoadOptions`].
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_decompressed_bytes: u64,
+    /// As in [`LoadOptions`].
+    #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional))]
+    pub max_compression_ratio: u32,
 }
 
 impl Default for LazyOptions {
@@ -100,6 +177,9 @@ impl Default for LazyOptions {
             lenient: false,
             max_line_bytes: l.max_line_bytes,
             max_depth: l.max_depth,
+            max_entries: l.max_entries,
+            max_decompressed_bytes: l.max_decompressed_bytes,
+            max_compression_ratio: l.max_compression_ratio,
         }
     }
 }
@@ -111,7 +191,9 @@ impl LazyOptions {
             lenient: self.lenient,
             max_line_bytes: self.max_line_bytes,
             max_depth: self.max_depth,
-            ..LoadOptions::default()
+            max_entries: self.max_entries,
+            max_decompressed_bytes: self.max_decompressed_bytes,
+            max_compression_ratio: self.max_compression_ratio,
         }
     }
 }

@@ -17,7 +17,10 @@ use forkpoint_core::{
 use serde_json::{Value, json};
 
 use crate::events::FileEventLog;
-use crate::io::{io_error, read_session, replace_atomic, sync_dir};
+use crate::io::{
+    check_regular, io_error, nonblocking, open_error, open_regular, read_at, read_session,
+    read_small, replace_atomic, sync_dir,
+};
 use crate::writer::FileWriter;
 
 const META: &str = "meta.json";
@@ -71,17 +74,20 @@ fn now() -> i64 {
 /// Takes the agent's lock (`AGENT_LOCKED` with the holder's pid when known).
 fn take_lock(dir: &Path, id: &str) -> Result<File> {
     let path = dir.join(LOCK);
-    let mut f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| io_error(e, &path, "cannot open the agent's lock file"))?;
+    let mut f = nonblocking(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
+    .open(&path)
+    .map_err(|e| open_error(e, &path, "lock file", "cannot open the agent's lock file"))?;
+    check_regular(&f, &path, "lock file")?;
     match f.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
-            let holder = fs::read_to_string(&path).unwrap_or_default();
+            let holder = read_small(&path, 4096).unwrap_or_default();
             let holder = holder.trim();
             let who = if holder.is_empty() {
                 String::new()
@@ -107,16 +113,16 @@ fn take_lock(dir: &Path, id: &str) -> Result<File> {
 
 fn read_meta(dir: &Path, id: &str) -> Result<Value> {
     let path = dir.join(META);
-    let text = match fs::read(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let text = match open_regular(&path, "meta.json") {
+        Ok((f, len)) => read_at(&f, &path, 0, len)?,
+        Err(e) if e.code == ErrorCode::NotFound => {
             return Err(Error::new(
                 ErrorCode::AgentNotFound,
                 format!("no agent '{id}' in the store"),
             )
             .with_path(dir.display().to_string()));
         }
-        Err(e) => return Err(io_error(e, &path, "cannot read meta.json")),
+        Err(e) => return Err(e),
     };
     let v: Value = serde_json::from_slice(&text).map_err(|e| {
         Error::corrupted(format!("meta.json is not valid JSON: {e}"))

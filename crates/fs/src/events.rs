@@ -15,7 +15,8 @@ use forkpoint_core::{Durability, Error, ErrorCode, EventLogInfo, EventLogOptions
 
 use crate::commit::{Appender, Queue};
 use crate::io::{
-    complete_last_line, cut_tail, io_error, read_at, read_into, replace_atomic, sync_dir,
+    check_regular, complete_last_line, cut_tail, io_error, nonblocking, open_error, open_regular,
+    read_at, read_into, read_small, replace_atomic, sync_dir,
 };
 use crate::writer::lock;
 
@@ -289,7 +290,7 @@ fn load_index(
     len: u64,
     max_depth: usize,
 ) -> Option<EventIndex> {
-    let text = std::fs::read_to_string(idx_path).ok()?;
+    let text = read_small(Path::new(idx_path), 64 << 20)?;
     let index = EventIndex::parse(&text).ok()?;
     if index.covered > len {
         return None;
@@ -338,16 +339,19 @@ impl FileEventLog {
         }
         let p = path.display().to_string();
         let file = if opts.read_only {
-            File::open(path).map_err(|e| io_error(e, path, "cannot open event log"))?
+            open_regular(path, "event log")?.0
         } else {
             info.created = !path.exists();
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)
-                .map_err(|e| io_error(e, path, "cannot open event log for writing"))?;
+            let f = nonblocking(
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+            )
+            .open(path)
+            .map_err(|e| open_error(e, path, "event log", "cannot open event log for writing"))?;
+            check_regular(&f, path, "event log")?;
             lock(&f, path, ErrorCode::LogLocked, LOG_LOCKED)?;
             if info.created
                 && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())

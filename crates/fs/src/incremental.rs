@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use forkpoint_core::incremental::{Batch, Incremental};
 use forkpoint_core::{Error, ErrorCode, LoadOptions, Result, gz};
 
-use crate::io::{io_error, read_at};
+use crate::io::{open_regular, read_at};
 
 /// Reads a session file batch by batch. Each call opens the file, so a file that
 /// grows between calls is followed.
@@ -27,13 +27,7 @@ impl IncrementalFile {
     }
 
     fn open(&self) -> Result<(File, u64)> {
-        let f = File::open(&self.path)
-            .map_err(|e| io_error(e, &self.path, "cannot open session file"))?;
-        let len = f
-            .metadata()
-            .map_err(|e| io_error(e, &self.path, "cannot stat session file"))?
-            .len();
-        Ok((f, len))
+        open_regular(&self.path, "session file")
     }
 
     /// The next batch (empty and `done` at the end).

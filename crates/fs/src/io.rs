@@ -1,8 +1,8 @@
 //! File primitives: error mapping, whole and positional reads, atomic replace.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::FileExt;
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
 use forkpoint_core::{Error, ErrorCode, LoadOptions, Result, Session};
@@ -20,26 +20,81 @@ pub fn io_error(e: std::io::Error, path: &Path, what: &str) -> Error {
     Error::new(code, format!("{what}: {e}")).with_path(path.display().to_string())
 }
 
-/// Reads a whole file.
-pub fn read_all(path: &Path) -> Result<Vec<u8>> {
-    let mut f = File::open(path).map_err(|e| io_error(e, path, "cannot open session file"))?;
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut buf = Vec::with_capacity(len as usize + 1);
-    f.read_to_end(&mut buf)
-        .map_err(|e| io_error(e, path, "cannot read session file"))?;
-    Ok(buf)
+/// Opens without blocking: a FIFO opens at once instead of waiting for a
+/// writer (regular files are not affected by `O_NONBLOCK`).
+pub fn nonblocking(o: &mut OpenOptions) -> &mut OpenOptions {
+    o.custom_flags(libc::O_NONBLOCK)
 }
 
-/// Loads a whole session file (`.jsonl` or `.jsonl.gz`).
-pub fn read_session(path: &Path, opts: &LoadOptions) -> Result<Session> {
-    let meta = fs::metadata(path).map_err(|e| io_error(e, path, "cannot open session file"))?;
-    if meta.is_dir() {
-        return Err(Error::new(
-            ErrorCode::InvalidInput,
-            "is a directory, not a session file",
-        )
-        .with_path(path.display().to_string()));
+/// The length of an opened file, which must be a regular file: a directory,
+/// FIFO, socket or device is `INVALID_INPUT` (reading one could block forever
+/// or never end).
+pub fn check_regular(file: &File, path: &Path, what: &str) -> Result<u64> {
+    let meta = file
+        .metadata()
+        .map_err(|e| io_error(e, path, &format!("cannot stat {what}")))?;
+    if meta.is_file() {
+        return Ok(meta.len());
     }
+    let kind = if meta.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file (a FIFO, socket or device)"
+    };
+    Err(
+        Error::new(ErrorCode::InvalidInput, format!("is {kind}, not a {what}"))
+            .with_path(path.display().to_string()),
+    )
+}
+
+/// An error opening `path`: `INVALID_INPUT` when it is not a regular file
+/// (a socket cannot be opened at all), else the OS error with `msg`.
+pub fn open_error(e: std::io::Error, path: &Path, what: &str, msg: &str) -> Error {
+    if e.kind() != ErrorKind::NotFound
+        && let Ok(m) = fs::metadata(path)
+        && !m.is_file()
+        && !m.is_dir()
+    {
+        return Error::new(
+            ErrorCode::InvalidInput,
+            format!("is not a regular file (a FIFO, socket or device), not a {what}"),
+        )
+        .with_path(path.display().to_string());
+    }
+    io_error(e, path, msg)
+}
+
+/// Opens a regular file for reading (see [`check_regular`]); returns it and
+/// its length at the time it was opened.
+pub fn open_regular(path: &Path, what: &str) -> Result<(File, u64)> {
+    let f = nonblocking(OpenOptions::new().read(true))
+        .open(path)
+        .map_err(|e| open_error(e, path, what, &format!("cannot open {what}")))?;
+    let len = check_regular(&f, path, what)?;
+    Ok((f, len))
+}
+
+/// Reads a whole regular file: the bytes it had when it was opened (bytes
+/// appended while it is read are not read).
+pub fn read_all(path: &Path) -> Result<Vec<u8>> {
+    let (f, len) = open_regular(path, "session file")?;
+    read_at(&f, path, 0, len)
+}
+
+/// A small optional side file (a hint, an index): `None` when it is missing,
+/// not a regular file, longer than `max` bytes or not UTF-8.
+pub fn read_small(path: &Path, max: u64) -> Option<String> {
+    let (f, len) = open_regular(path, "file").ok()?;
+    if len > max {
+        return None;
+    }
+    String::from_utf8(read_at(&f, path, 0, len).ok()?).ok()
+}
+
+/// Loads a whole session file (`.jsonl` or `.jsonl.gz`). Only regular files
+/// are read (`INVALID_INPUT` otherwise); gzip is decompressed within the
+/// limits of `opts`.
+pub fn read_session(path: &Path, opts: &LoadOptions) -> Result<Session> {
     let bytes = read_all(path)?;
     Session::from_bytes_threads(
         bytes,

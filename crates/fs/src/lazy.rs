@@ -7,7 +7,7 @@ use forkpoint_core::hint::hint_path;
 use forkpoint_core::lazy::{LazyLoader, Step};
 use forkpoint_core::{LazyOptions, Result};
 
-use crate::io::{io_error, read_at, replace_atomic};
+use crate::io::{open_regular, read_at, read_small, replace_atomic};
 
 /// A lazily loaded session and the open file it reads more history from.
 pub struct LazyFile {
@@ -46,15 +46,11 @@ impl LazyFile {
 /// beside it and, unless `useHint` is off, writes a fresh one when it was
 /// missing or stale (failure to write it is reported, not fatal).
 pub fn load_lazy(path: &Path, opts: LazyOptions) -> Result<LazyFile> {
-    let file = File::open(path).map_err(|e| io_error(e, path, "cannot open session file"))?;
-    let len = file
-        .metadata()
-        .map_err(|e| io_error(e, path, "cannot stat session file"))?
-        .len();
+    let (file, len) = open_regular(path, "session file")?;
     let path_str = path.display().to_string();
     let hint_file = hint_path(&path_str);
     let hint = if opts.use_hint {
-        std::fs::read_to_string(&hint_file).ok()
+        read_small(Path::new(&hint_file), 16 << 20)
     } else {
         None
     };

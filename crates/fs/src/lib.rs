@@ -18,5 +18,5 @@ pub mod writer;
 
 pub use io::{io_error, read_session};
 pub use lazy::load_lazy;
-pub use list::list_sessions;
+pub use list::{list_sessions, list_sessions_with};
 pub use writer::FileWriter;

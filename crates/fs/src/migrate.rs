@@ -12,7 +12,9 @@ use forkpoint_core::normalize::migrate::Migration;
 use forkpoint_core::normalize::{CompatibilityReport, Provider};
 use forkpoint_core::{Error, Result};
 
-use crate::io::{io_error, sync_dir};
+use forkpoint_core::gz::{GzLimits, Meter};
+
+use crate::io::{io_error, open_regular, sync_dir};
 
 /// Counts bytes read through it (the compressed bytes for gzip sources).
 struct Counting<R> {
@@ -26,6 +28,34 @@ impl<R: Read> Read for Counting<R> {
         self.read
             .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+/// Checks what is read through it against the source's limits (a too-long
+/// line or a gzip bomb stops the read with `LIMIT_EXCEEDED`).
+struct Metered<R> {
+    inner: R,
+    meter: Meter,
+    /// Compressed bytes read so far.
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: Read> Read for Metered<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let compressed = self.read.load(std::sync::atomic::Ordering::Relaxed);
+        self.meter
+            .feed(&buf[..n], compressed)
+            .map_err(std::io::Error::other)?;
+        Ok(n)
+    }
+}
+
+/// A read error: a limit crossed, or the OS's.
+fn read_error(e: std::io::Error, path: &Path) -> Error {
+    match e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
+        Some(inner) => inner.clone().with_path(path.display().to_string()),
+        None => io_error(e, path, "cannot read session file"),
     }
 }
 
@@ -59,7 +89,7 @@ impl FileMigration {
                 "the target path must differ from the source path",
             ));
         }
-        let mut f = File::open(src).map_err(|e| io_error(e, src, "cannot open session file"))?;
+        let (mut f, total) = open_regular(src, "session file")?;
         // gzip by its magic bytes, as the loader decides (not by the name).
         let mut magic = [0u8; 2];
         let gz = f
@@ -71,19 +101,36 @@ impl FileMigration {
             f.seek(std::io::SeekFrom::Start(0))
                 .map_err(|e| io_error(e, src, "cannot read session file"))?;
         }
-        let total = f.metadata().map(|m| m.len()).unwrap_or(0);
         let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counting = Counting {
-            inner: f,
+            // The file as long as it was when opened.
+            inner: f.take(total),
             read: read.clone(),
         };
+        // The source's limits: the defaults of LoadOptions (for plain files,
+        // only the line length and the number of entries).
+        let load = forkpoint_core::LoadOptions::default();
+        let mut limits = GzLimits::from(&load);
         let reader: Box<dyn BufRead + Send> = if gz {
             Box::new(BufReader::with_capacity(
                 1 << 20,
-                flate2::read::MultiGzDecoder::new(counting),
+                Metered {
+                    inner: flate2::read::MultiGzDecoder::new(counting),
+                    meter: Meter::new(limits),
+                    read: read.clone(),
+                },
             ))
         } else {
-            Box::new(BufReader::with_capacity(1 << 20, counting))
+            limits.max_bytes = u64::MAX;
+            limits.max_ratio = 0;
+            Box::new(BufReader::with_capacity(
+                1 << 20,
+                Metered {
+                    inner: counting,
+                    meter: Meter::new(limits),
+                    read: read.clone(),
+                },
+            ))
         };
         let dir = dst
             .parent()
@@ -158,7 +205,7 @@ impl FileMigration {
             self.line.clear();
             let n = reader
                 .read_until(b'\n', &mut self.line)
-                .map_err(|e| io_error(e, &self.src, "cannot read session file"))?;
+                .map_err(|e| read_error(e, &self.src))?;
             if n == 0 {
                 self.done = true;
                 return Ok(true);

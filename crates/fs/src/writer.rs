@@ -14,7 +14,8 @@ use forkpoint_core::{
 };
 
 use crate::io::{
-    complete_last_line, cut_tail, io_error, read_all, replace_atomic, scan_threads, sync_dir,
+    check_regular, complete_last_line, cut_tail, io_error, nonblocking, open_error, read_at,
+    replace_atomic, scan_threads, sync_dir,
 };
 
 /// The session writer's queue: the core's state machine plus the hint path.
@@ -105,13 +106,23 @@ impl FileWriter {
             )
             .with_path(p));
         }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| io_error(e, path, "cannot open session file for writing"))?;
+        let mut file = nonblocking(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+        .open(path)
+        .map_err(|e| {
+            open_error(
+                e,
+                path,
+                "session file",
+                "cannot open session file for writing",
+            )
+        })?;
+        check_regular(&file, path, "session file")?;
         lock(&file, path, ErrorCode::SessionLocked, SESSION_LOCKED)?;
         let load = LoadOptions::default();
         let mut report = WriterOpenReport {
@@ -122,10 +133,13 @@ impl FileWriter {
             leaf_id: None,
             entry_count: 0,
         };
-        let raw = read_all(path)?;
+        // The file as long as it is now that it is locked.
+        let len = check_regular(&file, path, "session file")?;
+        let raw = read_at(&file, path, 0, len)?;
         let mut gzip = !raw.is_empty() && gz::is_gzip(&raw);
         let (content, gz_valid_len, gz_torn) = if gzip {
-            let d = gz::decode(&raw, false, u64::MAX)?;
+            let d = gz::decode(&raw, false, &gz::GzLimits::from(&load))
+                .map_err(|e| e.with_path(p.clone()))?;
             (d.data, d.valid_len, d.torn)
         } else {
             (raw, 0, None)
@@ -283,7 +297,7 @@ impl FileWriter {
         if let Some(h) = hint {
             let json = h.to_json();
             // Unchanged (a reopen without appends): no rewrite, no fsync.
-            if std::fs::read(&path).is_ok_and(|old| old == json.as_bytes()) {
+            if crate::io::read_small(Path::new(&path), 16 << 20).is_some_and(|old| old == json) {
                 return Ok(());
             }
             // The hint is a cache: failing to write it loses nothing.

@@ -6,10 +6,11 @@ use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
 
-use crate::util::guard;
+use crate::util::{guard, opts};
 
 pub struct ListTask {
     dir: PathBuf,
+    opts: Option<String>,
 }
 
 impl Task for ListTask {
@@ -18,7 +19,8 @@ impl Task for ListTask {
 
     fn compute(&mut self) -> napi::Result<String> {
         guard(|| {
-            let list = forkpoint_fs::list_sessions(&self.dir)?;
+            let limits = opts::<forkpoint_core::LimitOptions>(self.opts.take())?;
+            let list = forkpoint_fs::list_sessions_with(&self.dir, &limits)?;
             forkpoint_core::types::to_json_text(&list)
         })
     }
@@ -28,10 +30,12 @@ impl Task for ListTask {
     }
 }
 
-/// Lists the sessions of a directory (SessionInfo[] as JSON).
+/// Lists the sessions of a directory (SessionInfo[] as JSON). `opts` is
+/// LimitOptions as JSON.
 #[napi(ts_return_type = "Promise<string>")]
-pub fn list_sessions_json(dir: String) -> AsyncTask<ListTask> {
+pub fn list_sessions_json(dir: String, opts: Option<String>) -> AsyncTask<ListTask> {
     AsyncTask::new(ListTask {
         dir: PathBuf::from(dir),
+        opts,
     })
 }

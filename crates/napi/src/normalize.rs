@@ -158,6 +158,7 @@ pub struct ImportTask {
     dst: String,
     format: String,
     session_id: String,
+    opts: Option<String>,
 }
 
 impl Task for ImportTask {
@@ -174,12 +175,18 @@ impl Task for ImportTask {
                 }
             };
             let format = normalize::import::ImportFormat::parse(&self.format)?;
-            let (text, summary) = normalize::import::import_session(
+            let limits = crate::util::opts::<forkpoint_core::LimitOptions>(self.opts.take())?;
+            let (text, summary) = normalize::import::import_session_with(
                 &bytes,
                 format,
                 &self.session_id,
                 &ms_to_iso(now_ms()),
-            )?;
+                &limits,
+            )
+            .map_err(|e| match &self.src {
+                Some(p) if e.path.is_none() => e.with_path(p.clone()),
+                _ => e,
+            })?;
             forkpoint_fs::io::replace_atomic(Path::new(&self.dst), text.as_bytes())?;
             forkpoint_core::types::to_json_text(&summary)
         })
@@ -192,7 +199,7 @@ impl Task for ImportTask {
 
 /// `importSession`: reads a pi, Claude Code or Codex session (`src` path or
 /// `bytes`), writes it as a pi v3 session to `dst` atomically; resolves the
-/// ImportSummary (JSON).
+/// ImportSummary (JSON). `opts` is LimitOptions as JSON.
 #[napi(ts_return_type = "Promise<string>")]
 pub fn import_session_json(
     src: Option<String>,
@@ -200,6 +207,7 @@ pub fn import_session_json(
     dst: String,
     format: String,
     session_id: String,
+    opts: Option<String>,
 ) -> AsyncTask<ImportTask> {
     AsyncTask::new(ImportTask {
         src,
@@ -207,5 +215,6 @@ pub fn import_session_json(
         dst,
         format,
         session_id,
+        opts,
     })
 }

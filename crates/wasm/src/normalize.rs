@@ -94,17 +94,22 @@ impl NativeMigration {
 }
 
 /// `importSession`: a pi, Claude Code or Codex session's bytes → the
-/// ImportSummary (JSON), a newline, then the pi v3 session text.
+/// ImportSummary (JSON), a newline, then the pi v3 session text. `limits` is
+/// `LimitOptions` as JSON.
 #[wasm_bindgen(js_name = importSessionJson)]
 pub fn import_session_json(
     bytes: &[u8],
     format: &str,
     session_id: &str,
     now_iso: &str,
+    limits: Option<String>,
 ) -> Result<String, JsError> {
     let f = normalize::import::ImportFormat::parse(format).map_err(err)?;
+    let limits: forkpoint_core::LimitOptions =
+        forkpoint_core::types::options_from_json(limits.as_deref()).map_err(err)?;
     let (text, summary) =
-        normalize::import::import_session(bytes, f, session_id, now_iso).map_err(err)?;
+        normalize::import::import_session_with(bytes, f, session_id, now_iso, &limits)
+            .map_err(err)?;
     let mut out = forkpoint_core::types::to_json_text(&summary).map_err(err)?;
     out.push('\n');
     out.push_str(&text);

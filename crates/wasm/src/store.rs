@@ -460,7 +460,7 @@ impl NativeStore {
     }
 
     /// Imports a session file's bytes as one transaction. `opts` is
-    /// `{id?, format?, source?, name?}` as JSON; resolves to `{info, summary}` JSON.
+    /// `{id?, format?, source?, name?}` and the `LimitOptions` as JSON; resolves to `{info, summary}` JSON.
     #[wasm_bindgen(js_name = importSession)]
     pub fn import_session(
         &self,
@@ -480,6 +480,8 @@ impl NativeStore {
             name: Option<String>,
         }
         let o: Opts = options_from_json(opts.as_deref()).map_err(err)?;
+        let limits: forkpoint_core::LimitOptions =
+            options_from_json(opts.as_deref()).map_err(err)?;
         let format = o
             .format
             .as_deref()
@@ -493,6 +495,7 @@ impl NativeStore {
             source: o.source,
             name: o.name,
             now_ms: now_ms as i64,
+            limits,
         };
         let inner = self.inner.clone();
         Ok(future_to_promise(async move {

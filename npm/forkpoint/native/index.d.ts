@@ -265,12 +265,15 @@ export declare function fromProviderJson(request: string, provider: string): str
 /**
  * `importSession`: reads a pi, Claude Code or Codex session (`src` path or
  * `bytes`), writes it as a pi v3 session to `dst` atomically; resolves the
- * ImportSummary (JSON).
+ * ImportSummary (JSON). `opts` is LimitOptions as JSON.
  */
-export declare function importSessionJson(src: string | undefined | null, bytes: Buffer | undefined | null, dst: string, format: string, sessionId: string): Promise<string>
+export declare function importSessionJson(src: string | undefined | null, bytes: Buffer | undefined | null, dst: string, format: string, sessionId: string, opts?: string | undefined | null): Promise<string>
 
-/** Lists the sessions of a directory (SessionInfo[] as JSON). */
-export declare function listSessionsJson(dir: string): Promise<string>
+/**
+ * Lists the sessions of a directory (SessionInfo[] as JSON). `opts` is
+ * LimitOptions as JSON.
+ */
+export declare function listSessionsJson(dir: string, opts?: string | undefined | null): Promise<string>
 
 /** `MessageNormalizer.normalize`: one provider message → canonical message(s) (JSON). */
 export declare function normalizeMessageJson(message: string, provider: string): string

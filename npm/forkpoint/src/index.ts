@@ -11,6 +11,7 @@ import type {
   AnySessionEntry,
   BatchInfo,
   LazyOptions,
+  LimitOptions,
   LoadOptions,
   SessionInfo,
   WriterOpenReport,
@@ -164,9 +165,15 @@ export class SessionWriter {
   }
 }
 
-/** Lists the sessions in a directory from their headers and tails, newest first. */
-export async function listSessions(dir: string): Promise<SessionInfo[]> {
-  return JSON.parse(await callAsync(() => native.listSessionsJson(dir))) as SessionInfo[];
+/**
+ * Lists the sessions in a directory from their headers and tails, newest first.
+ * A file that cannot be listed — not a session, not a regular file (a FIFO, a
+ * device), or a `.jsonl.gz` over the limits in `opts` (`LIMIT_EXCEEDED`) — is
+ * listed with `error` set. `.jsonl.gz` files are decompressed as a stream that
+ * keeps only their first and last 64 KiB.
+ */
+export async function listSessions(dir: string, opts?: LimitOptions): Promise<SessionInfo[]> {
+  return JSON.parse(await callAsync(() => native.listSessionsJson(dir, json(opts)))) as SessionInfo[];
 }
 
 export { EventLog } from './eventlog.js';

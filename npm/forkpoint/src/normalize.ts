@@ -3,7 +3,7 @@
  * `MessageNormalizer`, and `SessionMigrator` (whose `migrate` streams a session
  * file into a new one, written atomically).
  */
-import type { CompatibilityReport, ImportSummary, MigrationProgress, ProviderName } from '@forkpoint/types';
+import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName } from '@forkpoint/types';
 import { randomUUID } from 'node:crypto';
 import { dirname, basename, join } from 'node:path';
 import { createNormalizer, callAsync, call, ForkpointError } from '@forkpoint/shared';
@@ -76,8 +76,12 @@ export const SessionMigrator = {
   },
 };
 
-/** Options of `importSession`. */
-export interface ImportOptions {
+/**
+ * Options of `importSession`. The limits (`maxDecompressedBytes`,
+ * `maxCompressionRatio`, `maxLineBytes`, `maxEntries`) apply to the source
+ * as to `SessionLoader.open`; crossing one is `LIMIT_EXCEEDED`.
+ */
+export interface ImportOptions extends LimitOptions {
   /** `'auto'` (default: detected from the first lines), `'pi'`, `'claude-code'` or `'codex'`. */
   format?: 'auto' | 'pi' | 'claude-code' | 'codex';
   /**
@@ -106,7 +110,9 @@ export async function importSession(source: string | Uint8Array, opts: ImportOpt
   const dst = to;
   const bytes = typeof source === 'string' ? null : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
   const summary = JSON.parse(
-    await callAsync(() => native.importSessionJson(typeof source === 'string' ? source : null, bytes, dst, opts.format ?? 'auto', opts.id ?? randomUUID())),
+    await callAsync(() =>
+      native.importSessionJson(typeof source === 'string' ? source : null, bytes, dst, opts.format ?? 'auto', opts.id ?? randomUUID(), JSON.stringify(opts)),
+    ),
   ) as ImportSummary;
   return { path: dst, summary };
 }

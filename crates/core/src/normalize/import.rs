@@ -16,7 +16,7 @@ use super::canon::role;
 use super::decode::{AnthropicDecoder, ResponsesDecoder};
 use super::jv::{J, Key};
 use crate::time::iso_to_ms;
-use crate::{Error, LoadOptions, Result, Session};
+use crate::{Error, LimitOptions, Result, Session};
 
 /// The format of a session to import.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,12 @@ pub struct ImportSummary {
 /// Which format `bytes` hold, from their first non-blank lines (gzip is
 /// decompressed first). Anything else is `UNSUPPORTED_FORMAT`.
 pub fn detect(bytes: &[u8]) -> Result<ImportFormat> {
-    let data = gunzip(bytes, true)?;
+    detect_with(bytes, &LimitOptions::default())
+}
+
+/// As [`detect`], decompressing gzip within `limits`.
+pub fn detect_with(bytes: &[u8], limits: &LimitOptions) -> Result<ImportFormat> {
+    let data = gunzip(bytes, true, limits)?;
     let mut seen = 0;
     for (line, _, raw) in split_lines(&data) {
         if raw.iter().all(u8::is_ascii_whitespace) {
@@ -166,11 +171,25 @@ pub fn import_session(
     session_id: &str,
     now_iso: &str,
 ) -> Result<(String, ImportSummary)> {
+    import_session_with(bytes, format, session_id, now_iso, &LimitOptions::default())
+}
+
+/// As [`import_session`], within `limits` (a gzip input is decompressed as a
+/// stream that stops with `LIMIT_EXCEEDED` as soon as a limit is crossed;
+/// the input and the result are loaded with these limits).
+pub fn import_session_with(
+    bytes: &[u8],
+    format: ImportFormat,
+    session_id: &str,
+    now_iso: &str,
+    limits: &LimitOptions,
+) -> Result<(String, ImportSummary)> {
     let format = match format {
-        ImportFormat::Auto => detect(bytes)?,
+        ImportFormat::Auto => detect_with(bytes, limits)?,
         // A format given that the content plainly contradicts is refused
         // rather than converted into nonsense.
-        f => match detect(bytes) {
+        f => match detect_with(bytes, limits) {
+            Err(e) if e.code == crate::ErrorCode::LimitExceeded => return Err(e),
             Ok(found) if found != f => {
                 return Err(Error::unsupported(format!(
                     "this is a {} session, not {}",
@@ -182,18 +201,19 @@ pub fn import_session(
         },
     };
     if format == ImportFormat::Pi {
-        return import_pi(bytes);
+        return import_pi(bytes, limits);
     }
     if session_id.is_empty() {
         return Err(Error::invalid_input("the session id must not be empty"));
     }
-    let data = gunzip(bytes, true)?;
+    let data = gunzip(bytes, true, limits)?;
     let lines = read_lines(&data)?;
+    drop(data);
     let (text, stats) = match format {
         ImportFormat::Codex => codex(&lines, session_id, now_iso),
         _ => claude_code(&lines, session_id, now_iso),
     };
-    let summary = summarize(&text, format, stats)?;
+    let summary = summarize(&text, format, stats, limits)?;
     Ok((text, summary))
 }
 
@@ -208,14 +228,20 @@ struct Stats {
 }
 
 /// Loads the result with the core's loader and counts what it holds.
-fn summarize(text: &str, format: ImportFormat, stats: Stats) -> Result<ImportSummary> {
-    let s = Session::from_bytes(text.as_bytes().to_vec(), &LoadOptions::default(), None).map_err(
-        |e| {
-            Error::internal(format!(
+fn summarize(
+    text: &str,
+    format: ImportFormat,
+    stats: Stats,
+    limits: &LimitOptions,
+) -> Result<ImportSummary> {
+    let s = Session::from_bytes(text.as_bytes().to_vec(), &limits.load_options(), None).map_err(
+        |e| match e.code {
+            crate::ErrorCode::LimitExceeded => e,
+            _ => Error::internal(format!(
                 "the imported {} session does not load: {}",
                 format.name(),
                 e
-            ))
+            )),
         },
     )?;
     let mut summary = summary_of(&s, format);
@@ -248,8 +274,8 @@ pub(crate) fn summary_of(s: &Session, format: ImportFormat) -> ImportSummary {
     }
 }
 
-fn import_pi(bytes: &[u8]) -> Result<(String, ImportSummary)> {
-    let s = Session::from_bytes(bytes.to_vec(), &LoadOptions::default(), None)?;
+fn import_pi(bytes: &[u8], limits: &LimitOptions) -> Result<(String, ImportSummary)> {
+    let s = Session::from_bytes(bytes.to_vec(), &limits.load_options(), None)?;
     let meta = s.metadata();
     let mut text = if s.header().version == 3 && !meta.gzip {
         let t = s.text();
@@ -263,7 +289,8 @@ fn import_pi(bytes: &[u8]) -> Result<(String, ImportSummary)> {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    let mut summary = summarize(&text, ImportFormat::Pi, Stats::default())?;
+    drop(s);
+    let mut summary = summarize(&text, ImportFormat::Pi, Stats::default(), limits)?;
     // A torn last line (a write cut short) is left out, as pi's loader does: say so.
     if meta.torn_tail.is_some() {
         summary.skipped_lines = 1;
@@ -273,9 +300,13 @@ fn import_pi(bytes: &[u8]) -> Result<(String, ImportSummary)> {
 
 /// The bytes, decompressed if they are gzip. A stream cut short is
 /// `CORRUPTED_DATA` when `whole` (an import drops nothing).
-fn gunzip(bytes: &[u8], whole: bool) -> Result<std::borrow::Cow<'_, [u8]>> {
+fn gunzip<'a>(
+    bytes: &'a [u8],
+    whole: bool,
+    limits: &LimitOptions,
+) -> Result<std::borrow::Cow<'a, [u8]>> {
     if crate::gz::is_gzip(bytes) {
-        let d = crate::gz::decode(bytes, false, 1 << 40)?;
+        let d = crate::gz::decode(bytes, false, &crate::gz::GzLimits::from(limits))?;
         if whole && let Some(t) = d.torn {
             return Err(Error::corrupted(format!(
                 "the gzip stream is cut short ({} bytes at the end do not decompress)",

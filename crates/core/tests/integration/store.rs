@@ -470,3 +470,82 @@ fn checkpoint_ids_and_format_mismatches_are_refused() {
     assert_eq!(e.code, ErrorCode::UnsupportedFormat);
     assert!(e.message.contains("pi session"), "{e}");
 }
+
+/// A gzip file: a pi header, then `n` copies of one line (about 1000:1).
+fn gzip_bomb(n: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    enc.write_all(b"{\"type\":\"session\",\"version\":3,\"id\":\"bomb-1\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n").unwrap();
+    let line = format!(
+        "{{\"type\":\"custom\",\"customType\":\"x\",\"id\":\"e1\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"data\":\"{}\"}}\n",
+        "x".repeat(400)
+    );
+    for _ in 0..n {
+        enc.write_all(line.as_bytes()).unwrap();
+    }
+    enc.finish().unwrap()
+}
+
+#[test]
+fn importing_a_gzip_bomb_stops_at_the_limits() {
+    let bomb = gzip_bomb(40_000);
+    let st = store();
+    let e = run(st.import(bomb.clone(), &opts("bomb.jsonl.gz"))).unwrap_err();
+    assert_eq!(e.code, ErrorCode::LimitExceeded, "{e}");
+    assert!(e.message.contains("maxCompressionRatio"), "{e}");
+    for (limits, name) in [
+        (
+            forkpoint_core::LimitOptions {
+                max_compression_ratio: 0,
+                max_decompressed_bytes: 1 << 20,
+                ..Default::default()
+            },
+            "maxDecompressedBytes",
+        ),
+        (
+            forkpoint_core::LimitOptions {
+                max_compression_ratio: 0,
+                max_entries: 100,
+                ..Default::default()
+            },
+            "maxEntries",
+        ),
+        (
+            forkpoint_core::LimitOptions {
+                max_compression_ratio: 0,
+                max_line_bytes: 100,
+                ..Default::default()
+            },
+            "maxLineBytes",
+        ),
+    ] {
+        let o = ImportOptions {
+            limits: limits.clone(),
+            ..opts("bomb.jsonl.gz")
+        };
+        let e = run(st.import(bomb.clone(), &o)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::LimitExceeded, "{name}: {e}");
+        assert!(e.message.contains(name), "{name}: {e}");
+        let e = forkpoint_core::normalize::import::import_session_with(
+            &bomb,
+            ImportFormat::Auto,
+            "x",
+            "2026-01-01T00:00:00.000Z",
+            &limits,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::LimitExceeded, "{name}: {e}");
+    }
+    assert!(run(st.list()).unwrap().is_empty(), "nothing was stored");
+    // Past the ratio limit the file is read (a normal gzip import).
+    let o = ImportOptions {
+        limits: forkpoint_core::LimitOptions {
+            max_compression_ratio: 0,
+            ..Default::default()
+        },
+        ..opts("bomb.jsonl.gz")
+    };
+    let (info, _) = run(st.import(gzip_bomb(100), &o)).unwrap();
+    assert_eq!(info.entry_count, 100);
+    assert!(info.gzip);
+}

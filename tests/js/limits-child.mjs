@@ -1,0 +1,59 @@
+// A child process for tests/js/limits.test.mjs: `node limits-child.mjs <op>
+// <path> [optsJson]` runs one read and prints one JSON line per call,
+// `{op, code, maxRssKiB}` (`code` null on success), so that the parent can
+// check the error and the peak memory of the whole process.
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { tmpdir } from 'node:os';
+
+const require = createRequire(import.meta.url);
+const [op, path, optsJson] = process.argv.slice(2);
+const opts = optsJson ? JSON.parse(optsJson) : undefined;
+
+async function run(name, f) {
+  let code = null;
+  let message = null;
+  try {
+    await f();
+  } catch (e) {
+    code = e?.code ?? 'NOT_A_FORKPOINT_ERROR';
+    message = String(e?.message);
+  }
+  process.stdout.write(`${JSON.stringify({ op: name, code, message, maxRssKiB: process.resourceUsage().maxRSS })}\n`);
+}
+
+const out = () => join(tmpdir(), `fp-limits-${process.pid}-${Math.random().toString(36).slice(2)}.jsonl`);
+
+if (op === 'store' || op === 'web-import' || op === 'web-open') {
+  await import('fake-indexeddb/auto');
+  const web = await import('forkpoint-web');
+  const bytes = new Uint8Array(readFileSync(path));
+  if (op === 'store') {
+    const store = await web.IndexedDbStore.open(`limits-${process.pid}`);
+    await run('store.importSession', () => store.importSession(bytes, opts));
+  } else if (op === 'web-import') {
+    await run('importSession (web)', () => web.importSession(bytes, opts));
+  } else {
+    await run('Session.fromJsonl (web)', () => web.Session.fromJsonl(bytes, opts));
+  }
+} else {
+  const fp = require('forkpoint');
+  const calls = {
+    open: () => fp.SessionLoader.open(path, opts),
+    lazy: () => fp.loadSessionLazy(path, opts),
+    list: async () => {
+      const list = await fp.listSessions(dirname(path), opts);
+      const mine = list.find((i) => i.path === path);
+      if (!mine) throw Object.assign(new Error('not listed'), { code: 'NOT_LISTED' });
+      if (mine.error) throw mine.error;
+      for (const i of list) if (i.path !== path && i.error) throw Object.assign(new Error(`${i.path}: ${i.error.message}`), { code: 'OTHER_FAILED' });
+    },
+    import: () => fp.importSession(path, { ...opts, to: out() }),
+    writer: () => fp.SessionWriter.open(path, opts),
+    incremental: () => new fp.IncrementalSessionLoader(path, 10, opts).loadNextBatch(),
+    migrate: () => fp.SessionMigrator.migrate(path, 'anthropic', 'openai', out()),
+    eventlog: () => fp.EventLog.open(path, { readOnly: true }),
+  };
+  for (const name of op.split(',')) await run(name, calls[name]);
+}
