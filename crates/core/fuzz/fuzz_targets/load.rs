@@ -22,6 +22,30 @@ fn lazy(data: &[u8], hint: Option<String>) -> Option<LazyLoader> {
     panic!("lazy loader did not finish");
 }
 
+/// The hint with one number moved, picked by the input's last bytes.
+fn tamper(hint: &str, data: &[u8]) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(hint).unwrap_or_default();
+    let pick = data.last().copied().unwrap_or(0) as usize;
+    let delta = data.get(data.len().saturating_sub(2)).copied().unwrap_or(1) as i64 - 128;
+    let mut numbers: Vec<&mut serde_json::Value> = Vec::new();
+    fn walk<'a>(v: &'a mut serde_json::Value, out: &mut Vec<&'a mut serde_json::Value>) {
+        match v {
+            serde_json::Value::Number(_) => out.push(v),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(x, out)),
+            serde_json::Value::Object(o) => o.values_mut().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    walk(&mut v, &mut numbers);
+    if !numbers.is_empty() {
+        let n = numbers.len();
+        let target = &mut numbers[pick % n];
+        let old = target.as_i64().unwrap_or(0);
+        **target = serde_json::json!((old + delta).max(0));
+    }
+    v.to_string()
+}
+
 fuzz_target!(|data: &[u8]| {
     let small = LoadOptions { max_depth: 64, max_line_bytes: 1 << 16, ..Default::default() };
     for lenient in [false, true] {
@@ -49,7 +73,11 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(l.context_json(false).ok(), Some(ctx.clone()), "lazy (scan)");
                 if let Some(h) = l.new_hint() {
                     let l2 = lazy(data, Some(h.to_json())).expect("lazy with hint");
-                    assert_eq!(l2.context_json(false).ok(), Some(ctx), "lazy (hint)");
+                    assert_eq!(l2.context_json(false).ok(), Some(ctx.clone()), "lazy (hint)");
+                    // A hint is a cache: a damaged one never changes the answer.
+                    let tampered = tamper(&h.to_json(), data);
+                    let l3 = lazy(data, Some(tampered)).expect("lazy with a damaged hint");
+                    assert_eq!(l3.context_json(false).ok(), Some(ctx), "lazy (damaged hint)");
                 }
             }
         }
