@@ -26,6 +26,12 @@ const ops = {
   'napi-full': async () => (await fp.SessionLoader.open(file)).getSessionContext().messages.length,
   'wasm-full': async () => web.Session.fromJsonl(readFileSync(file)).getSessionContext().messages.length,
   'napi-lazy-scan': async () => (await fp.loadSessionLazy(file, { useHint: false })).getSessionContext().messages.length,
+  // The first open of a session without a hint (it scans, then writes one).
+  'napi-lazy-first': async () => {
+    const s = await fp.loadSessionLazy(file);
+    if (s.getMetadata().mode !== 'scan') throw new Error('a resume hint was there');
+    return s.getSessionContext().messages.length;
+  },
   'napi-lazy-hint': async () => {
     const s = await fp.loadSessionLazy(file);
     if (s.getMetadata().mode !== 'hint') throw new Error('no usable resume hint');
