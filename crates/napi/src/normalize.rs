@@ -101,7 +101,8 @@ impl Task for StepTask {
 
 #[napi]
 impl NativeMigration {
-    /// Opens `src` and a temporary file beside `dst`.
+    /// Opens `src` and a temporary file beside `dst`; an existing `dst` is
+    /// `ALREADY_EXISTS` unless `overwrite`, one a writer holds `SESSION_LOCKED`.
     #[napi(constructor)]
     pub fn new(
         src: String,
@@ -109,6 +110,7 @@ impl NativeMigration {
         to: String,
         dst: String,
         model: Option<String>,
+        overwrite: Option<bool>,
     ) -> napi::Result<Self> {
         let m = guard(|| {
             FileMigration::open(
@@ -118,6 +120,7 @@ impl NativeMigration {
                 Provider::parse(&to)?,
                 model,
                 &ms_to_iso(now_ms()),
+                overwrite.unwrap_or(false),
             )
         })?;
         Ok(NativeMigration {
@@ -158,6 +161,7 @@ pub struct ImportTask {
     dst: String,
     format: String,
     session_id: String,
+    overwrite: bool,
 }
 
 impl Task for ImportTask {
@@ -166,21 +170,16 @@ impl Task for ImportTask {
 
     fn compute(&mut self) -> napi::Result<String> {
         guard(|| {
-            let bytes = match (&self.src, self.bytes.take()) {
-                (_, Some(b)) => b,
-                (Some(p), None) => forkpoint_fs::io::read_all(Path::new(p))?,
-                (None, None) => {
-                    return Err(Error::invalid_input("importSession needs a path or bytes"));
-                }
-            };
             let format = normalize::import::ImportFormat::parse(&self.format)?;
-            let (text, summary) = normalize::import::import_session(
-                &bytes,
+            let summary = forkpoint_fs::migrate::import_file(
+                self.src.as_deref().map(Path::new),
+                self.bytes.take(),
+                Path::new(&self.dst),
                 format,
                 &self.session_id,
                 &ms_to_iso(now_ms()),
+                self.overwrite,
             )?;
-            forkpoint_fs::io::replace_atomic(Path::new(&self.dst), text.as_bytes())?;
             forkpoint_core::types::to_json_text(&summary)
         })
     }
@@ -192,7 +191,8 @@ impl Task for ImportTask {
 
 /// `importSession`: reads a pi, Claude Code or Codex session (`src` path or
 /// `bytes`), writes it as a pi v3 session to `dst` atomically; resolves the
-/// ImportSummary (JSON).
+/// ImportSummary (JSON). An existing `dst` is `ALREADY_EXISTS` unless
+/// `overwrite`; one a writer holds is `SESSION_LOCKED`.
 #[napi(ts_return_type = "Promise<string>")]
 pub fn import_session_json(
     src: Option<String>,
@@ -200,6 +200,7 @@ pub fn import_session_json(
     dst: String,
     format: String,
     session_id: String,
+    overwrite: Option<bool>,
 ) -> AsyncTask<ImportTask> {
     AsyncTask::new(ImportTask {
         src,
@@ -207,5 +208,6 @@ pub fn import_session_json(
         dst,
         format,
         session_id,
+        overwrite: overwrite.unwrap_or(false),
     })
 }
