@@ -153,16 +153,17 @@ pub fn check_target(target: &Path, overwrite: bool) -> Result<()> {
 ///
 /// - a target a writer holds: `SESSION_LOCKED`, whatever `overwrite` says;
 /// - a target that exists: `ALREADY_EXISTS` unless `overwrite`; with it, `tmp`
-///   is renamed over the target while its lock is held, and the target's resume
-///   hint (which describes the old file) is removed;
+///   is renamed over the target while its lock is held;
 /// - a target that does not exist: created by a hard link (fails if it appeared
 ///   meanwhile; then the rules above apply), or, where the file system has no
 ///   hard links, by an empty placeholder locked and then replaced.
 ///
-/// The directory is fsynced before the lock is released. On success `tmp` is
-/// gone; on failure the caller removes it.
+/// The target's resume hint, which describes another file, is removed. The
+/// directory is fsynced before the lock is released. On success `tmp` is gone;
+/// on failure the caller removes it.
 pub fn commit_new_file(target: &Path, tmp: &Path, overwrite: bool) -> Result<()> {
     let dir = parent_dir(target);
+    let hint = hint_path(&target.display().to_string());
     for _ in 0..ATTEMPTS {
         match File::open(target) {
             Ok(old) => {
@@ -178,7 +179,7 @@ pub fn commit_new_file(target: &Path, tmp: &Path, overwrite: bool) -> Result<()>
                 }
                 fs::rename(tmp, target)
                     .map_err(|e| io_error(e, target, "cannot move the new file into place"))?;
-                let _ = fs::remove_file(hint_path(&target.display().to_string()));
+                let _ = fs::remove_file(&hint);
                 sync_dir(dir)?;
                 drop(old); // releases the lock, after the rename is durable
                 return Ok(());
@@ -186,7 +187,9 @@ pub fn commit_new_file(target: &Path, tmp: &Path, overwrite: bool) -> Result<()>
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(io_error(e, target, "cannot open the target file")),
         }
-        // No target: create it with the complete file, atomically.
+        // No target: create it with the complete file, atomically. A resume
+        // hint left by a file that was there once describes another file.
+        let _ = fs::remove_file(&hint);
         match fs::hard_link(tmp, target) {
             Ok(()) => {
                 let _ = fs::remove_file(tmp);

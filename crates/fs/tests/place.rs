@@ -110,13 +110,15 @@ fn an_existing_target_is_already_exists_unless_overwrite() {
             "{what}"
         );
         assert_eq!(names(dir.path()), ["out.jsonl"], "{what}");
-        // A new target is created.
+        // A new target is created; a resume hint left from another file goes.
         let new = dir.path().join("new.jsonl");
+        fs::write(dir.path().join("new.jsonl.idx.json"), "{}").unwrap();
         put(&new, false).unwrap();
         assert!(
             read_session(&new, &LoadOptions::default()).is_ok(),
             "{what}"
         );
+        assert_eq!(names(dir.path()), ["new.jsonl", "out.jsonl"], "{what}");
     }
 }
 
@@ -233,6 +235,18 @@ fn a_writer_that_locks_a_replaced_file_sees_it_and_goes_to_the_new_one() {
     drop(f);
     commit_new_file(&dst, &tmp, true).unwrap();
     assert_eq!(fs::read(&dst).unwrap(), b"NEW\n");
+}
+
+#[test]
+fn a_failed_commit_leaves_no_target_behind() {
+    // A temporary file that is gone: the hard link fails, so does the rename
+    // over the placeholder (the path without hard links); the placeholder is
+    // taken back, and nothing is at the target.
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("n.jsonl");
+    let e = commit_new_file(&dst, &dir.path().join(".n.jsonl.tmp-1-gone"), false).unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotFound, "{e}");
+    assert!(names(dir.path()).is_empty());
 }
 
 #[test]
