@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -146,4 +146,21 @@ test('the interactive selector in a real terminal (a pty through script(1)): arr
   const a = await Agent.resume('wf', { model: new ScriptedProvider([]) }, { store, toolRegistry: new ToolRegistry() });
   assert.equal((await a.messages()).length, 4);
   await a.close();
+});
+
+test('errors print where they are: path, line and byte offset when the error has them', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fp-cli-'));
+  const file = join(dir, 'bad.jsonl');
+  writeFileSync(file, readFileSync(fileURLToPath(new URL('../fixtures/corrupt-middle.jsonl', import.meta.url))));
+  const r = run(dir, 'inspect', file);
+  assert.equal(r.code, 1);
+  assert.match(r.err, new RegExp(`^forkpoint: CORRUPTED_DATA: .+ \\(${file.replace(/[.]/g, '\\.')}:3, byte offset 316\\)\n$`));
+  const { formatError } = require('../../npm/forkpoint/dist/cli.js');
+  const e = (info) => new napi.ForkpointError({ message: 'm', ...info });
+  assert.equal(formatError(e({ code: 'CORRUPTED_DATA', path: '/a.jsonl', line: 7, offset: 99 })), 'forkpoint: CORRUPTED_DATA: m (/a.jsonl:7, byte offset 99)');
+  assert.equal(formatError(e({ code: 'CORRUPTED_DATA', line: 7, offset: 99 })), 'forkpoint: CORRUPTED_DATA: m (line 7, byte offset 99)');
+  assert.equal(formatError(e({ code: 'IO', path: '/a.jsonl', offset: 5 })), 'forkpoint: IO: m (/a.jsonl, byte offset 5)');
+  assert.equal(formatError(e({ code: 'ALREADY_EXISTS', path: '/a.jsonl' })), 'forkpoint: ALREADY_EXISTS: m (/a.jsonl)');
+  assert.equal(formatError(e({ code: 'INVALID_INPUT' })), 'forkpoint: INVALID_INPUT: m');
+  assert.equal(formatError(new Error('plain')), 'forkpoint: plain');
 });

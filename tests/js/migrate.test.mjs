@@ -68,11 +68,11 @@ if (BACKEND === 'napi') {
     writeFileSync(src, good.join('\n'));
     const dst = join(dir, 'dst.jsonl');
     writeFileSync(dst, 'OLD\n');
-    const e = await rejectsCode(assert, napi.SessionMigrator.migrate(src, 'anthropic', 'google', dst), 'CORRUPTED_DATA');
+    const e = await rejectsCode(assert, napi.SessionMigrator.migrate(src, 'anthropic', 'google', dst, { overwrite: true }), 'CORRUPTED_DATA');
     assert.equal(e.line, 41);
     assert.equal(readFileSync(dst, 'utf8'), 'OLD\n');
     assert.deepEqual(readdirSync(dir).sort(), ['dst.jsonl', 'src.jsonl']);
-    await rejectsCode(assert, napi.SessionMigrator.migrate(join(dir, 'none.jsonl'), 'anthropic', 'google', dst), 'NOT_FOUND');
+    await rejectsCode(assert, napi.SessionMigrator.migrate(join(dir, 'none.jsonl'), 'anthropic', 'google', dst, { overwrite: true }), 'NOT_FOUND');
     await rejectsCode(assert, napi.SessionMigrator.migrate(src, 'anthropic', 'gemini-pro-max', dst), 'INVALID_INPUT');
   });
 
@@ -124,6 +124,54 @@ if (BACKEND === 'napi') {
     }
     await rejectsCode(assert, napi.importSession(new Uint8Array([1, 2, 3])), 'INVALID_INPUT');
     await rejectsCode(assert, napi.importSession(new TextEncoder().encode('hello\n'), { to: join(dir, 'x.jsonl') }), 'UNSUPPORTED_FORMAT');
+  });
+
+  // Both ways of putting a new session file in place, with the same rules.
+  const puts = {
+    importSession: (src, dst, opts) => napi.importSession(src, { to: dst, id: 'imported-1', ...opts }),
+    'SessionMigrator.migrate': (src, dst, opts) => napi.SessionMigrator.migrate(src, 'anthropic', 'openai', dst, opts),
+  };
+  for (const [name, put] of Object.entries(puts)) {
+    test(`[napi] ${name} never replaces a file silently: ALREADY_EXISTS unless overwrite, SESSION_LOCKED for a file a SessionWriter holds`, async () => {
+      const dir = tmp();
+      const src = realDir + (name === 'importSession' ? CC[0] : 'badlogic-pi-mono_large-session.jsonl');
+      const dst = join(dir, 'out.jsonl');
+      writeFileSync(dst, 'OLD\n');
+      const e = await rejectsCode(assert, put(src, dst), 'ALREADY_EXISTS');
+      assert.equal(e.path, dst);
+      assert.equal(readFileSync(dst, 'utf8'), 'OLD\n');
+      assert.deepEqual(readdirSync(dir), ['out.jsonl']);
+      await put(src, dst, { overwrite: true });
+      const fresh = readFileSync(dst, 'utf8');
+      assert.ok(napi.SessionLoader.fromJsonl(fresh).getEntries().length > 0);
+      // A writer holds it: refused even with overwrite; its appends before and after stay.
+      // (The real pi session is version 1: the writer rewrites it as version 3 first.)
+      const w = await napi.SessionWriter.open(dst, { migrate: true });
+      const a = await w.append({ type: 'custom', customType: 'before' });
+      await rejectsCode(assert, put(src, dst), 'SESSION_LOCKED');
+      await rejectsCode(assert, put(src, dst, { overwrite: true }), 'SESSION_LOCKED');
+      const b = await w.append({ type: 'custom', customType: 'after' });
+      await w.close();
+      const s = await napi.SessionLoader.open(dst);
+      const ids = s.getEntries().map((x) => x.id);
+      assert.ok(ids.includes(a) && ids.includes(b));
+      // The same source again with the default: what was appended survives.
+      await rejectsCode(assert, put(src, dst), 'ALREADY_EXISTS');
+      assert.ok((await napi.SessionLoader.open(dst)).getEntries().some((x) => x.id === b));
+      assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith('.')), []);
+    });
+  }
+
+  test('[napi] importSession twice with the default target: the second is ALREADY_EXISTS, appends after the first survive', async () => {
+    const dir = tmp();
+    const src = join(dir, 'cc.jsonl');
+    writeFileSync(src, readFileSync(realDir + CC[0]));
+    const { path } = await napi.importSession(src);
+    const w = await napi.SessionWriter.open(path);
+    const id = await w.append({ type: 'custom', customType: 'mine' });
+    await w.close();
+    await rejectsCode(assert, napi.importSession(src), 'ALREADY_EXISTS');
+    assert.ok((await napi.SessionLoader.open(path)).getEntries().some((x) => x.id === id));
   });
 }
 

@@ -14,6 +14,7 @@ pub mod io;
 pub mod lazy;
 pub mod list;
 pub mod migrate;
+pub mod place;
 pub mod writer;
 
 pub use io::{io_error, read_session};

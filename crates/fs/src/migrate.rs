@@ -2,7 +2,8 @@
 //! gzip), each line goes through the core's [`Migration`], and the output is
 //! written to a temporary file beside the target that is fsynced and renamed
 //! into place only when the whole source has been read — so the target is
-//! either the complete migration or untouched.
+//! either the complete migration or untouched. An existing target is replaced
+//! only when asked to (`overwrite`), never one a writer holds (see [`crate::place`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -14,7 +15,8 @@ use forkpoint_core::{Error, Result};
 
 use forkpoint_core::gz::{GzLimits, Meter};
 
-use crate::io::{io_error, open_regular, sync_dir};
+use crate::io::{io_error, open_regular};
+use crate::place::{check_target, clean_stale_temps, commit_new_file, temp_path};
 
 /// Counts bytes read through it (the compressed bytes for gzip sources).
 struct Counting<R> {
@@ -72,10 +74,14 @@ pub struct FileMigration {
     core: Migration,
     line: Vec<u8>,
     done: bool,
+    overwrite: bool,
 }
 
 impl FileMigration {
-    /// Opens the source and creates the temporary output.
+    /// Opens the source and creates the temporary output. Fails at once where
+    /// [`finish`](Self::finish) would: `ALREADY_EXISTS` for an existing `dst`
+    /// unless `overwrite`, `SESSION_LOCKED` for a `dst` a writer holds. Removes
+    /// stale temporary files of `dst` first.
     pub fn open(
         src: &Path,
         dst: &Path,
@@ -83,6 +89,7 @@ impl FileMigration {
         to: Provider,
         model: Option<String>,
         now_iso: &str,
+        overwrite: bool,
     ) -> Result<Self> {
         if src == dst {
             return Err(Error::invalid_input(
@@ -132,19 +139,9 @@ impl FileMigration {
                 },
             ))
         };
-        let dir = dst
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = dst
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(
-            ".{name}.migrating-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        ));
+        clean_stale_temps(dst);
+        check_target(dst, overwrite)?;
+        let tmp = temp_path(dst, "migrating");
         let out = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -161,6 +158,7 @@ impl FileMigration {
             core: Migration::new(from, to, model, now_iso),
             line: Vec::new(),
             done: false,
+            overwrite,
         })
     }
 
@@ -231,7 +229,8 @@ impl FileMigration {
         }
     }
 
-    /// Makes the output durable and moves it into place (after the last step).
+    /// Makes the output durable and moves it into place (after the last step),
+    /// under the target's lock ([`commit_new_file`]).
     pub fn finish(&mut self) -> Result<()> {
         if !self.done {
             return Err(Error::invalid_input(
@@ -256,14 +255,8 @@ impl FileMigration {
             f.sync_all().map_err(|e| {
                 io_error(e, &self.tmp, "cannot fsync the migration's temporary file")
             })?;
-            fs::rename(&self.tmp, &self.dst)
-                .map_err(|e| io_error(e, &self.dst, "cannot move the migration into place"))?;
-            let dir = self
-                .dst
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            sync_dir(dir)
+            drop(f);
+            commit_new_file(&self.dst, &self.tmp, self.overwrite)
         })();
         if res.is_err() {
             let _ = fs::remove_file(&self.tmp);
@@ -287,6 +280,8 @@ impl Drop for FileMigration {
 }
 
 /// Migrates a whole file; `progress(bytes_read, total)` is called after each step.
+/// An existing `dst` is replaced only with `overwrite` (see [`FileMigration::open`]).
+#[allow(clippy::too_many_arguments)]
 pub fn migrate_file(
     src: &Path,
     dst: &Path,
@@ -294,13 +289,54 @@ pub fn migrate_file(
     to: Provider,
     model: Option<String>,
     now_iso: &str,
+    overwrite: bool,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<CompatibilityReport> {
-    let mut m = FileMigration::open(src, dst, from, to, model, now_iso)?;
+    let mut m = FileMigration::open(src, dst, from, to, model, now_iso, overwrite)?;
     while !m.step(8 << 20)? {
         progress(m.bytes_read(), m.total);
     }
     progress(m.bytes_read(), m.total);
     m.finish()?;
     Ok(m.report().clone())
+}
+
+/// `importSession` on files: converts a pi, Claude Code or Codex session — read
+/// from `src`, or given as `bytes` — into a pi v3 session written to `dst`
+/// as a new file ([`commit_new_file`]'s rules: `ALREADY_EXISTS` for an existing
+/// `dst` unless `overwrite`, `SESSION_LOCKED` for one a writer holds, checked
+/// before the conversion and again under the lock). `limits` bound what a gzip
+/// source may decompress to.
+#[allow(clippy::too_many_arguments)]
+pub fn import_file(
+    src: Option<&Path>,
+    bytes: Option<Vec<u8>>,
+    dst: &Path,
+    format: forkpoint_core::normalize::import::ImportFormat,
+    session_id: &str,
+    now_iso: &str,
+    limits: &forkpoint_core::LimitOptions,
+    overwrite: bool,
+) -> Result<forkpoint_core::normalize::import::ImportSummary> {
+    if bytes.is_none() && src.is_some_and(|p| p == dst) {
+        return Err(Error::invalid_input(
+            "the target path must differ from the source path",
+        ));
+    }
+    clean_stale_temps(dst);
+    check_target(dst, overwrite)?;
+    let bytes = match (src, bytes) {
+        (_, Some(b)) => b,
+        (Some(p), None) => crate::io::read_all(p)?,
+        (None, None) => return Err(Error::invalid_input("importSession needs a path or bytes")),
+    };
+    let (text, summary) = forkpoint_core::normalize::import::import_session_with(
+        &bytes, format, session_id, now_iso, limits,
+    )
+    .map_err(|e| match src {
+        Some(p) if e.path.is_none() => e.with_path(p.display().to_string()),
+        _ => e,
+    })?;
+    crate::place::write_new_file(dst, text.as_bytes(), overwrite)?;
+    Ok(summary)
 }

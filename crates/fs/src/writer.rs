@@ -1,7 +1,6 @@
 //! Appending to a session file: an OS lock against a second writer, repair of a
 //! torn tail on open, and durable appends (`fsync` per append, or group commit).
 
-use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -13,9 +12,12 @@ use forkpoint_core::{
     Error, ErrorCode, LoadOptions, Result, Session, WriterOpenReport, WriterOptions, gz,
 };
 
+pub use crate::place::lock;
+use crate::place::{clean_stale_temps, open_locked, replace_locked};
+
 use crate::io::{
-    check_regular, complete_last_line, cut_tail, io_error, nonblocking, open_error, read_at,
-    replace_atomic, scan_threads, sync_dir,
+    check_regular, complete_last_line, cut_tail, io_error, read_at, replace_atomic, scan_threads,
+    sync_dir,
 };
 
 /// The session writer's queue: the core's state machine plus the hint path.
@@ -63,20 +65,6 @@ pub struct FileWriter {
     app: Appender<SessionQueue>,
 }
 
-/// Takes the file's exclusive OS lock, or fails with `locked`'s error.
-pub fn lock(file: &File, path: &Path, locked: ErrorCode, what: &str) -> Result<()> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(TryLockError::WouldBlock) => {
-            Err(Error::new(locked, what.to_string()).with_path(path.display().to_string()))
-        }
-        Err(TryLockError::Error(e)) => Err(io_error(e, path, "cannot lock file")),
-    }
-}
-
-const SESSION_LOCKED: &str =
-    "another writer holds the lock on this session file (one writer per session)";
-
 impl FileWriter {
     /// Opens (or creates) a session file for appending. The file is validated
     /// before anything in it is changed: a file that is not a session, or is
@@ -106,24 +94,10 @@ impl FileWriter {
             )
             .with_path(p));
         }
-        let mut file = nonblocking(
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false),
-        )
-        .open(path)
-        .map_err(|e| {
-            open_error(
-                e,
-                path,
-                "session file",
-                "cannot open session file for writing",
-            )
-        })?;
-        check_regular(&file, path, "session file")?;
-        lock(&file, path, ErrorCode::SessionLocked, SESSION_LOCKED)?;
+        // Temporary files a killed import, migration or rewrite left behind.
+        clean_stale_temps(path);
+        // Locked, and the file the path names (see `place`).
+        let mut file = open_locked(path)?;
         let load = LoadOptions::default();
         let mut report = WriterOpenReport {
             created: false,
@@ -231,15 +205,8 @@ impl FileWriter {
             } else {
                 text.clone().into_bytes()
             };
-            replace_atomic(path, &data)?;
-            // The rename replaced the file: lock the new one.
-            drop(file);
-            file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(path)
-                .map_err(|e| io_error(e, path, "cannot reopen migrated session file"))?;
-            lock(&file, path, ErrorCode::SessionLocked, SESSION_LOCKED)?;
+            // The new file is locked before the rename: the lock is never free.
+            file = replace_locked(path, &data)?;
             phys_len = data.len() as u64;
             session = Session::from_bytes(text.into_bytes(), &load, Some(p.clone()))?;
         }

@@ -307,6 +307,7 @@ fn every_entry_point(p: &Path) {
             forkpoint_core::normalize::Provider::OpenAi,
             None,
             "2026-01-01T00:00:00.000Z",
+            false,
         )
         .map(|_| ())
     });
@@ -421,6 +422,7 @@ fn migrating_a_gzip_bomb_stops_at_the_limit() {
         forkpoint_core::normalize::Provider::OpenAi,
         None,
         "2026-01-01T00:00:00.000Z",
+        false,
         |_, _| {},
     )
     .unwrap_err();

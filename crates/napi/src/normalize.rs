@@ -101,7 +101,8 @@ impl Task for StepTask {
 
 #[napi]
 impl NativeMigration {
-    /// Opens `src` and a temporary file beside `dst`.
+    /// Opens `src` and a temporary file beside `dst`; an existing `dst` is
+    /// `ALREADY_EXISTS` unless `overwrite`, one a writer holds `SESSION_LOCKED`.
     #[napi(constructor)]
     pub fn new(
         src: String,
@@ -109,6 +110,7 @@ impl NativeMigration {
         to: String,
         dst: String,
         model: Option<String>,
+        overwrite: Option<bool>,
     ) -> napi::Result<Self> {
         let m = guard(|| {
             FileMigration::open(
@@ -118,6 +120,7 @@ impl NativeMigration {
                 Provider::parse(&to)?,
                 model,
                 &ms_to_iso(now_ms()),
+                overwrite.unwrap_or(false),
             )
         })?;
         Ok(NativeMigration {
@@ -159,6 +162,7 @@ pub struct ImportTask {
     format: String,
     session_id: String,
     opts: Option<String>,
+    overwrite: bool,
 }
 
 impl Task for ImportTask {
@@ -167,27 +171,18 @@ impl Task for ImportTask {
 
     fn compute(&mut self) -> napi::Result<String> {
         guard(|| {
-            let bytes = match (&self.src, self.bytes.take()) {
-                (_, Some(b)) => b,
-                (Some(p), None) => forkpoint_fs::io::read_all(Path::new(p))?,
-                (None, None) => {
-                    return Err(Error::invalid_input("importSession needs a path or bytes"));
-                }
-            };
             let format = normalize::import::ImportFormat::parse(&self.format)?;
             let limits = crate::util::opts::<forkpoint_core::LimitOptions>(self.opts.take())?;
-            let (text, summary) = normalize::import::import_session_with(
-                &bytes,
+            let summary = forkpoint_fs::migrate::import_file(
+                self.src.as_deref().map(Path::new),
+                self.bytes.take(),
+                Path::new(&self.dst),
                 format,
                 &self.session_id,
                 &ms_to_iso(now_ms()),
                 &limits,
-            )
-            .map_err(|e| match &self.src {
-                Some(p) if e.path.is_none() => e.with_path(p.clone()),
-                _ => e,
-            })?;
-            forkpoint_fs::io::replace_atomic(Path::new(&self.dst), text.as_bytes())?;
+                self.overwrite,
+            )?;
             forkpoint_core::types::to_json_text(&summary)
         })
     }
@@ -199,7 +194,8 @@ impl Task for ImportTask {
 
 /// `importSession`: reads a pi, Claude Code or Codex session (`src` path or
 /// `bytes`), writes it as a pi v3 session to `dst` atomically; resolves the
-/// ImportSummary (JSON). `opts` is LimitOptions as JSON.
+/// ImportSummary (JSON). `opts` is LimitOptions as JSON. An existing `dst` is
+/// `ALREADY_EXISTS` unless `overwrite`; one a writer holds is `SESSION_LOCKED`.
 #[napi(ts_return_type = "Promise<string>")]
 pub fn import_session_json(
     src: Option<String>,
@@ -208,6 +204,7 @@ pub fn import_session_json(
     format: String,
     session_id: String,
     opts: Option<String>,
+    overwrite: Option<bool>,
 ) -> AsyncTask<ImportTask> {
     AsyncTask::new(ImportTask {
         src,
@@ -216,5 +213,6 @@ pub fn import_session_json(
         format,
         session_id,
         opts,
+        overwrite: overwrite.unwrap_or(false),
     })
 }

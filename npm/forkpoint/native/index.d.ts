@@ -182,8 +182,11 @@ export declare class NativeLazySession {
 
 /** A session file being migrated to another provider, step by step. */
 export declare class NativeMigration {
-  /** Opens `src` and a temporary file beside `dst`. */
-  constructor(src: string, from: string, to: string, dst: string, model?: string | undefined | null)
+  /**
+   * Opens `src` and a temporary file beside `dst`; an existing `dst` is
+   * `ALREADY_EXISTS` unless `overwrite`, one a writer holds `SESSION_LOCKED`.
+   */
+  constructor(src: string, from: string, to: string, dst: string, model?: string | undefined | null, overwrite?: boolean | undefined | null)
   /**
    * Migrates about `budget` more bytes on a worker thread; when the source is
    * done, makes the target durable and moves it into place.
@@ -265,9 +268,10 @@ export declare function fromProviderJson(request: string, provider: string): str
 /**
  * `importSession`: reads a pi, Claude Code or Codex session (`src` path or
  * `bytes`), writes it as a pi v3 session to `dst` atomically; resolves the
- * ImportSummary (JSON). `opts` is LimitOptions as JSON.
+ * ImportSummary (JSON). `opts` is LimitOptions as JSON. An existing `dst` is
+ * `ALREADY_EXISTS` unless `overwrite`; one a writer holds is `SESSION_LOCKED`.
  */
-export declare function importSessionJson(src: string | undefined | null, bytes: Buffer | undefined | null, dst: string, format: string, sessionId: string, opts?: string | undefined | null): Promise<string>
+export declare function importSessionJson(src: string | undefined | null, bytes: Buffer | undefined | null, dst: string, format: string, sessionId: string, opts?: string | undefined | null, overwrite?: boolean | undefined | null): Promise<string>
 
 /**
  * Lists the sessions of a directory (SessionInfo[] as JSON). `opts` is

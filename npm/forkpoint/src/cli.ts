@@ -93,6 +93,23 @@ function summary(e: Record<string, unknown>): string {
   return '';
 }
 
+/**
+ * The line the CLI prints for an error: `forkpoint: CODE: message`, then where
+ * it is when the error says so — `(path:line, byte offset N)`, or the parts known.
+ */
+export function formatError(e: unknown): string {
+  const err = (e ?? {}) as { code?: unknown; message?: unknown; path?: unknown; line?: unknown; offset?: unknown };
+  const message = typeof err.message === 'string' ? err.message : String(e);
+  const code = typeof err.code === 'string' && err.code ? `${err.code}: ` : '';
+  // (Node's own errors already name their path in the message.)
+  const path = typeof err.path === 'string' && err.path && !message.includes(err.path) ? err.path : null;
+  const line = typeof err.line === 'number' ? err.line : null;
+  const offset = typeof err.offset === 'number' ? err.offset : null;
+  const at = path !== null ? (line !== null ? `${path}:${line}` : path) : line !== null ? `line ${line}` : null;
+  const where = [at, offset !== null ? `byte offset ${offset}` : null].filter((x) => x !== null).join(', ');
+  return `forkpoint: ${code}${message}${where ? ` (${where})` : ''}`;
+}
+
 /** Runs the CLI with `argv` (as `process.argv`). */
 export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
   const out = deps.out ?? ((s: string) => process.stdout.write(s + '\n'));

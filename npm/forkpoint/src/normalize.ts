@@ -26,6 +26,13 @@ export interface MigrateOptions {
   onProgress?: (p: MigrationProgress) => void;
   /** Bytes of source per step. Default 8 MiB. */
   stepBytes?: number;
+  /**
+   * Replace `targetPath` if it exists. Default `false`: an existing target is
+   * `ALREADY_EXISTS` (checked before the migration starts, and again at the
+   * end). A target that a `SessionWriter` holds is `SESSION_LOCKED` even with
+   * `overwrite`: the rename happens under the target's writer lock.
+   */
+  overwrite?: boolean;
 }
 
 /** What `SessionMigrator.migrate` did. */
@@ -52,6 +59,12 @@ export const SessionMigrator = {
    * fsynced and renamed into place only at the end, so an error or a crash
    * leaves `targetPath` as it was. Messages without an origin are taken to
    * come from `sourceProvider`.
+   *
+   * Never replaces a file silently: an existing `targetPath` is
+   * `ALREADY_EXISTS` unless `opts.overwrite`, and one a `SessionWriter` holds
+   * is `SESSION_LOCKED` (always). Temporary files that a killed migration left
+   * beside `targetPath` (`.{name}.migrating-{pid}-…`, their process gone) are
+   * removed when it starts.
    */
   async migrate(
     sourcePath: string,
@@ -60,7 +73,7 @@ export const SessionMigrator = {
     targetPath: string,
     opts: MigrateOptions = {},
   ): Promise<MigrationResult> {
-    const m = call(() => new native.NativeMigration(sourcePath, sourceProvider, targetProvider, targetPath, opts.model ?? null));
+    const m = call(() => new native.NativeMigration(sourcePath, sourceProvider, targetProvider, targetPath, opts.model ?? null, opts.overwrite ?? false));
     let last: MigrationProgress & { done: boolean } = { done: false, bytesRead: 0, totalBytes: 0, messagesChanged: 0 };
     try {
       while (!last.done) {
@@ -91,6 +104,13 @@ export interface ImportOptions extends LimitOptions {
   to?: string;
   /** The new session's id (Claude Code and Codex imports). Default: a random UUID. */
   id?: string;
+  /**
+   * Replace the target if it exists. Default `false`: an existing target is
+   * `ALREADY_EXISTS` (so importing the same source twice never wipes what was
+   * appended to the first import). A target that a `SessionWriter` holds is
+   * `SESSION_LOCKED` even with `overwrite`.
+   */
+  overwrite?: boolean;
 }
 
 /**
@@ -98,6 +118,8 @@ export interface ImportOptions extends LimitOptions {
  * forkpoint/pi v3 session file, written atomically to `opts.to`. Nothing is
  * skipped: metadata lines are kept as `custom` entries (FORMAT.md §15.7).
  * Resolves the path and a summary; open it with `SessionLoader.open(path)`.
+ * An existing target is `ALREADY_EXISTS` unless `opts.overwrite`; one a
+ * `SessionWriter` holds is `SESSION_LOCKED` (always).
  */
 export async function importSession(source: string | Uint8Array, opts: ImportOptions = {}): Promise<{ path: string; summary: ImportSummary }> {
   let to = opts.to;
@@ -111,7 +133,15 @@ export async function importSession(source: string | Uint8Array, opts: ImportOpt
   const bytes = typeof source === 'string' ? null : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
   const summary = JSON.parse(
     await callAsync(() =>
-      native.importSessionJson(typeof source === 'string' ? source : null, bytes, dst, opts.format ?? 'auto', opts.id ?? randomUUID(), JSON.stringify(opts)),
+      native.importSessionJson(
+        typeof source === 'string' ? source : null,
+        bytes,
+        dst,
+        opts.format ?? 'auto',
+        opts.id ?? randomUUID(),
+        JSON.stringify(opts),
+        opts.overwrite ?? false,
+      ),
     ),
   ) as ImportSummary;
   return { path: dst, summary };
