@@ -680,6 +680,118 @@ pub fn id_literal(key: &str) -> String {
     out
 }
 
+/// The top-level `type`, `id` and `parentId` of an entry line, found by a skim
+/// that follows the line's structure (strings, brackets) without validating
+/// what it skips. Duplicate keys: the last wins, as in `JSON.parse`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Skim<'a> {
+    pub ty: Option<&'a [u8]>,
+    pub id: Option<&'a [u8]>,
+    /// `Some(None)`: `null`.
+    pub parent: Option<Option<&'a [u8]>>,
+}
+
+/// Skims one entry line (an object). `None` when the line is not plainly an
+/// object, or when a key or one of the three values needs escapes or is not a
+/// plain string (`null` for `parentId`) — such lines are parsed in full.
+pub fn skim_entry(b: &[u8]) -> Option<Skim<'_>> {
+    let mut out = Skim::default();
+    let mut i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        return (skip_ws(b, i + 1) == b.len()).then_some(out);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let k_end = i + 1 + memchr::memchr2(b'"', b'\\', b.get(i + 1..)?)?;
+        if b[k_end] != b'"' {
+            return None;
+        }
+        let key = &b[i + 1..k_end];
+        i = skip_ws(b, k_end + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(b, i + 1);
+        let v = i;
+        let (end, plain) = match *b.get(i)? {
+            b'"' => {
+                let e = skim_string(b, i)?;
+                (e, !b[i + 1..e - 1].contains(&b'\\'))
+            }
+            b'{' | b'[' => (skim_nested(b, i)?, false),
+            _ => {
+                let mut e = i;
+                while e < b.len() && !matches!(b[e], b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n') {
+                    e += 1;
+                }
+                (e, false)
+            }
+        };
+        let text = &b[v..end];
+        let string = (text.first() == Some(&b'"') && plain).then(|| &text[1..text.len() - 1]);
+        match key {
+            b"type" => out.ty = Some(string?),
+            b"id" => out.id = Some(string?),
+            b"parentId" => {
+                out.parent = Some(match string {
+                    Some(p) => Some(p),
+                    None if text == b"null" => None,
+                    None => return None,
+                })
+            }
+            _ => {}
+        }
+        i = skip_ws(b, end);
+        match b.get(i) {
+            Some(b',') => i = skip_ws(b, i + 1),
+            Some(b'}') => return (skip_ws(b, i + 1) == b.len()).then_some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// The end (after the closing quote) of the string starting at `b[i]`.
+fn skim_string(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        j += memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
+        if b[j] == b'"' {
+            return Some(j + 1);
+        }
+        j += 2;
+    }
+}
+
+/// The end of the object or array starting at `b[i]`, by its brackets.
+fn skim_nested(b: &[u8], i: usize) -> Option<usize> {
+    let mut depth: u64 = 0;
+    let mut j = i;
+    while j < b.len() {
+        match b[j] {
+            b'"' => {
+                j = skim_string(b, j)?;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(j + 1);
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    None
+}
+
 /// Appends `,"key":value` for each member, as their source text.
 pub fn push_members(out: &mut String, members: &[(Value, Value)], src: &str) {
     for (k, v) in members {
@@ -822,6 +934,29 @@ mod tests {
         );
         assert_eq!(decode_escaped(r"x\ud800y"), "x\u{FFFD}y");
         assert_eq!(decode_escaped(r"\udc00"), "\u{FFFD}");
+    }
+
+    #[test]
+    fn skims_find_the_top_level_keys() {
+        let s = skim_entry(br#"{"type":"message","id":"a1","parentId":null,"message":{"id":"x","type":"t","c":["}\"{"]}}"#).unwrap();
+        assert_eq!(
+            (s.ty, s.id, s.parent),
+            (Some(&b"message"[..]), Some(&b"a1"[..]), Some(None))
+        );
+        // The last duplicate wins, as in JSON.parse; nested keys do not count.
+        let s = skim_entry(
+            br#"{"type":"x","id":"a","parentId":"p","n":[{"id":"z"}],"id":"b","parentId":"q"}"#,
+        )
+        .unwrap();
+        assert_eq!((s.id, s.parent), (Some(&b"b"[..]), Some(Some(&b"q"[..]))));
+        // Escapes, odd values and broken lines are left to the full parse.
+        assert!(skim_entry(br#"{"type":"x","id":"a\u0062"}"#).is_none());
+        assert!(skim_entry(br#"{"type":"x","i\u0064":"a"}"#).is_none());
+        assert!(skim_entry(br#"{"type":"x","id":7}"#).is_none());
+        assert!(skim_entry(br#"{"type":"x","id":"a","x":[1,2}"#).is_none());
+        assert!(skim_entry(br#"{"type":"x","id":"a"} trailing"#).is_none());
+        assert!(skim_entry(br#"{"type":"x","id":"a","s":"unterminated}"#).is_none());
+        assert!(skim_entry(b"[1]").is_none());
     }
 
     #[test]

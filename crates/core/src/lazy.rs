@@ -19,6 +19,7 @@ use crate::entry::EntryKind;
 use crate::error::{Error, ErrorCode, Result};
 use crate::gz;
 use crate::hint::{self, Hint};
+use crate::json;
 use crate::load::{EntryRec, Header, Interner, LineOut, LineProcessor, Role};
 use crate::session::Session;
 use crate::types::{LazyMetadata, LazyOptions, TornTail};
@@ -110,6 +111,8 @@ pub struct LazyLoader {
     passed: HashMap<Box<str>, (u64, u32)>,
     /// A passed-over line to read again and parse (its child named it as parent).
     reread_line: Option<(u64, u32)>,
+    /// Indexes in `path_rev` of skimmed entries whose text is to be read (for history).
+    refill: Vec<usize>,
     leaf: Leaf,
     /// The last node of the file (fallback when a leaf pointer's target is missing).
     last_node: Option<(EntryRec, Box<str>)>,
@@ -171,6 +174,7 @@ impl LazyLoader {
             seen_text_bytes: 0,
             passed: HashMap::new(),
             reread_line: None,
+            refill: Vec::new(),
             leaf: Leaf::Unknown,
             last_node: None,
             wanted: None,
@@ -237,16 +241,23 @@ impl LazyLoader {
                 },
                 None => return Err(Error::internal("no hinted range left")),
             },
-            Phase::Reread => match (&self.reread, self.reread_line) {
-                (Some(r), _) => Step::Read {
+            Phase::Reread => match (&self.reread, self.reread_line, self.refill.last()) {
+                (Some(r), _, _) => Step::Read {
                     offset: r.offset,
                     len: u64::from(r.len),
                 },
-                (None, Some((offset, len))) => Step::Read {
+                (None, Some((offset, len)), _) => Step::Read {
                     offset,
                     len: u64::from(len),
                 },
-                (None, None) => return Err(Error::internal("re-read without an entry")),
+                (None, None, Some(&i)) => {
+                    let r = &self.path_rev[i].0;
+                    Step::Read {
+                        offset: r.offset,
+                        len: u64::from(r.len),
+                    }
+                }
+                (None, None, None) => return Err(Error::internal("re-read without an entry")),
             },
             Phase::Scan => {
                 let start = self.header_end();
@@ -416,6 +427,36 @@ impl LazyLoader {
     }
 
     fn on_reread(&mut self, bytes: Vec<u8>) -> Result<()> {
+        if self.reread.is_none()
+            && self.reread_line.is_none()
+            && let Some(i) = self.refill.pop()
+        {
+            // A skimmed path entry's text, for history: parsed as any line.
+            let offset = self.path_rev[i].0.offset;
+            let proc = self
+                .proc
+                .as_mut()
+                .ok_or_else(|| Error::internal("no line processor"))?;
+            let out = proc.line(&bytes, offset, true)?;
+            proc.flush_pending_bad()?;
+            match out {
+                LineOut::Entry(rec, migrated) if rec.id == self.path_rev[i].0.id => {
+                    let text = migrated.unwrap_or_else(|| text_of(&bytes));
+                    self.path_rev[i] = (rec, text);
+                }
+                _ => {
+                    return Err(Error::corrupted(
+                        "a line read again for history is not the entry skimmed there",
+                    )
+                    .at(None, offset));
+                }
+            }
+            if self.refill.is_empty() {
+                self.phase = Phase::Done;
+                return self.continue_history();
+            }
+            return Ok(());
+        }
         if let Some((offset, _)) = self.reread_line.take() {
             // A line the quick check passed over: parse it now, as the path's next entry.
             let proc = self
@@ -598,23 +639,66 @@ impl LazyLoader {
                 return Ok(());
             }
         }
-        // Following the path to its next entry (scan mode, leaf known), a line whose
-        // id is plainly another one is not parsed: its place is kept in case a line
-        // before it names it as parent. Most lines behind the context go this way.
+        // Following the path to its next entry (scan mode, leaf known), lines are
+        // skimmed first (top-level keys by structure, not validated). A line whose
+        // id is another one is not parsed: its place is kept in case a line before
+        // it names it as parent. Behind a complete context, where only the thinking
+        // level and model are still looked for, the path's own entries that cannot
+        // set them are taken from the skim too (their text is read again only if
+        // history asks for them). Most lines behind the context go one of these ways.
         if self.phase == Phase::Scan
             && self.hint.is_none()
             && self.leaf == Leaf::Known
-            && let Some(w) = &self.wanted
-            && let Some(id) = quick_id(bytes)
-            && id != w.as_bytes()
+            && let Some(w) = self.wanted.clone()
+            && let Some(sk) = json::skim_entry(bytes)
+            && let (Some(ty), Some(id)) = (sk.ty, sk.id)
+            && let Ok(id) = std::str::from_utf8(id)
+            && !id.is_empty()
         {
-            if let Ok(id) = std::str::from_utf8(id)
+            if id != &*w {
+                if !self.seen.contains_key(id) && !self.passed.contains_key(id) {
+                    self.passed.insert(id.into(), (offset, bytes.len() as u32));
+                }
+                return Ok(());
+            }
+            let kind = std::str::from_utf8(ty).map_or(EntryKind::Unknown, EntryKind::from_type);
+            let may_set = match kind {
+                EntryKind::ThinkingLevelChange
+                | EntryKind::ModelChange
+                | EntryKind::Leaf
+                | EntryKind::Compaction => true,
+                EntryKind::Message => !self.model_found,
+                _ => false,
+            };
+            let parent = match sk.parent {
+                Some(Some(p)) => std::str::from_utf8(p).ok().map(Some),
+                Some(None) | None => Some(None),
+            };
+            if self.ctx_complete_at.is_some()
+                && self.history_target == 0
+                && !may_set
                 && !self.seen.contains_key(id)
                 && !self.passed.contains_key(id)
+                && let Some(parent) = parent
             {
+                let rec = EntryRec {
+                    offset,
+                    len: bytes.len() as u32,
+                    line: 0,
+                    kind,
+                    id: id.into(),
+                    parent_id: parent.map(Box::from),
+                    target: None,
+                    msg: (0, 0),
+                    role: Role::None,
+                    setting: 0,
+                };
                 self.passed.insert(id.into(), (offset, bytes.len() as u32));
+                self.wanted = None;
+                // Its text stays unread (empty): see `refill`.
+                self.found(rec, Box::from(""))?;
+                return self.drain();
             }
-            return Ok(());
         }
         let proc = self
             .proc
@@ -823,6 +907,8 @@ impl LazyLoader {
     fn produces_message(&self, rec: &EntryRec, text: &str) -> bool {
         match rec.kind {
             EntryKind::Message | EntryKind::CustomMessage => true,
+            // A skimmed entry (text not read yet) may produce one.
+            EntryKind::BranchSummary if text.is_empty() => true,
             EntryKind::BranchSummary => {
                 crate::entry::parse_envelope(text, self.opts.max_depth as usize)
                     .ok()
@@ -957,9 +1043,28 @@ impl LazyLoader {
             }
             None => {
                 self.history_target = self.history_returned + n;
+                // Skimmed path entries (behind the context) get their text first.
+                self.refill = (0..self.path_rev.len())
+                    .rev()
+                    .filter(|&i| self.path_rev[i].1.is_empty())
+                    .collect();
+                if !self.refill.is_empty() {
+                    self.phase = Phase::Reread;
+                    return Ok(());
+                }
                 HistoryReq::Older { n }
             }
         });
+        self.continue_history()
+    }
+
+    /// After a history request (and any refill): read on if it is not satisfied yet.
+    fn continue_history(&mut self) -> Result<()> {
+        if self.history_req.is_none()
+            && let Some(n) = self.history_target.checked_sub(self.history_returned)
+        {
+            self.history_req = Some(HistoryReq::Older { n });
+        }
         if !self.satisfied() {
             if self.boundary > self.header_end() {
                 self.phase = Phase::Scan;
@@ -1144,37 +1249,37 @@ impl LazyLoader {
         // Settings before the anchor that this load did not walk to are unknown to
         // the hint; a later load that needs them scans for them.
         let tail_from = self.last_node_offset.unwrap_or(header.end);
-        hint::compute(
+        let mut h = hint::compute(
             header,
             &path,
             self.root_reached,
             self.file_len,
             tail_from,
             None,
-        )
+        )?;
+        // Skimmed messages (text not read) may be assistant messages, which set the
+        // model: the model before the anchor is known only if none lies between.
+        let skimmed_msg = |i: usize| {
+            path[i].kind == EntryKind::Message && self.path_rev[path.len() - 1 - i].1.is_empty()
+        };
+        let anchor = path.iter().position(|r| r.offset == h.anchor_offset)?;
+        let from = match &h.model_entry {
+            Some(Some(e)) => path
+                .iter()
+                .position(|r| r.offset == e.offset)
+                .map_or(0, |i| i + 1),
+            _ => 0,
+        };
+        if (from..anchor).any(skimmed_msg) {
+            h.model_entry = None;
+        }
+        Some(h)
     }
 
     /// The header, once read.
     pub fn header(&self) -> Option<&Header> {
         self.header.as_ref()
     }
-}
-
-/// The id of an entry line written the usual way (`{"type":"…","id":"…"`, as pi
-/// and forkpoint write them), when it holds no escapes; `None` for anything else
-/// (such lines are parsed in full).
-fn quick_id(line: &[u8]) -> Option<&[u8]> {
-    let rest = line.strip_prefix(b"{\"type\":\"")?;
-    let ty_end = memchr::memchr2(b'"', b'\\', rest.get(..rest.len().min(64))?)?;
-    if rest[ty_end] != b'"' {
-        return None;
-    }
-    let rest = rest[ty_end + 1..].strip_prefix(b",\"id\":\"")?;
-    let id_end = memchr::memchr2(b'"', b'\\', rest.get(..rest.len().min(256))?)?;
-    if rest[id_end] != b'"' || id_end == 0 {
-        return None;
-    }
-    Some(&rest[..id_end])
 }
 
 /// The text of a line the line processor accepted (so it is UTF-8; the lossy
