@@ -439,3 +439,67 @@ fn passed_over_parents_are_found_again() {
         Some(ErrorCode::CorruptedData)
     );
 }
+
+/// Behind a complete context the scan only looks for the thinking level and model:
+/// the path's entries there are skimmed, not parsed. The context, the history
+/// pages (which read skimmed entries again) and the hint it writes stay exact.
+#[test]
+fn skimmed_history_and_hint_stay_exact() {
+    let mut b = Builder::new();
+    b.entry("thinking_level_change", json!({"thinkingLevel":"medium"}));
+    b.entry("model_change", json!({"provider":"a","modelId":"old"}));
+    for i in 0..40 {
+        b.user(&format!("q{i}"));
+        b.assistant(&format!("a{i}"));
+        b.entry(
+            "branch_summary",
+            json!({"fromId":"x","summary": format!("s{i}")}),
+        );
+        b.entry(
+            "custom",
+            json!({"customType":"t","data":{"id":"nested","type":"thinking_level_change"}}),
+        );
+    }
+    let kept = b.user("kept");
+    b.assistant("answer");
+    b.entry(
+        "compaction",
+        json!({"summary":"sum","firstKeptEntryId":kept,"tokensBefore":1}),
+    );
+    b.user("after");
+    let bytes = b.bytes();
+    let full = ctx_full(&bytes);
+    let mut l = lazy_bounded(&bytes, LazyOptions::default(), None).unwrap();
+    assert_eq!(ctx_lazy(&l), full);
+    assert_eq!(full["thinkingLevel"], "medium");
+    // History pages back to the root, as a full load's path has them.
+    let s = load(&bytes).unwrap();
+    let leaf = s.metadata().leaf_id.unwrap();
+    let path: Vec<Value> = serde_json::from_str(&s.path_json(&leaf).unwrap()).unwrap();
+    let producing = path
+        .iter()
+        .take_while(|e| e["id"] != json!(kept))
+        .filter(|e| e["type"] == "message" || e["type"] == "branch_summary")
+        .count();
+    let mut older: Vec<Value> = vec![];
+    for _ in 0..100 {
+        l.request_more_history(7).unwrap();
+        drive(&mut l, &bytes).unwrap();
+        let page: Vec<Value> = serde_json::from_str(&l.take_history_json().unwrap()).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        older.splice(0..0, page);
+    }
+    assert_eq!(older.len(), producing);
+    assert_eq!(older[0]["content"], "q0");
+    // The hint it wrote serves the next open exactly; the model before the anchor
+    // is unknown to it (skimmed assistant messages lie between), the thinking
+    // level entry is known.
+    let first = lazy_bounded(&bytes, LazyOptions::default(), None).unwrap();
+    let h = first.new_hint().unwrap();
+    assert!(h.model_entry.is_none());
+    assert!(matches!(h.thinking_entry, Some(Some(_))));
+    let l2 = lazy_bounded(&bytes, LazyOptions::default(), Some(h.to_json())).unwrap();
+    assert_eq!(ctx_lazy(&l2), full);
+}
