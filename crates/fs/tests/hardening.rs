@@ -92,3 +92,31 @@ fn lazy_load_crosses_a_17_mb_line_without_a_hint() {
     assert_eq!(md.context_messages, 3);
     assert_eq!(md.mode, "scan");
 }
+
+/// A resume hint written by 0.1.0 (version 1, settings as values) is not believed:
+/// the load scans, gives the full load's context, and replaces it with version 2.
+#[test]
+fn hints_written_by_0_1_0_are_replaced() {
+    let fixtures = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/written-by-0.1.0");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("compactions.jsonl");
+    std::fs::copy(fixtures.join("compactions.jsonl"), &p).unwrap();
+    let hint = dir.path().join("compactions.jsonl.idx.json");
+    std::fs::copy(fixtures.join("compactions.jsonl.idx.json"), &hint).unwrap();
+    let full = forkpoint_fs::read_session(&p, &Default::default())
+        .unwrap()
+        .context_json(None, false)
+        .unwrap();
+    let lf = load_lazy(&p, LazyOptions::default()).unwrap();
+    let md = lf.loader.metadata(lf.hint_written).unwrap();
+    assert_eq!(md.mode, "scan");
+    assert!(md.hint_rejected.unwrap().contains("version 1"));
+    assert!(lf.hint_written);
+    assert_eq!(lf.loader.context_json(false).unwrap(), full);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&hint).unwrap()).unwrap();
+    assert_eq!(v["version"], 2);
+    let again = load_lazy(&p, LazyOptions::default()).unwrap();
+    assert_eq!(again.loader.metadata(false).unwrap().mode, "hint");
+    assert_eq!(again.loader.context_json(false).unwrap(), full);
+}
