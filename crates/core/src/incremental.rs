@@ -159,7 +159,13 @@ impl Incremental {
                 batch.entries.push(text);
             }
             if !has_nl {
+                // The file's last line (no newline after it): settle a bad line
+                // before it as the full load does.
                 batch.info.end_offset = self.offset;
+                self.proc.finish(file_len)?;
+                if let Some(t) = self.proc.torn.take() {
+                    self.torn_at_end = Some((file_len, t));
+                }
                 batch.info.done = true;
                 return Ok(Fed {
                     complete: true,

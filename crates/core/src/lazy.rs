@@ -62,6 +62,9 @@ enum Leaf {
     Pending {
         target: Box<str>,
     },
+    /// The pointer's target is missing (or a pointer with no target): the leaf is
+    /// the file's last node, the first non-pointer entry seen from now on.
+    LastNode,
     Known,
     /// The leaf was moved to before the first entry: empty context.
     Null,
@@ -111,7 +114,8 @@ pub struct LazyLoader {
     passed: HashMap<Box<str>, (u64, u32)>,
     /// A passed-over line to read again and parse (its child named it as parent).
     reread_line: Option<(u64, u32)>,
-    /// Indexes in `path_rev` of skimmed entries whose text is to be read (for history).
+    /// Indexes in `path_rev` of entries behind the context whose text is to be read
+    /// again (for history).
     refill: Vec<usize>,
     leaf: Leaf,
     /// The last node of the file (fallback when a leaf pointer's target is missing).
@@ -431,7 +435,7 @@ impl LazyLoader {
             && self.reread_line.is_none()
             && let Some(i) = self.refill.pop()
         {
-            // A skimmed path entry's text, for history: parsed as any line.
+            // The text of a path entry behind the context, for history.
             let offset = self.path_rev[i].0.offset;
             let proc = self
                 .proc
@@ -446,7 +450,7 @@ impl LazyLoader {
                 }
                 _ => {
                     return Err(Error::corrupted(
-                        "a line read again for history is not the entry skimmed there",
+                        "a line read again for history is not the entry read there before",
                     )
                     .at(None, offset));
                 }
@@ -466,12 +470,27 @@ impl LazyLoader {
             let out = proc.line(&bytes, offset, true)?;
             proc.flush_pending_bad()?;
             self.phase = Phase::Scan;
-            if let LineOut::Entry(rec, migrated) = out {
-                let text: Box<str> = match migrated {
-                    Some(m) => m,
-                    None => text_of(&bytes),
-                };
-                self.found(rec, text)?;
+            match out {
+                LineOut::Entry(rec, migrated) => {
+                    let text: Box<str> = match migrated {
+                        Some(m) => m,
+                        None => text_of(&bytes),
+                    };
+                    self.found(rec, text)?;
+                }
+                _ => {
+                    // Skipped (lenient): it is no entry, so the wanted id may be an
+                    // earlier line's. Look on.
+                    if let Some(id) = self
+                        .passed
+                        .iter()
+                        .find(|(_, at)| at.0 == offset)
+                        .map(|(id, _)| id.clone())
+                    {
+                        self.passed.remove(&id);
+                        self.wanted = Some(id);
+                    }
+                }
             }
             self.drain()?;
             return self.after_step();
@@ -641,64 +660,23 @@ impl LazyLoader {
         }
         // Following the path to its next entry (scan mode, leaf known), lines are
         // skimmed first (top-level keys by structure, not validated). A line whose
-        // id is another one is not parsed: its place is kept in case a line before
-        // it names it as parent. Behind a complete context, where only the thinking
-        // level and model are still looked for, the path's own entries that cannot
-        // set them are taken from the skim too (their text is read again only if
-        // history asks for them). Most lines behind the context go one of these ways.
+        // id is plainly another one is not parsed: its place is kept in case a line
+        // before it names it as parent (it is parsed then). Most lines behind the
+        // context go this way; the path's own lines are always parsed.
         if self.phase == Phase::Scan
             && self.hint.is_none()
             && self.leaf == Leaf::Known
-            && let Some(w) = self.wanted.clone()
+            && let Some(w) = &self.wanted
             && let Some(sk) = json::skim_entry(bytes)
-            && let (Some(ty), Some(id)) = (sk.ty, sk.id)
+            && let Some(id) = sk.id
             && let Ok(id) = std::str::from_utf8(id)
             && !id.is_empty()
+            && id != &**w
         {
-            if id != &*w {
-                if !self.seen.contains_key(id) && !self.passed.contains_key(id) {
-                    self.passed.insert(id.into(), (offset, bytes.len() as u32));
-                }
-                return Ok(());
-            }
-            let kind = std::str::from_utf8(ty).map_or(EntryKind::Unknown, EntryKind::from_type);
-            let may_set = match kind {
-                EntryKind::ThinkingLevelChange
-                | EntryKind::ModelChange
-                | EntryKind::Leaf
-                | EntryKind::Compaction => true,
-                EntryKind::Message => !self.model_found,
-                _ => false,
-            };
-            let parent = match sk.parent {
-                Some(Some(p)) => std::str::from_utf8(p).ok().map(Some),
-                Some(None) | None => Some(None),
-            };
-            if self.ctx_complete_at.is_some()
-                && self.history_target == 0
-                && !may_set
-                && !self.seen.contains_key(id)
-                && !self.passed.contains_key(id)
-                && let Some(parent) = parent
-            {
-                let rec = EntryRec {
-                    offset,
-                    len: bytes.len() as u32,
-                    line: 0,
-                    kind,
-                    id: id.into(),
-                    parent_id: parent.map(Box::from),
-                    target: None,
-                    msg: (0, 0),
-                    role: Role::None,
-                    setting: 0,
-                };
+            if !self.seen.contains_key(id) && !self.passed.contains_key(id) {
                 self.passed.insert(id.into(), (offset, bytes.len() as u32));
-                self.wanted = None;
-                // Its text stays unread (empty): see `refill`.
-                self.found(rec, Box::from(""))?;
-                return self.drain();
             }
+            return Ok(());
         }
         let proc = self
             .proc
@@ -708,7 +686,17 @@ impl LazyLoader {
         // Going backwards, a bad line is never the last one: settle it now.
         proc.flush_pending_bad()?;
         if let LineOut::Entry(rec, migrated) = out {
+            // The path's next entry behind a complete context (only the settings
+            // are still looked for): its text is not kept until history asks.
+            let behind = self.leaf == Leaf::Known
+                && self.hint.is_none()
+                && self.ctx_complete_at.is_some()
+                && self.history_target == 0
+                && self.wanted.as_deref() == Some(&*rec.id)
+                && !self.seen.contains_key(&rec.id)
+                && !self.passed.contains_key(&rec.id);
             let text: Box<str> = match migrated {
+                _ if behind => Box::from(""),
                 Some(m) => m,
                 None => text_of(bytes),
             };
@@ -754,7 +742,7 @@ impl LazyLoader {
         self.note_last_node(&rec);
         let first_seen = !self.seen.contains_key(&rec.id) && !self.passed.contains_key(&rec.id);
         if first_seen {
-            let keep = self.seen_text_bytes + text.len() <= SEEN_TEXT_BUDGET;
+            let keep = !text.is_empty() && self.seen_text_bytes + text.len() <= SEEN_TEXT_BUDGET;
             if keep {
                 self.seen_text_bytes += text.len();
             }
@@ -783,7 +771,34 @@ impl LazyLoader {
                 if rec.kind != EntryKind::Leaf && self.last_node.is_none() {
                     self.last_node = Some((rec.clone(), text.clone()));
                 }
-                if is_target {
+                if is_target && rec.kind == EntryKind::Leaf {
+                    // The target is itself a pointer: follow it, as the full load
+                    // does (each hop is a line further back, so this ends); one with
+                    // no target means the last node.
+                    match rec.target.clone() {
+                        Some(t) => {
+                            if self.seen.contains_key(&t) || self.passed.contains_key(&t) {
+                                self.leaf = Leaf::Known;
+                                self.wanted = Some(t);
+                            } else {
+                                self.leaf = Leaf::Pending { target: t };
+                            }
+                        }
+                        _ => match self.last_node.take() {
+                            Some((r, t)) => {
+                                self.leaf = Leaf::Known;
+                                self.found(r, t)?;
+                            }
+                            None => self.leaf = Leaf::LastNode,
+                        },
+                    }
+                } else if is_target {
+                    self.leaf = Leaf::Known;
+                    self.found(rec, text)?;
+                }
+            }
+            Leaf::LastNode => {
+                if rec.kind != EntryKind::Leaf {
                     self.leaf = Leaf::Known;
                     self.found(rec, text)?;
                 }
@@ -907,7 +922,7 @@ impl LazyLoader {
     fn produces_message(&self, rec: &EntryRec, text: &str) -> bool {
         match rec.kind {
             EntryKind::Message | EntryKind::CustomMessage => true,
-            // A skimmed entry (text not read yet) may produce one.
+            // An entry whose text is not kept (behind the context) may produce one.
             EntryKind::BranchSummary if text.is_empty() => true,
             EntryKind::BranchSummary => {
                 crate::entry::parse_envelope(text, self.opts.max_depth as usize)
@@ -921,7 +936,7 @@ impl LazyLoader {
 
     /// The scan reached the header: whatever is still wanted does not exist.
     fn reached_start(&mut self) -> Result<()> {
-        if matches!(self.leaf, Leaf::Pending { .. }) {
+        if matches!(self.leaf, Leaf::Pending { .. } | Leaf::LastNode) {
             // The pointer's target does not exist: fall back to the last node,
             // whose ancestors were all seen already.
             match self.last_node.take() {
@@ -1043,7 +1058,7 @@ impl LazyLoader {
             }
             None => {
                 self.history_target = self.history_returned + n;
-                // Skimmed path entries (behind the context) get their text first.
+                // Path entries behind the context get their text first.
                 self.refill = (0..self.path_rev.len())
                     .rev()
                     .filter(|&i| self.path_rev[i].1.is_empty())
@@ -1249,31 +1264,14 @@ impl LazyLoader {
         // Settings before the anchor that this load did not walk to are unknown to
         // the hint; a later load that needs them scans for them.
         let tail_from = self.last_node_offset.unwrap_or(header.end);
-        let mut h = hint::compute(
+        hint::compute(
             header,
             &path,
             self.root_reached,
             self.file_len,
             tail_from,
             None,
-        )?;
-        // Skimmed messages (text not read) may be assistant messages, which set the
-        // model: the model before the anchor is known only if none lies between.
-        let skimmed_msg = |i: usize| {
-            path[i].kind == EntryKind::Message && self.path_rev[path.len() - 1 - i].1.is_empty()
-        };
-        let anchor = path.iter().position(|r| r.offset == h.anchor_offset)?;
-        let from = match &h.model_entry {
-            Some(Some(e)) => path
-                .iter()
-                .position(|r| r.offset == e.offset)
-                .map_or(0, |i| i + 1),
-            _ => 0,
-        };
-        if (from..anchor).any(skimmed_msg) {
-            h.model_entry = None;
-        }
-        Some(h)
+        )
     }
 
     /// The header, once read.

@@ -397,7 +397,13 @@ impl LineProcessor {
                 if code == ErrorCode::LimitExceeded && whole && !self.opts.lenient {
                     return Err(err);
                 }
-                return self.defer(err, line_no, offset, len, false, has_newline);
+                // A whole line that is too deep is settled like one a newline ends.
+                let ended = if code == ErrorCode::LimitExceeded {
+                    whole
+                } else {
+                    has_newline
+                };
+                return self.defer(err, line_no, offset, len, false, ended);
             }
         };
         if !has_newline {

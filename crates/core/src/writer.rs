@@ -187,6 +187,21 @@ impl WriterCore {
         })
     }
 
+    /// An entry id given as a JSON string in an appended entry: its key, or — when
+    /// it is a handle passed back (NUL and the escaped form, as ids holding lone
+    /// surrogates are handed out) that names an entry — that handle.
+    fn given_id(&self, v: json::Value, src: &str) -> Option<String> {
+        let key = v.id_str(src)?.into_owned();
+        if self.idx.get(&self.entries, &key).is_none()
+            && let Some(d) = v.str(src)
+            && d.starts_with('\0')
+            && self.idx.get(&self.entries, &d).is_some()
+        {
+            return Some(d.into_owned());
+        }
+        Some(key)
+    }
+
     /// The current leaf's id.
     pub fn leaf_id(&self) -> Option<&str> {
         self.leaf.map(|i| &*self.entries[i as usize].id)
@@ -272,11 +287,11 @@ impl WriterCore {
             None => self.leaf_id().map(str::to_string),
             Some(v) if v.kind == Kind::Null => None,
             Some(v) => {
-                let p = v
-                    .id_str(src)
+                let p = self
+                    .given_id(v, src)
                     .ok_or_else(|| Error::invalid_input("\"parentId\" must be a string or null"))?;
                 self.node(&p)?;
-                Some(p.into_owned())
+                Some(p)
             }
         };
         let mut line = String::with_capacity(src.len() + 96);
@@ -306,7 +321,7 @@ impl WriterCore {
                 match target {
                     Some(v) if v.kind == Kind::Null => {}
                     Some(v) => {
-                        self.node(&v.id_str(src).unwrap_or_default())?;
+                        self.node(&self.given_id(v, src).unwrap_or_default())?;
                     }
                     None => return Err(Error::invalid_input("a leaf entry needs \"targetId\"")),
                 }
@@ -315,7 +330,7 @@ impl WriterCore {
                 let target = rest
                     .iter()
                     .find(|(k, _)| k.str(src).as_deref() == Some("targetId"))
-                    .and_then(|(_, v)| v.id_str(src))
+                    .and_then(|(_, v)| self.given_id(*v, src))
                     .ok_or_else(|| {
                         Error::invalid_input("a label entry needs a string \"targetId\"")
                     })?;

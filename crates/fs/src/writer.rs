@@ -123,8 +123,11 @@ impl FileWriter {
         let mut session = None;
         let content_len = content.len();
         if !content.is_empty() {
-            let torn_header =
-                !content.contains(&b'\n') && content.starts_with(b"{\"type\":\"session\"");
+            // Only a first line that was cut short (it does not parse) is torn: a
+            // whole header this version cannot read (a newer version) is refused.
+            let torn_header = !content.contains(&b'\n')
+                && content.starts_with(b"{\"type\":\"session\"")
+                && forkpoint_core::load::is_torn_final_line(&content, load.max_depth as usize);
             match Session::from_bytes_threads(content, &load, Some(p.clone()), scan_threads()) {
                 Ok(s) => session = Some(s),
                 // A crash while the very first line was written: nothing was ever

@@ -120,3 +120,21 @@ fn hints_written_by_0_1_0_are_replaced() {
     assert_eq!(again.loader.metadata(false).unwrap().mode, "hint");
     assert_eq!(again.loader.context_json(false).unwrap(), full);
 }
+
+/// Found by review: a file holding only a header this version cannot read (a newer
+/// version), with no newline, was taken for a torn header and emptied.
+#[test]
+fn a_writer_never_empties_a_newer_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("newer.jsonl");
+    let header = br#"{"type":"session","version":4,"id":"s","timestamp":"2026-02-01T00:00:00.000Z","cwd":"/w"}"#;
+    std::fs::write(&p, header).unwrap();
+    let e = FileWriter::open(&p, &opts(), 0, 1).err().unwrap();
+    assert_eq!(e.code, ErrorCode::UnsupportedFormat);
+    assert_eq!(std::fs::read(&p).unwrap(), header);
+    // A header cut short is still started afresh.
+    std::fs::write(&p, &header[..40]).unwrap();
+    let (w, report) = FileWriter::open(&p, &opts(), 0, 1).unwrap();
+    assert!(report.repaired.is_some());
+    w.close().unwrap();
+}

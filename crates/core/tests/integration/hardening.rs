@@ -402,10 +402,18 @@ fn ids_with_lone_surrogates_stay_distinct() {
     )
     .unwrap();
     w.move_leaf(Some(&path[0]), 6).unwrap();
+    // The handle a caller was given, passed back inside an appended entry's JSON.
+    let handle = serde_json::to_string(&path[1]).unwrap();
+    w.append(
+        &format!(r#"{{"type":"message","parentId":{handle},"message":{{"role":"user","content":"five"}}}}"#),
+        7,
+    )
+    .unwrap();
     let batch = w.take_batch(None).unwrap();
     let text = String::from_utf8_lossy(&batch.bytes).into_owned();
     assert!(text.contains(r#""parentId":"\ud800""#), "{text}");
     assert!(text.contains(r#""targetId":"\ud800""#), "{text}");
+    assert!(text.contains(r#""parentId":"\udfff""#), "{text}");
 }
 
 /// The reverse scan passes over lines that are plainly not the path's next entry
@@ -441,8 +449,9 @@ fn passed_over_parents_are_found_again() {
 }
 
 /// Behind a complete context the scan only looks for the thinking level and model:
-/// the path's entries there are skimmed, not parsed. The context, the history
-/// pages (which read skimmed entries again) and the hint it writes stay exact.
+/// off-path lines there are skimmed, and the path's entries are parsed but their
+/// text is not kept. The context, the history pages (which read those entries
+/// again) and the hint it writes stay exact.
 #[test]
 fn skimmed_history_and_hint_stay_exact() {
     let mut b = Builder::new();
@@ -493,13 +502,167 @@ fn skimmed_history_and_hint_stay_exact() {
     }
     assert_eq!(older.len(), producing);
     assert_eq!(older[0]["content"], "q0");
-    // The hint it wrote serves the next open exactly; the model before the anchor
-    // is unknown to it (skimmed assistant messages lie between), the thinking
-    // level entry is known.
+    // The hint it wrote serves the next open exactly; it knows the entries that
+    // set the thinking level and the model before the anchor.
     let first = lazy_bounded(&bytes, LazyOptions::default(), None).unwrap();
     let h = first.new_hint().unwrap();
-    assert!(h.model_entry.is_none());
+    assert!(matches!(h.model_entry, Some(Some(_))));
     assert!(matches!(h.thinking_entry, Some(Some(_))));
     let l2 = lazy_bounded(&bytes, LazyOptions::default(), Some(h.to_json())).unwrap();
     assert_eq!(ctx_lazy(&l2), full);
+}
+
+const H: &str =
+    r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-02-01T00:00:00.000Z","cwd":"/w"}"#;
+
+fn file(lines: &[&str]) -> Vec<u8> {
+    let mut s = String::from(H);
+    for l in lines {
+        s.push('\n');
+        s.push_str(l);
+    }
+    s.push('\n');
+    s.into_bytes()
+}
+
+fn lenient() -> LazyOptions {
+    LazyOptions {
+        lenient: true,
+        use_hint: false,
+        ..Default::default()
+    }
+}
+
+/// Found by review: a bad line on the leaf's path behind the context was taken
+/// from the skim without a parse — strict lazy loads succeeded where full loads
+/// fail, lenient ones gave another thinking level. Path lines are always parsed.
+#[test]
+fn bad_lines_on_the_path_behind_the_context_are_found() {
+    for bad in [
+        r#"{"type":"custom","id":"b","parentId":"a","customType":"x","data":[tru]}"#,
+        r#"{"type":"label","id":"b","parentId":"a"}"#,
+    ] {
+        let bytes = file(&[
+            r#"{"type":"thinking_level_change","id":"a","parentId":null,"thinkingLevel":"high"}"#,
+            bad,
+            r#"{"type":"compaction","id":"c","parentId":"b","summary":"s","tokensBefore":1}"#,
+            r#"{"type":"message","id":"d","parentId":"c","message":{"role":"user","content":"hi"}}"#,
+        ]);
+        let full = load(&bytes).map(|_| ()).unwrap_err();
+        let lazy = lazy_bounded(&bytes, LazyOptions::default(), None)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            (full.code, lazy.code),
+            (ErrorCode::CorruptedData, ErrorCode::CorruptedData)
+        );
+        let full = load_lenient(&bytes).unwrap();
+        let full: Value = serde_json::from_str(&full.context_json(None, false).unwrap()).unwrap();
+        let l = lazy_bounded(&bytes, lenient(), None).unwrap();
+        assert_eq!(ctx_lazy(&l), full, "{bad}");
+    }
+}
+
+/// Found by review: a passed-over line read again that turns out bad (lenient) hid
+/// an earlier, valid entry with the same id.
+#[test]
+fn a_bad_passed_over_duplicate_does_not_hide_the_good_one() {
+    let bytes = file(&[
+        r#"{"type":"message","id":"p","parentId":null,"message":{"role":"user","content":"good parent"}}"#,
+        r#"{"type":"message","id":"c","parentId":"p","message":{"role":"user","content":"child"}}"#,
+        r#"{"type":"message","id":"p","parentId":null,"message":{"role":"user","content":[tru]}}"#,
+        r#"{"type":"message","id":"d","parentId":"c","message":{"role":"user","content":"leaf"}}"#,
+    ]);
+    let full: Value = serde_json::from_str(
+        &load_lenient(&bytes)
+            .unwrap()
+            .context_json(None, false)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(full["messages"].as_array().unwrap().len(), 3);
+    let l = lazy_bounded(&bytes, lenient(), None).unwrap();
+    assert_eq!(ctx_lazy(&l), full);
+}
+
+/// Found by review: the incremental loader dropped a whole bad last line when blank
+/// space (with no newline) followed it; and a lenient full load cut a whole, too
+/// deep last line without newline as torn where the lazy load skipped it.
+#[test]
+fn incremental_and_lenient_loads_settle_last_lines_like_the_rest() {
+    let good =
+        r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"hi"}}"#;
+    let mut bytes = file(&[good, r#"{"type":"message",bad"#]);
+    bytes.extend_from_slice(b"   ");
+    assert_eq!(
+        load(&bytes).map(|_| ()).unwrap_err().code,
+        ErrorCode::CorruptedData
+    );
+    let mut inc = forkpoint_core::incremental::Incremental::new(LoadOptions::default(), None, 100);
+    let mut batch = forkpoint_core::incremental::Batch::default();
+    let r = inc.feed(&bytes, true, bytes.len() as u64, &mut batch);
+    assert_eq!(r.map(|_| ()).unwrap_err().code, ErrorCode::CorruptedData);
+
+    let mut deep = String::from(r#"{"type":"custom","id":"d","parentId":"a","data":"#);
+    deep.push_str(&"[".repeat(600));
+    deep.push_str(&"]".repeat(600));
+    deep.push('}');
+    let mut bytes = file(&[good]);
+    bytes.extend_from_slice(deep.as_bytes());
+    let opts = LoadOptions {
+        lenient: true,
+        ..Default::default()
+    };
+    let full = forkpoint_core::Session::from_bytes(bytes.clone(), &opts, None).unwrap();
+    let md = full.metadata();
+    assert!(md.torn_tail.is_none());
+    assert_eq!(md.skipped_lines, 1);
+    let l = lazy_bounded(&bytes, lenient(), None).unwrap();
+    assert!(l.metadata(false).unwrap().torn_tail.is_none());
+}
+
+/// Found by review: a `leaf` pointer whose target is another pointer. The full
+/// load follows it (no target: the last node); the lazy load now does the same.
+#[test]
+fn pointers_to_pointers_resolve_as_in_the_full_load() {
+    let m =
+        r#"{"type":"message","id":"m","parentId":null,"message":{"role":"user","content":"hi"}}"#;
+    let n =
+        r#"{"type":"message","id":"n","parentId":"m","message":{"role":"user","content":"there"}}"#;
+    for lines in [
+        vec![
+            m,
+            r#"{"type":"leaf","id":"p","parentId":null,"targetId":null}"#,
+            r#"{"type":"leaf","id":"q","parentId":"p","targetId":"p"}"#,
+        ],
+        vec![
+            m,
+            n,
+            r#"{"type":"leaf","id":"p","parentId":null,"targetId":"m"}"#,
+            r#"{"type":"leaf","id":"q","parentId":"p","targetId":"p"}"#,
+        ],
+        vec![
+            m,
+            r#"{"type":"leaf","id":"p","parentId":null,"targetId":"n"}"#,
+            n,
+            r#"{"type":"leaf","id":"q","parentId":"p","targetId":"p"}"#,
+        ],
+        vec![
+            m,
+            n,
+            r#"{"type":"leaf","id":"n","parentId":null,"targetId":"m"}"#,
+            r#"{"type":"leaf","id":"q","parentId":"p","targetId":"n"}"#,
+        ],
+    ] {
+        let bytes = file(&lines);
+        let full = ctx_full(&bytes);
+        for hint in [false, true] {
+            let opts = LazyOptions {
+                use_hint: hint,
+                ..Default::default()
+            };
+            let l = lazy_bounded(&bytes, opts, None).unwrap();
+            assert_eq!(ctx_lazy(&l), full, "{lines:?}");
+        }
+    }
 }
