@@ -437,13 +437,7 @@ impl LazyLoader {
         {
             // The text of a path entry behind the context, for history.
             let offset = self.path_rev[i].0.offset;
-            let proc = self
-                .proc
-                .as_mut()
-                .ok_or_else(|| Error::internal("no line processor"))?;
-            let out = proc.line(&bytes, offset, true)?;
-            proc.flush_pending_bad()?;
-            match out {
+            match self.parse_whole_line(&bytes, offset)? {
                 LineOut::Entry(rec, migrated) if rec.id == self.path_rev[i].0.id => {
                     let text = migrated.unwrap_or_else(|| text_of(&bytes));
                     self.path_rev[i] = (rec, text);
@@ -462,13 +456,8 @@ impl LazyLoader {
             return Ok(());
         }
         if let Some((offset, _)) = self.reread_line.take() {
-            // A line the quick check passed over: parse it now, as the path's next entry.
-            let proc = self
-                .proc
-                .as_mut()
-                .ok_or_else(|| Error::internal("no line processor"))?;
-            let out = proc.line(&bytes, offset, true)?;
-            proc.flush_pending_bad()?;
+            // A line the skim passed over: parse it now, as the path's next entry.
+            let out = self.parse_whole_line(&bytes, offset)?;
             self.phase = Phase::Scan;
             match out {
                 LineOut::Entry(rec, migrated) => {
@@ -505,6 +494,18 @@ impl LazyLoader {
         self.found(rec, text.into_boxed_str())?;
         self.drain()?;
         self.after_step()
+    }
+
+    /// Parses a line read again (a whole line, not the file's last): a bad one is
+    /// an error, or a counted skip when lenient.
+    fn parse_whole_line(&mut self, bytes: &[u8], offset: u64) -> Result<LineOut> {
+        let proc = self
+            .proc
+            .as_mut()
+            .ok_or_else(|| Error::internal("no line processor"))?;
+        let out = proc.line(bytes, offset, true)?;
+        proc.flush_pending_bad()?;
+        Ok(out)
     }
 
     /// Processes a chunk that ends at `self.boundary`.

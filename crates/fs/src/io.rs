@@ -188,15 +188,7 @@ pub fn replace_atomic(path: &Path, data: &[u8]) -> Result<()> {
         uuid::Uuid::new_v4().simple()
     ));
     let res = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| io_error(e, &tmp, "cannot create temporary file"))?;
-        f.write_all(data)
-            .map_err(|e| io_error(e, &tmp, "cannot write temporary file"))?;
-        f.sync_all()
-            .map_err(|e| io_error(e, &tmp, "cannot fsync temporary file"))?;
+        write_temp(&tmp, data)?;
         fs::rename(&tmp, path)
             .map_err(|e| io_error(e, path, "cannot rename temporary file into place"))?;
         sync_dir(dir)
@@ -205,6 +197,22 @@ pub fn replace_atomic(path: &Path, data: &[u8]) -> Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     res
+}
+
+/// Creates `tmp` (which must not exist), writes `data` and fsyncs it; the file
+/// is returned open for reading and writing. The caller removes it on failure.
+pub fn write_temp(tmp: &Path, data: &[u8]) -> Result<File> {
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(tmp)
+        .map_err(|e| io_error(e, tmp, "cannot create temporary file"))?;
+    f.write_all(data)
+        .map_err(|e| io_error(e, tmp, "cannot write temporary file"))?;
+    f.sync_all()
+        .map_err(|e| io_error(e, tmp, "cannot fsync temporary file"))?;
+    Ok(f)
 }
 
 /// fsyncs a directory, so that a rename or a new file in it is durable.

@@ -24,7 +24,7 @@
 //! one behind. [`clean_stale_temps`] removes those whose process is gone.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -249,16 +249,7 @@ pub fn write_new_file(target: &Path, data: &[u8], overwrite: bool) -> Result<()>
     clean_stale_temps(target);
     let tmp = temp_path(target, "tmp");
     let res = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| io_error(e, &tmp, "cannot create temporary file"))?;
-        f.write_all(data)
-            .map_err(|e| io_error(e, &tmp, "cannot write temporary file"))?;
-        f.sync_all()
-            .map_err(|e| io_error(e, &tmp, "cannot fsync temporary file"))?;
-        drop(f);
+        drop(crate::io::write_temp(&tmp, data)?);
         commit_new_file(target, &tmp, overwrite)
     })();
     if res.is_err() {
@@ -332,16 +323,7 @@ pub fn clean_stale_temps(target: &Path) {
 pub fn replace_locked(path: &Path, data: &[u8]) -> Result<File> {
     let tmp = temp_path(path, "tmp");
     let res = (|| {
-        let mut f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| io_error(e, &tmp, "cannot create temporary file"))?;
-        f.write_all(data)
-            .map_err(|e| io_error(e, &tmp, "cannot write temporary file"))?;
-        f.sync_all()
-            .map_err(|e| io_error(e, &tmp, "cannot fsync temporary file"))?;
+        let f = crate::io::write_temp(&tmp, data)?;
         lock(&f, &tmp, ErrorCode::SessionLocked, SESSION_LOCKED)?;
         fs::rename(&tmp, path)
             .map_err(|e| io_error(e, path, "cannot rename temporary file into place"))?;
