@@ -174,19 +174,8 @@ pub fn read_into(
 /// Replaces `path` with `data` atomically: write a temporary file beside it,
 /// fsync it, rename it over `path`, fsync the directory.
 pub fn replace_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
+    let dir = crate::place::parent_dir(path);
+    let tmp = crate::place::temp_path(path, "tmp");
     let res = (|| {
         write_temp(&tmp, data)?;
         fs::rename(&tmp, path)

@@ -104,7 +104,8 @@ fn replaced_too_often(path: &Path) -> Error {
     .with_path(path.display().to_string())
 }
 
-fn parent_dir(path: &Path) -> &Path {
+/// The directory `path` is in (`.` for a bare name).
+pub fn parent_dir(path: &Path) -> &Path {
     path.parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
