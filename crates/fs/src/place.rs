@@ -135,9 +135,36 @@ fn already_exists(target: &Path) -> Error {
     .with_path(target.display().to_string())
 }
 
-fn is_directory(target: &Path) -> Error {
-    Error::invalid_input("the target is a directory, not a file")
-        .with_path(target.display().to_string())
+/// Opens an existing target to lock it: `None` when there is none. Only a
+/// regular file can be a target: a directory, FIFO, socket or device is
+/// `INVALID_INPUT` (opened without blocking, so a FIFO cannot hang the open),
+/// and so is a symbolic link (a rename would replace the link while a writer
+/// locks the file it points to).
+fn open_target(target: &Path) -> Result<Option<File>> {
+    match fs::symlink_metadata(target) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(
+                Error::invalid_input("the target is a symbolic link, not a session file")
+                    .with_path(target.display().to_string()),
+            );
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
+    let file = match crate::io::nonblocking(OpenOptions::new().read(true)).open(target) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(crate::io::open_error(
+                e,
+                target,
+                "target file",
+                "cannot open the target file",
+            ));
+        }
+    };
+    crate::io::check_regular(&file, target, "target file")?;
+    Ok(Some(file))
 }
 
 /// Fails fast, before any expensive work, where [`commit_new_file`] would fail:
@@ -145,14 +172,9 @@ fn is_directory(target: &Path) -> Error {
 /// `ALREADY_EXISTS` if it exists and `overwrite` is false. Decides nothing:
 /// the commit checks again under the lock.
 pub fn check_target(target: &Path, overwrite: bool) -> Result<()> {
-    let file = match File::open(target) {
-        Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_error(e, target, "cannot open the target file")),
+    let Some(file) = open_target(target)? else {
+        return Ok(());
     };
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(is_directory(target));
-    }
     lock(&file, target, ErrorCode::SessionLocked, SESSION_LOCKED)?;
     if !overwrite {
         return Err(already_exists(target));
@@ -177,27 +199,20 @@ pub fn commit_new_file(target: &Path, tmp: &Path, overwrite: bool) -> Result<()>
     let dir = parent_dir(target);
     let hint = hint_path(&target.display().to_string());
     for _ in 0..ATTEMPTS {
-        match File::open(target) {
-            Ok(old) => {
-                if old.metadata().is_ok_and(|m| m.is_dir()) {
-                    return Err(is_directory(target));
-                }
-                lock(&old, target, ErrorCode::SessionLocked, SESSION_LOCKED)?;
-                if !names_inode(&old, target)? {
-                    continue; // replaced or removed meanwhile: look again
-                }
-                if !overwrite {
-                    return Err(already_exists(target));
-                }
-                fs::rename(tmp, target)
-                    .map_err(|e| io_error(e, target, "cannot move the new file into place"))?;
-                let _ = fs::remove_file(&hint);
-                sync_dir(dir)?;
-                drop(old); // releases the lock, after the rename is durable
-                return Ok(());
+        if let Some(old) = open_target(target)? {
+            lock(&old, target, ErrorCode::SessionLocked, SESSION_LOCKED)?;
+            if !names_inode(&old, target)? {
+                continue; // replaced or removed meanwhile: look again
             }
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(io_error(e, target, "cannot open the target file")),
+            if !overwrite {
+                return Err(already_exists(target));
+            }
+            fs::rename(tmp, target)
+                .map_err(|e| io_error(e, target, "cannot move the new file into place"))?;
+            let _ = fs::remove_file(&hint);
+            sync_dir(dir)?;
+            drop(old); // releases the lock, after the rename is durable
+            return Ok(());
         }
         // No target: create it with the complete file, atomically. A resume
         // hint left by a file that was there once describes another file.

@@ -447,3 +447,63 @@ fn a_migration_killed_mid_way_leaves_a_temporary_file_the_next_one_removes() {
     .unwrap();
     assert_eq!(names(dir.path()), ["big.jsonl", "out.jsonl"]);
 }
+
+/// Runs `f` on a thread; a call that has not returned after 30 s fails the test
+/// (a FIFO opened with blocking would hang forever).
+fn promptly<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the call hung")
+}
+
+/// Found by trying it as an attacker: with `overwrite`, import and migrate renamed
+/// their file over whatever the target was — a device like `/dev/null` became a
+/// regular file — and a FIFO target hung the call. Only a regular file (not a
+/// link to one) can be replaced; anything else is `INVALID_INPUT` at once.
+#[test]
+fn only_a_regular_file_is_ever_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.jsonl");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let sub = dir.path().join("dir.jsonl");
+    fs::create_dir(&sub).unwrap();
+    let real = dir.path().join("real.jsonl");
+    fs::write(&real, b"keep me\n").unwrap();
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    for target in [fifo.clone(), sub.clone(), link.clone()] {
+        for overwrite in [false, true] {
+            let t = target.clone();
+            let e = promptly(move || import(&t, overwrite)).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidInput, "{target:?} {e:?}");
+            let t = target.clone();
+            let e = promptly(move || migrate(&t, overwrite)).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidInput, "{target:?} {e:?}");
+        }
+    }
+    let m = fs::symlink_metadata(&fifo).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()));
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read(&real).unwrap(), b"keep me\n");
+    // Nothing left behind beside them.
+    let left: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
