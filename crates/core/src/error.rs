@@ -60,6 +60,9 @@ pub enum ErrorCode {
     Blocked,
     /// A session with this id is already in the store (import it with another `id`).
     AlreadyExists,
+    /// This writer's lease on the agent was taken over (or released): the write
+    /// carried a stale fencing token and nothing of it was stored.
+    LeaseLost,
 }
 
 impl ErrorCode {
@@ -88,6 +91,7 @@ impl ErrorCode {
             ErrorCode::Aborted => "ABORTED",
             ErrorCode::Blocked => "BLOCKED",
             ErrorCode::AlreadyExists => "ALREADY_EXISTS",
+            ErrorCode::LeaseLost => "LEASE_LOST",
         }
     }
 }

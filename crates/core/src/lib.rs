@@ -27,6 +27,7 @@ pub mod normalize;
 pub mod schema;
 pub mod secrets;
 pub mod session;
+pub mod storage;
 pub mod store;
 pub mod time;
 pub mod tree;
