@@ -151,3 +151,45 @@ pub trait AgentStorage {
     /// Deletes an agent no one holds (`AGENT_LOCKED` otherwise, `AGENT_NOT_FOUND`).
     async fn delete(&self, id: &str) -> Result<()>;
 }
+
+macro_rules! forward {
+    ($($ty:ty),*) => {$(
+        impl<T: AgentStorage + ?Sized> AgentStorage for $ty {
+            async fn create(&self, id: &str, init: &WriteBatch) -> Result<Lease> {
+                (**self).create(id, init).await
+            }
+            async fn acquire(&self, id: &str) -> Result<Lease> {
+                (**self).acquire(id).await
+            }
+            async fn head(&self, lease: &Lease) -> Result<AgentHead> {
+                (**self).head(lease).await
+            }
+            async fn read_session(&self, id: &str, start: u64, end: u64) -> Result<Vec<u8>> {
+                (**self).read_session(id, start, end).await
+            }
+            async fn read_events(&self, id: &str, since: Option<u64>, limit: usize) -> Result<Vec<Arc<str>>> {
+                (**self).read_events(id, since, limit).await
+            }
+            async fn tail_events(&self, id: &str, count: usize) -> Result<Vec<Arc<str>>> {
+                (**self).tail_events(id, count).await
+            }
+            async fn write(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
+                (**self).write(lease, batch).await
+            }
+            async fn release(&self, lease: &Lease) -> Result<()> {
+                (**self).release(lease).await
+            }
+            async fn list(&self) -> Result<Vec<Listed>> {
+                (**self).list().await
+            }
+            async fn exists(&self, id: &str) -> Result<bool> {
+                (**self).exists(id).await
+            }
+            async fn delete(&self, id: &str) -> Result<()> {
+                (**self).delete(id).await
+            }
+        }
+    )*};
+}
+
+forward!(&T, Arc<T>, std::rc::Rc<T>);

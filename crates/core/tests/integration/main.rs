@@ -8,6 +8,7 @@ mod fixtures;
 mod hardening;
 mod import;
 mod lazy_props;
+mod machine;
 mod providers;
 mod store;
 mod writer_core;

@@ -1209,3 +1209,7 @@ fn seal_text(prior: ToolCallState, recorded: bool) -> (&'static str, [&'static s
         ),
     }
 }
+
+pub mod machine;
+pub mod meta;
+pub mod runtime;

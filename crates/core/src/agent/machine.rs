@@ -1,0 +1,1369 @@
+//! The agent loop as a state machine without I/O (FORMAT.md §15).
+//!
+//! The driver feeds [`Input`]s and carries out the [`Command`]s it gets back:
+//! persist this batch (and wait for it), call the model with this request, run
+//! this tool with this input, stop what runs. Every decision is made here —
+//! breakpoints and their order, approvals, completing the model's answer and
+//! minting call ids, what happens to a result that cannot be stored, delivery of
+//! queued messages, sealing, overrides — so Node and the browser cannot diverge.
+//!
+//! A state is durable before the side effect it announces: a `Persist` always
+//! comes before the `CallModel` or `RunTool` it precedes, and the driver runs
+//! commands in order.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::meta::{AgentMeta, MetaChanges};
+use super::{AgentCore, Breakpoint, SealedCall, ToolCallRecord, ToolCallState};
+use crate::events::{Bookmark, build_event_line};
+use crate::storage::{EventLine, WriteBatch};
+use crate::writer::{IdRng, WriterCore};
+use crate::{Error, ErrorCode, LoadOptions, Result, Session, time};
+
+/// Where the agent is, as users see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum AgentState {
+    /// Idle.
+    Ready,
+    /// Calling the model or running tools.
+    Working,
+    /// Waiting for a decision.
+    Paused,
+}
+
+/// How to resume: `crash` seals every call left without a result; `manual`
+/// seals nothing and reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResumeStrategy {
+    #[default]
+    Manual,
+    Crash,
+}
+
+/// A tool the driver can run: what the model sees, and whether it always asks.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(type = "Record<string, unknown>"))]
+    pub input_schema: Value,
+    /// Always ask for a decision before running it.
+    #[serde(default)]
+    pub requires_approval: bool,
+}
+
+/// What a tool run ended with.
+#[derive(Debug, Clone)]
+pub enum ToolOutcome {
+    /// The tool returned this value (its JSON text).
+    Value(String),
+    /// The tool threw; the message of its error.
+    Error(String),
+    /// The tool returned something JSON cannot hold (a cycle, a BigInt): why.
+    NotJson(String),
+}
+
+/// An input to the machine.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// Continue work: deliver queued messages, redo an interrupted model call,
+    /// drive open calls.
+    Run,
+    /// A user message (content blocks, JSON). Delivered now, or queued while busy.
+    Send { content: String },
+    /// The model's answer to call `ticket` (an assistant message, JSON; missing
+    /// fields are filled).
+    ModelReply { ticket: u64, reply: String },
+    /// The model call `ticket` failed.
+    ModelError { ticket: u64, message: String },
+    /// Tool call `ticket` ended.
+    ToolDone { ticket: u64, outcome: ToolOutcome },
+    /// A tool's own event (`ctx.emit`) during call `call_id`.
+    ToolEvent {
+        call_id: String,
+        event_type: String,
+        data: Option<String>,
+    },
+    /// A decision for a call waiting for one.
+    Decide {
+        call_id: String,
+        allow: bool,
+        note: Option<String>,
+    },
+    /// Stop the model call and running tools; seal every open call with `note`.
+    Interrupt { note: Option<String> },
+    /// Replace the todo list (JSON array).
+    SetTodos { todos: String },
+    /// Name the last safe-fork-point.
+    Snapshot { label: Option<String> },
+    /// Create a workflow checkpoint (JSON of `checkpoints.create`'s argument).
+    Checkpoint { args: String },
+}
+
+/// A request to the model.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The context's messages, as JSON text of an array.
+    pub messages: String,
+    /// The tools the model may call (JSON text of an array of `{name, description, inputSchema}`).
+    pub tools: String,
+}
+
+/// What the driver must do, in order.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Write this batch and wait until it is durable, before the next command.
+    Persist(WriteBatch),
+    /// Call the model; answer with `ModelReply` or `ModelError` carrying `ticket`.
+    CallModel { ticket: u64, request: ModelRequest },
+    /// Run a tool; answer with `ToolDone` carrying `ticket`.
+    RunTool {
+        ticket: u64,
+        call_id: String,
+        name: String,
+        /// The stored input (JSON).
+        input: String,
+    },
+    /// Stop the running model call and tools (their answers will be ignored).
+    Abort,
+}
+
+/// What an input answered besides commands.
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
+    /// A value for the caller (JSON): the queue id of `Send`, the snapshot id, the checkpoint, …
+    pub value: Option<String>,
+    /// The bookmark of `ToolEvent`'s event.
+    pub bookmark: Option<Bookmark>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    Idle,
+    Model {
+        ticket: u64,
+        step: u64,
+    },
+    Tool {
+        ticket: u64,
+        call_id: String,
+        started: f64,
+    },
+}
+
+/// The agent's state and decisions.
+#[derive(Debug)]
+pub struct AgentMachine {
+    meta: AgentMeta,
+    writer: WriterCore,
+    core: AgentCore,
+    /// The context at the leaf: one JSON text per message.
+    messages: Vec<Box<RawValue>>,
+    bp: Breakpoint,
+    state: AgentState,
+    pending: Vec<String>,
+    phase: Phase,
+    tools: Vec<ToolSpec>,
+    rng: IdRng,
+    next_ticket: u64,
+    /// The last event's seq (0: none yet).
+    seq: u64,
+    last_event: Option<Bookmark>,
+    last_done: Option<Bookmark>,
+    session_len: u64,
+    /// What the next `Persist` writes.
+    events: Vec<EventLine>,
+    meta_dirty: bool,
+    out: Vec<Command>,
+    /// The current input's time (ms since the epoch).
+    now: f64,
+    /// The model's error, for the caller waiting on `idle()`.
+    failure: Option<String>,
+    closed: bool,
+}
+
+/// What opening an agent found.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Opened {
+    /// The breakpoint the agent was at (where a crash stopped it).
+    pub breakpoint: Breakpoint,
+    /// Calls sealed by a crash resume.
+    pub sealed: Vec<SealedCall>,
+}
+
+fn bad_json(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::invalid_input(format!("{what} is not valid JSON: {e}"))
+}
+
+fn raw(v: &Value) -> Result<Box<RawValue>> {
+    serde_json::value::to_raw_value(v).map_err(|e| Error::internal(format!("message: {e}")))
+}
+
+/// `value` as the model sees a tool's result: a string as it is, anything else as JSON.
+fn result_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        v => v.to_string(),
+    }
+}
+
+/// JS's `s.length > 200 ? s.slice(0, 200) + '…' : s`, in UTF-16 units.
+fn preview(s: &str) -> String {
+    let units: Vec<u16> = s.encode_utf16().collect();
+    if units.len() <= 200 {
+        return s.to_string();
+    }
+    let mut cut = String::from_utf16_lossy(&units[..200]);
+    cut.push('…');
+    cut
+}
+
+impl AgentMachine {
+    /// The machine of an agent whose session is `session` (loaded whole),
+    /// `session_len` bytes long, whose last event is `last_event` and which was
+    /// at breakpoint `bp`. `seed` seeds the id generator.
+    pub fn new(
+        meta: AgentMeta,
+        session: Session,
+        session_len: u64,
+        last_event: Option<Bookmark>,
+        bp: Breakpoint,
+        tools: Vec<ToolSpec>,
+        seed: u64,
+    ) -> Result<AgentMachine> {
+        let core = AgentCore::from_session(&session)?;
+        let messages = Self::context_of(&session)?;
+        let writer = WriterCore::from_session(session, session_len, seed, &LoadOptions::default())?;
+        Ok(AgentMachine {
+            meta,
+            writer,
+            core,
+            messages,
+            bp,
+            state: AgentState::Ready,
+            pending: Vec::new(),
+            phase: Phase::Idle,
+            tools,
+            rng: IdRng::new(seed ^ 0x5DEE_CE66_D1CE_4E5B),
+            next_ticket: 1,
+            seq: last_event.map_or(0, |b| b.seq),
+            last_event,
+            last_done: None,
+            session_len,
+            events: Vec::new(),
+            meta_dirty: false,
+            out: Vec::new(),
+            now: 0.0,
+            failure: None,
+            closed: false,
+        })
+    }
+
+    fn context_of(session: &Session) -> Result<Vec<Box<RawValue>>> {
+        #[derive(serde::Deserialize)]
+        struct Ctx {
+            messages: Vec<Box<RawValue>>,
+        }
+        let text = session.context_json(None, false)?;
+        let c: Ctx = super::parse_json(&text, "context")?;
+        Ok(c.messages)
+    }
+
+    // -- queries --------------------------------------------------------------
+
+    /// The agent's meta.
+    pub fn meta(&self) -> &AgentMeta {
+        &self.meta
+    }
+
+    /// The current breakpoint.
+    pub fn breakpoint(&self) -> Breakpoint {
+        self.bp
+    }
+
+    /// Ready, working or paused.
+    pub fn state(&self) -> AgentState {
+        self.state
+    }
+
+    /// Calls waiting for a decision.
+    pub fn pending(&self) -> &[String] {
+        &self.pending
+    }
+
+    /// Whether a model call or a tool runs.
+    pub fn is_running(&self) -> bool {
+        self.phase != Phase::Idle
+    }
+
+    /// The last event's bookmark.
+    pub fn last_event(&self) -> Option<Bookmark> {
+        self.last_event
+    }
+
+    /// The bookmark of the last `done` event this machine emitted.
+    pub fn last_done(&self) -> Option<Bookmark> {
+        self.last_done
+    }
+
+    /// The session's length (what is durable plus what the next persist writes).
+    pub fn session_len(&self) -> u64 {
+        self.session_len
+    }
+
+    /// The model's error since the last call, taken.
+    pub fn take_failure(&mut self) -> Option<String> {
+        self.failure.take()
+    }
+
+    /// The context's messages (JSON array text).
+    pub fn messages_json(&self) -> String {
+        let mut s = String::with_capacity(
+            self.messages
+                .iter()
+                .map(|m| m.get().len() + 1)
+                .sum::<usize>()
+                + 2,
+        );
+        s.push('[');
+        for (i, m) in self.messages.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(m.get());
+        }
+        s.push(']');
+        s
+    }
+
+    /// The agent's state over its session (records, snapshots, checkpoints, todos).
+    pub fn core(&mut self) -> &mut AgentCore {
+        &mut self.core
+    }
+
+    /// The tools the driver can run.
+    pub fn set_tools(&mut self, tools: Vec<ToolSpec>) {
+        self.tools = tools;
+    }
+
+    /// Text of the last assistant message of the context.
+    pub fn last_text(&self) -> String {
+        #[derive(serde::Deserialize)]
+        struct M<'a> {
+            role: &'a str,
+            #[serde(default)]
+            content: Value,
+        }
+        for m in self.messages.iter().rev() {
+            if let Ok(m) = serde_json::from_str::<M<'_>>(m.get())
+                && m.role == "assistant"
+            {
+                return m
+                    .content
+                    .as_array()
+                    .map(|bs| {
+                        bs.iter()
+                            .filter(|b| b["type"] == "text")
+                            .filter_map(|b| b["text"].as_str())
+                            .collect::<String>()
+                    })
+                    .unwrap_or_default();
+            }
+        }
+        String::new()
+    }
+
+    /// A tool call as events show it.
+    pub fn call_snapshot(&mut self, id: &str) -> Result<Value> {
+        let Some(r) = self.core.record(id)? else {
+            return Ok(json!({ "id": id }));
+        };
+        Ok(snapshot_of(r))
+    }
+
+    // -- the loop -------------------------------------------------------------
+
+    /// Takes an input at time `now` (ms since the epoch); returns the commands
+    /// to carry out, in order. An error changes nothing durable that was not
+    /// already in a returned `Persist`.
+    pub fn handle(&mut self, input: Input, now: f64) -> Result<Reply> {
+        if self.closed {
+            return Err(Error::new(ErrorCode::Closed, "the agent is closed"));
+        }
+        self.now = now;
+        let reply = self.input(input);
+        // What was written before an error is still persisted: entries are
+        // taken in whole batches, so it is consistent.
+        self.flush();
+        reply
+    }
+
+    /// The commands queued by the last calls, in order (take them after every call).
+    pub fn take_commands(&mut self) -> Vec<Command> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Commands of a resume: seals (crash) or reports open calls, then
+    /// `agent_resumed`; with `auto_run`, continues work.
+    pub fn resume(
+        &mut self,
+        strategy: ResumeStrategy,
+        changes: Option<&MetaChanges>,
+        auto_run: bool,
+        now: f64,
+    ) -> Result<Opened> {
+        self.now = now;
+        if let Some(c) = changes
+            && self.meta.apply(c)
+        {
+            self.meta.updated_at = time::ms_to_iso(now as i64);
+            self.meta_dirty = true;
+        }
+        let crashed_at = self.bp;
+        let mut sealed = Vec::new();
+        if strategy == ResumeStrategy::Crash && !self.core.open_calls()?.is_empty() {
+            sealed = self.seal(None, None)?;
+            for s in &sealed {
+                let call = self.call_snapshot(&s.id)?;
+                self.emit(json!({ "type": "tool:end", "call": call, "sealed": true }))?;
+            }
+        } else {
+            for (id, _, _, r) in self.core.open_calls()? {
+                if r.is_some_and(|r| r.state == ToolCallState::ApprovalRequired)
+                    && !self.pending.contains(&id)
+                {
+                    self.pending.push(id);
+                }
+            }
+        }
+        let open = if strategy == ResumeStrategy::Crash {
+            Vec::new()
+        } else {
+            self.open_calls_json()?
+        };
+        let mut sealed_json = Vec::new();
+        for s in &sealed {
+            let mut v = self.call_snapshot(&s.id)?;
+            v["priorState"] = json!(s.prior_state);
+            v["recommendations"] = json!(s.recommendations);
+            sealed_json.push(v);
+        }
+        let strategy_name = match strategy {
+            ResumeStrategy::Crash => "crash",
+            ResumeStrategy::Manual => "manual",
+        };
+        self.emit(json!({
+            "type": "agent_resumed",
+            "strategy": strategy_name,
+            "sealed": sealed_json,
+            "breakpoint": crashed_at,
+            "open": open,
+        }))?;
+        if strategy == ResumeStrategy::Crash {
+            self.set_breakpoint(Breakpoint::Ready)?;
+        }
+        if !self.pending.is_empty() {
+            self.set_state(AgentState::Paused)?;
+        }
+        self.flush();
+        if auto_run {
+            self.advance()?;
+            self.flush();
+        }
+        Ok(Opened {
+            breakpoint: crashed_at,
+            sealed,
+        })
+    }
+
+    /// The first batch of a new agent: `agent_created`.
+    pub fn created(&mut self, now: f64) -> Result<()> {
+        self.now = now;
+        let template = self.meta.template_id.clone();
+        self.emit(json!({
+            "type": "agent_created",
+            "channel": "monitor",
+            "agentId": self.meta.agent_id,
+            "templateId": template,
+        }))?;
+        self.flush();
+        Ok(())
+    }
+
+    /// Replaces the meta (the caller's changes), durable with the next persist.
+    pub fn change_meta(&mut self, changes: &MetaChanges, now: f64) {
+        if self.meta.apply(changes) {
+            self.meta.updated_at = time::ms_to_iso(now as i64);
+            self.meta_dirty = true;
+        }
+        self.flush();
+    }
+
+    /// Marks the machine closed: later inputs are `CLOSED`.
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    /// Starts restoring checkpoint `id`: moves the leaf to its entry (a `leaf`
+    /// entry; history kept). The caller persists, reloads the session and calls
+    /// [`finish_restore`](Self::finish_restore).
+    pub fn begin_restore(&mut self, id: &str, now: f64) -> Result<super::CheckpointInfo> {
+        if self.phase != Phase::Idle {
+            return Err(Error::invalid_input(
+                "the agent is working: wait for idle() or interrupt() before restoring a checkpoint",
+            ));
+        }
+        self.now = now;
+        let cp = self.core.checkpoint(id)?.clone();
+        self.writer.move_leaf(Some(&cp.entry_id), now as i64)?;
+        self.flush();
+        Ok(cp)
+    }
+
+    /// Finishes a restore with the session as it is now.
+    pub fn finish_restore(
+        &mut self,
+        session: &Session,
+        cp: &super::CheckpointInfo,
+        now: f64,
+    ) -> Result<()> {
+        self.now = now;
+        self.core = AgentCore::from_session(session)?;
+        self.messages = Self::context_of(session)?;
+        self.pending.clear();
+        for (id, _, _, r) in self.core.open_calls()? {
+            if r.is_some_and(|r| r.state == ToolCallState::ApprovalRequired) {
+                self.pending.push(id);
+            }
+        }
+        self.emit(json!({ "type": "checkpoint_restored", "channel": "monitor", "checkpointId": cp.id, "entryId": cp.entry_id }))?;
+        self.set_breakpoint(Breakpoint::Ready)?;
+        self.set_state(AgentState::Ready)?;
+        self.flush();
+        Ok(())
+    }
+
+    /// A new id for a fork of this agent.
+    pub fn fork_id(&mut self, now: f64) -> String {
+        self.now = now;
+        let base: String = self.meta.agent_id.chars().take(90).collect();
+        let r = self.rng.next_u64();
+        format!("{base}-fork-{}{:06x}", base36(now as u64), r & 0xff_ffff)
+    }
+
+    /// The meta of a fork `new_id` made from `snap`: this one's configuration,
+    /// lineage + this id.
+    pub fn fork_meta(&self, new_id: &str, snap: &super::SnapshotInfo, now: f64) -> AgentMeta {
+        let mut m = self.meta.clone();
+        let t = time::ms_to_iso(now as i64);
+        m.agent_id = new_id.to_string();
+        m.created_at = t.clone();
+        m.updated_at = t;
+        m.lineage.push(self.meta.agent_id.clone());
+        m.forked_from = Some(super::meta::ForkedFrom {
+            agent_id: self.meta.agent_id.clone(),
+            snapshot: snap.id.clone(),
+            entry_id: snap.entry_id.clone(),
+        });
+        m
+    }
+
+    /// The next event seq.
+    pub fn next_seq(&self) -> u64 {
+        self.seq + 1
+    }
+
+    fn input(&mut self, input: Input) -> Result<Reply> {
+        match input {
+            Input::Run => {
+                self.advance()?;
+                Ok(Reply::default())
+            }
+            Input::Send { content } => self.send(&content),
+            Input::ModelReply { ticket, reply } => {
+                if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
+                    return Ok(Reply::default()); // interrupted: the answer is dropped
+                }
+                self.answer(&reply)?;
+                self.advance()?;
+                Ok(Reply::default())
+            }
+            Input::ModelError { ticket, message } => {
+                if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
+                    return Ok(Reply::default());
+                }
+                self.phase = Phase::Idle;
+                self.emit(json!({ "type": "error", "severity": "error", "phase": "model", "message": message }))?;
+                self.set_breakpoint(Breakpoint::Ready)?;
+                self.set_state(AgentState::Ready)?;
+                self.failure = Some(message);
+                Ok(Reply::default())
+            }
+            Input::ToolDone { ticket, outcome } => {
+                let Phase::Tool {
+                    ticket: t,
+                    call_id,
+                    started,
+                } = self.phase.clone()
+                else {
+                    return Ok(Reply::default());
+                };
+                if t != ticket {
+                    return Ok(Reply::default());
+                }
+                self.phase = Phase::Idle;
+                self.tool_done(&call_id, started, outcome)?;
+                self.advance()?;
+                Ok(Reply::default())
+            }
+            Input::ToolEvent {
+                call_id,
+                event_type,
+                data,
+            } => {
+                let name = self
+                    .core
+                    .record(&call_id)?
+                    .map(|r| r.name.clone())
+                    .unwrap_or_default();
+                let data: Value = match data {
+                    Some(d) => serde_json::from_str(&d).map_err(|e| bad_json("event data", e))?,
+                    None => Value::Null,
+                };
+                let mut e = json!({ "type": "tool_custom_event", "toolName": name, "eventType": event_type });
+                if !data.is_null() {
+                    e["data"] = data;
+                }
+                e["timestamp"] = json!(self.now);
+                let b = self.emit(e)?;
+                Ok(Reply {
+                    value: None,
+                    bookmark: Some(b),
+                })
+            }
+            Input::Decide {
+                call_id,
+                allow,
+                note,
+            } => {
+                self.decide(&call_id, allow, note)?;
+                Ok(Reply::default())
+            }
+            Input::Interrupt { note } => {
+                self.interrupt(note)?;
+                Ok(Reply::default())
+            }
+            Input::SetTodos { todos } => {
+                let (entry, current, previous) = self.core.todos_entry(&todos, self.now)?;
+                self.append(&[entry])?;
+                self.emit(
+                    json!({ "type": "todo_changed", "current": current, "previous": previous }),
+                )?;
+                Ok(Reply::default())
+            }
+            Input::Snapshot { label } => {
+                let (entry, id) = self.core.snapshot_entry(label.as_deref(), self.now)?;
+                self.append(&[entry])?;
+                Ok(Reply {
+                    value: Some(Value::String(id).to_string()),
+                    bookmark: None,
+                })
+            }
+            Input::Checkpoint { args } => {
+                let args: Value =
+                    serde_json::from_str(&args).map_err(|e| bad_json("checkpoint", e))?;
+                let (entry, c) = self.core.checkpoint_entry(&args, self.now)?;
+                self.append(&[entry])?;
+                Ok(Reply {
+                    value: Some(
+                        serde_json::to_string(&c).map_err(|e| Error::internal(e.to_string()))?,
+                    ),
+                    bookmark: None,
+                })
+            }
+        }
+    }
+
+    fn busy(&mut self) -> Result<bool> {
+        Ok(self.phase != Phase::Idle
+            || !self.pending.is_empty()
+            || !self.core.open_calls()?.is_empty())
+    }
+
+    fn new_id(&mut self, prefix: &str) -> String {
+        let r = self.rng.next_u64();
+        format!(
+            "{prefix}-{}{:012x}",
+            base36(self.now as u64),
+            r & 0xffff_ffff_ffff
+        )
+    }
+
+    fn send(&mut self, content: &str) -> Result<Reply> {
+        let content: Value =
+            serde_json::from_str(content).map_err(|e| bad_json("message content", e))?;
+        let content = match content {
+            Value::String(s) => json!([{ "type": "text", "text": s }]),
+            c => c,
+        };
+        let queue_id = self.new_id("msg");
+        let text = content.to_string();
+        if self.busy()? {
+            let (entry, _) = AgentCore::user_entry(&queue_id, &text, true, self.now)?;
+            self.append(&[entry])?;
+        } else {
+            self.deliver(&queue_id, &text)?;
+            self.advance()?;
+        }
+        Ok(Reply {
+            value: Some(Value::String(queue_id).to_string()),
+            bookmark: None,
+        })
+    }
+
+    fn deliver(&mut self, queue_id: &str, content: &str) -> Result<()> {
+        let (entry, message) = AgentCore::user_entry(queue_id, content, false, self.now)?;
+        self.append(&[entry])?;
+        if let Some(m) = message {
+            self.messages.push(raw(&m)?);
+        }
+        Ok(())
+    }
+
+    fn needs_model(&self) -> bool {
+        #[derive(serde::Deserialize)]
+        struct M<'a> {
+            role: &'a str,
+        }
+        self.messages
+            .last()
+            .and_then(|m| serde_json::from_str::<M<'_>>(m.get()).ok())
+            .is_some_and(|m| m.role == "user" || m.role == "toolResult")
+    }
+
+    /// Goes on until the next side effect or until idle.
+    fn advance(&mut self) -> Result<()> {
+        if self.phase != Phase::Idle || !self.pending.is_empty() {
+            return Ok(());
+        }
+        loop {
+            let open = self.core.open_calls()?;
+            if let Some((id, name, args, rec)) = open.into_iter().next() {
+                let state = rec.map(|r| r.state);
+                if self.drive_call(id, name, args, state)? {
+                    return Ok(());
+                }
+                continue;
+            }
+            if !self.needs_model() {
+                let queued: Vec<Value> = self.core.queued().into_iter().cloned().collect();
+                if queued.is_empty() {
+                    break;
+                }
+                for q in queued {
+                    let id = q["queueId"].as_str().unwrap_or_default().to_string();
+                    let content = q
+                        .get("content")
+                        .cloned()
+                        .unwrap_or(Value::Array(Vec::new()));
+                    self.deliver(&id, &content.to_string())?;
+                }
+            }
+            self.call_model()?;
+            return Ok(());
+        }
+        self.set_breakpoint(Breakpoint::Ready)?;
+        self.set_state(AgentState::Ready)?;
+        Ok(())
+    }
+
+    fn tool_defs(&self) -> String {
+        let defs: Vec<Value> = self
+            .meta
+            .tools
+            .iter()
+            .filter_map(|n| self.tools.iter().find(|t| &t.name == n))
+            .map(|t| json!({ "name": t.name, "description": t.description, "inputSchema": t.input_schema }))
+            .collect();
+        Value::Array(defs).to_string()
+    }
+
+    fn call_model(&mut self) -> Result<()> {
+        let step = self.core.assistant_messages() + 1;
+        self.set_state(AgentState::Working)?;
+        self.set_breakpoint(Breakpoint::PreModel)?;
+        self.set_breakpoint(Breakpoint::StreamingModel)?;
+        self.flush();
+        let ticket = self.ticket();
+        self.phase = Phase::Model { ticket, step };
+        let request = ModelRequest {
+            system: self.meta.system_prompt.clone(),
+            messages: self.messages_json(),
+            tools: self.tool_defs(),
+        };
+        self.out.push(Command::CallModel { ticket, request });
+        Ok(())
+    }
+
+    fn ticket(&mut self) -> u64 {
+        let t = self.next_ticket;
+        self.next_ticket += 1;
+        t
+    }
+
+    /// The model's answer completed as stored: defaults for what it left out,
+    /// an id for each tool call without one.
+    pub fn complete_reply(&mut self, reply: &str, now: f64) -> Result<Value> {
+        self.now = now;
+        let reply: Value =
+            serde_json::from_str(reply).map_err(|e| bad_json("the model's answer", e))?;
+        let Value::Object(reply) = reply else {
+            return Err(Error::invalid_input("the model's answer is a JSON object"));
+        };
+        let content: Vec<Value> = match reply.get("content") {
+            Some(Value::Array(a)) => a.clone(),
+            _ => Vec::new(),
+        };
+        let content: Vec<Value> = content
+            .into_iter()
+            .map(|mut b| {
+                if b["type"] == "toolCall" && b["id"].as_str().is_none_or(|s| s.is_empty()) {
+                    let id = self.new_id("call");
+                    if let Value::Object(o) = &mut b {
+                        o.insert("id".into(), Value::String(id));
+                    }
+                }
+                b
+            })
+            .collect();
+        let m = &self.meta.model;
+        let mut answer = Map::new();
+        answer.insert("role".into(), json!("assistant"));
+        answer.insert(
+            "api".into(),
+            json!(m.api.clone().unwrap_or_else(|| "unknown".into())),
+        );
+        answer.insert("provider".into(), json!(m.provider));
+        answer.insert("model".into(), json!(m.model));
+        answer.insert(
+            "usage".into(),
+            json!({ "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                    "cost": { "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0 } }),
+        );
+        answer.insert("stopReason".into(), json!("stop"));
+        answer.insert("timestamp".into(), json!(now));
+        for (k, v) in reply {
+            if !v.is_null()
+                || !matches!(
+                    k.as_str(),
+                    "api" | "provider" | "model" | "usage" | "stopReason"
+                )
+            {
+                answer.insert(k, v);
+            }
+        }
+        answer.insert("content".into(), Value::Array(content));
+        Ok(Value::Object(answer))
+    }
+
+    fn answer(&mut self, reply: &str) -> Result<()> {
+        let Phase::Model { step, .. } = self.phase else {
+            return Ok(());
+        };
+        self.phase = Phase::Idle;
+        let message = self.complete_reply(reply, self.now)?;
+        let text = message.to_string();
+        let entries = AgentCore::answer_entries(&text, self.now)?;
+        self.append(&entries)?;
+        self.messages.push(raw(&message)?);
+        let content = message["content"].as_array().cloned().unwrap_or_default();
+        let mut calls = 0;
+        for b in &content {
+            match b["type"].as_str() {
+                Some("thinking") => {
+                    let t = b["thinking"].as_str().unwrap_or("");
+                    self.emit(json!({ "type": "think_chunk_start", "step": step }))?;
+                    self.emit(json!({ "type": "think_chunk", "step": step, "delta": t }))?;
+                    self.emit(json!({ "type": "think_chunk_end", "step": step }))?;
+                }
+                Some("text") => {
+                    let t = b["text"].as_str().unwrap_or("");
+                    self.emit(json!({ "type": "text_chunk_start", "step": step }))?;
+                    self.emit(json!({ "type": "text_chunk", "step": step, "delta": t }))?;
+                    self.emit(json!({ "type": "text_chunk_end", "step": step, "text": t }))?;
+                }
+                Some("toolCall") => calls += 1,
+                _ => {}
+            }
+        }
+        if let Some(u) = message.get("usage").filter(|u| u.is_object()) {
+            let n = |k: &str| u.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+            self.emit(json!({ "type": "token_usage", "inputTokens": n("input"), "outputTokens": n("output"), "totalTokens": n("totalTokens") }))?;
+        }
+        if calls > 0 {
+            self.set_breakpoint(Breakpoint::ToolPending)?;
+            return Ok(());
+        }
+        let done = self.emit(json!({ "type": "done", "step": step, "reason": "completed" }))?;
+        self.last_done = Some(done);
+        self.emit(json!({ "type": "step_complete", "step": step, "done": done }))?;
+        Ok(())
+    }
+
+    /// Drives one open call; true when the loop must stop (a side effect or a pause).
+    fn drive_call(
+        &mut self,
+        id: String,
+        name: String,
+        args: Value,
+        state: Option<ToolCallState>,
+    ) -> Result<bool> {
+        let state = state.unwrap_or(ToolCallState::Pending);
+        if state == ToolCallState::ApprovalRequired {
+            if !self.pending.contains(&id) {
+                self.pending.push(id);
+            }
+            self.set_breakpoint(Breakpoint::AwaitingApproval)?;
+            self.set_state(AgentState::Paused)?;
+            return Ok(true);
+        }
+        if !matches!(state, ToolCallState::Pending | ToolCallState::Approved) {
+            // Started before a crash or a rewind (or closed without its
+            // message): never run twice. Sealed (or its stored result restored).
+            let sealed = self.seal(None, Some(&id))?;
+            for s in &sealed {
+                let call = self.call_snapshot(&s.id)?;
+                self.emit(json!({ "type": "tool:end", "call": call, "sealed": true }))?;
+            }
+            return Ok(false);
+        }
+        let spec = self
+            .meta
+            .tools
+            .contains(&name)
+            .then(|| self.tools.iter().find(|t| t.name == name).cloned())
+            .flatten();
+        let Some(spec) = spec else {
+            self.finish_call(
+                &id,
+                &name,
+                ToolCallState::Failed,
+                &format!("Tool '{name}' is not available to this agent."),
+                true,
+                json!({ "ok": false, "error": "tool not found" }),
+                json!({ "note": "tool not found" }),
+            )?;
+            return Ok(false);
+        };
+        if state == ToolCallState::Pending
+            && self.meta.needs_approval(&name, spec.requires_approval)
+        {
+            self.record(
+                &id,
+                &name,
+                ToolCallState::ApprovalRequired,
+                json!({ "approval": { "required": true }, "note": "awaiting approval" }),
+            )?;
+            self.pending.push(id.clone());
+            self.set_breakpoint(Breakpoint::AwaitingApproval)?;
+            self.set_state(AgentState::Paused)?;
+            let call = self.call_snapshot(&id)?;
+            self.emit(json!({ "type": "permission_required", "call": call }))?;
+            return Ok(true);
+        }
+        self.set_breakpoint(Breakpoint::PreTool)?;
+        self.record(
+            &id,
+            &name,
+            ToolCallState::Executing,
+            json!({ "note": "execution start" }),
+        )?;
+        self.set_breakpoint(Breakpoint::ToolExecuting)?;
+        let call = self.call_snapshot(&id)?;
+        self.emit(json!({ "type": "tool:start", "call": call }))?;
+        self.flush(); // the record and the breakpoint are durable before the tool runs
+        let ticket = self.ticket();
+        self.phase = Phase::Tool {
+            ticket,
+            call_id: id.clone(),
+            started: self.now,
+        };
+        self.out.push(Command::RunTool {
+            ticket,
+            call_id: id,
+            name,
+            input: args.to_string(),
+        });
+        Ok(true)
+    }
+
+    fn tool_done(&mut self, id: &str, started: f64, outcome: ToolOutcome) -> Result<()> {
+        let name = self
+            .core
+            .record(id)?
+            .map(|r| r.name.clone())
+            .unwrap_or_default();
+        match outcome {
+            ToolOutcome::Value(v) => {
+                let value: Value = serde_json::from_str(&v).unwrap_or(Value::Null);
+                let duration = self.now - started;
+                self.finish_call(
+                    id,
+                    &name,
+                    ToolCallState::Completed,
+                    &result_text(&value),
+                    false,
+                    value,
+                    json!({ "note": "execution complete", "durationMs": duration }),
+                )?;
+            }
+            ToolOutcome::Error(message) => {
+                self.finish_call(
+                    id,
+                    &name,
+                    ToolCallState::Failed,
+                    &format!("Error: {message}"),
+                    true,
+                    json!({ "ok": false, "error": message }),
+                    json!({ "note": "execution failed" }),
+                )?;
+                let call = self.call_snapshot(id)?;
+                self.emit(json!({ "type": "tool:error", "call": call, "error": message }))?;
+            }
+            ToolOutcome::NotJson(why) => {
+                let why = format!("the tool's result cannot be stored as JSON: {why}");
+                self.finish_call(
+                    id,
+                    &name,
+                    ToolCallState::Failed,
+                    &format!("Error: {why}"),
+                    true,
+                    json!({ "ok": false, "error": why }),
+                    json!({ "note": "execution complete" }),
+                )?;
+            }
+        }
+        let call = self.call_snapshot(id)?;
+        self.emit(json!({ "type": "tool_executed", "call": call }))?;
+        self.set_breakpoint(Breakpoint::PostTool)?;
+        Ok(())
+    }
+
+    /// Finishes a call: its result message and terminal record, durable together.
+    /// A result the session cannot hold (too deep, too long) fails the call, with why.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_call(
+        &mut self,
+        id: &str,
+        name: &str,
+        state: ToolCallState,
+        text: &str,
+        is_error: bool,
+        result: Value,
+        extra: Value,
+    ) -> Result<()> {
+        let mut extra = extra;
+        extra["result"] = result;
+        extra["isError"] = json!(is_error);
+        let (message, entries) =
+            AgentCore::result_entries(id, name, state, text, is_error, Some(&extra), self.now);
+        let message = match self.check_entries(&entries) {
+            Ok(()) => {
+                self.append(&entries)?;
+                message
+            }
+            Err(e)
+                if matches!(
+                    e.code,
+                    ErrorCode::InvalidInput | ErrorCode::CorruptedData | ErrorCode::LimitExceeded
+                ) =>
+            {
+                let why = format!("the tool's result cannot be stored: {}", e.message);
+                let failed = json!({ "note": "result not storable", "result": { "ok": false, "error": why }, "isError": true });
+                let (message, entries) = AgentCore::result_entries(
+                    id,
+                    name,
+                    ToolCallState::Failed,
+                    &format!("Error: {why}"),
+                    true,
+                    Some(&failed),
+                    self.now,
+                );
+                self.append(&entries)?;
+                message
+            }
+            Err(e) => return Err(e),
+        };
+        self.messages.push(raw(&message)?);
+        let call = self.call_snapshot(id)?;
+        self.emit(json!({ "type": "tool:end", "call": call }))?;
+        Ok(())
+    }
+
+    fn record(&mut self, id: &str, name: &str, state: ToolCallState, extra: Value) -> Result<()> {
+        let entry = AgentCore::record_entry(id, name, state, self.now, Some(&extra));
+        self.append(&[entry])
+    }
+
+    fn decide(&mut self, id: &str, allow: bool, note: Option<String>) -> Result<()> {
+        let open = self.core.open_calls()?;
+        let call = open.into_iter().find(|(c, _, _, _)| c == id);
+        let waiting = call.as_ref().is_some_and(|(_, _, _, r)| {
+            r.is_some_and(|r| r.state == ToolCallState::ApprovalRequired)
+        });
+        let Some(pos) = self
+            .pending
+            .iter()
+            .position(|p| p == id)
+            .filter(|_| waiting)
+        else {
+            return Err(Error::new(
+                ErrorCode::PermissionNotPending,
+                format!("no call '{id}' waits for a decision"),
+            ));
+        };
+        let name = call.map(|(_, n, _, _)| n).unwrap_or_default();
+        let decision = if allow { "allow" } else { "deny" };
+        let mut approval = json!({ "required": true, "decision": decision, "decidedBy": "api", "decidedAt": self.now });
+        if let Some(n) = &note {
+            approval["note"] = json!(n);
+        }
+        if allow {
+            let n = note.clone().unwrap_or_else(|| "approval granted".into());
+            self.record(
+                id,
+                &name,
+                ToolCallState::Approved,
+                json!({ "approval": approval, "note": n }),
+            )?;
+        } else {
+            let text = match &note {
+                Some(n) => format!("Denied by the user: {n}."),
+                None => "Denied by the user.".to_string(),
+            };
+            let mut result = json!({ "ok": false, "error": "denied" });
+            if let Some(n) = &note {
+                result["note"] = json!(n);
+            }
+            let n = note.clone().unwrap_or_else(|| "approval denied".into());
+            self.finish_call(
+                id,
+                &name,
+                ToolCallState::Denied,
+                &text,
+                true,
+                result,
+                json!({ "approval": approval, "note": n }),
+            )?;
+        }
+        self.pending.remove(pos);
+        let mut e = json!({ "type": "permission_decided", "callId": id, "decision": decision, "decidedBy": "api" });
+        if let Some(n) = &note {
+            e["note"] = json!(n);
+        }
+        self.emit(e)?;
+        self.set_breakpoint(if allow {
+            Breakpoint::PreTool
+        } else {
+            Breakpoint::PostTool
+        })?;
+        if self.pending.is_empty() {
+            self.set_state(AgentState::Working)?;
+            self.advance()?;
+        }
+        Ok(())
+    }
+
+    fn interrupt(&mut self, note: Option<String>) -> Result<()> {
+        if self.phase != Phase::Idle {
+            self.out.push(Command::Abort);
+        }
+        self.phase = Phase::Idle;
+        let note = note.unwrap_or_else(|| "Interrupted by user".into());
+        let sealed = self.seal(Some(&note), None)?;
+        for s in &sealed {
+            let call = self.call_snapshot(&s.id)?;
+            self.emit(json!({ "type": "tool:end", "call": call, "sealed": true }))?;
+        }
+        self.pending.clear();
+        let step = self.core.assistant_messages();
+        let done = self.emit(json!({ "type": "done", "step": step, "reason": "interrupted" }))?;
+        self.last_done = Some(done);
+        self.set_breakpoint(Breakpoint::Ready)?;
+        self.set_state(AgentState::Ready)?;
+        Ok(())
+    }
+
+    /// Seals open calls (all, or `only`), appending their entries.
+    fn seal(&mut self, note: Option<&str>, only: Option<&str>) -> Result<Vec<SealedCall>> {
+        let (entries, sealed) = self.core.seal(self.now, note, only)?;
+        self.append(&entries)?;
+        for s in &sealed {
+            self.messages.push(raw(&s.message)?);
+        }
+        Ok(sealed)
+    }
+
+    fn open_calls_json(&mut self) -> Result<Vec<Value>> {
+        Ok(self
+            .core
+            .open_calls()?
+            .into_iter()
+            .map(|(id, name, args, rec)| json!({ "id": id, "name": name, "arguments": args, "state": rec.map(|r| r.state) }))
+            .collect())
+    }
+
+    // -- writing --------------------------------------------------------------
+
+    fn check_entries(&self, entries: &[String]) -> Result<()> {
+        for e in entries {
+            AgentCore::check(e)?;
+            if e.len() as u64 + 256 > LoadOptions::default().max_line_bytes {
+                return Err(Error::new(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "an entry of {} bytes is over the session's line limit",
+                        e.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends entries to the session (all or none) and takes them into the state.
+    fn append(&mut self, entries: &[String]) -> Result<()> {
+        self.check_entries(entries)?;
+        for e in entries {
+            let (id, _) = self.writer.append(e, self.now as i64)?;
+            self.core.observe(e, &id)?;
+        }
+        Ok(())
+    }
+
+    /// Appends an event; returns its bookmark (durable with the next persist).
+    fn emit(&mut self, event: Value) -> Result<Bookmark> {
+        let (line, meta) =
+            build_event_line(&event.to_string(), self.seq + 1, self.now as i64, 512)?;
+        self.seq = meta.seq;
+        let b = meta.bookmark();
+        self.last_event = Some(b);
+        self.events.push(EventLine {
+            meta,
+            line: Arc::from(line),
+        });
+        Ok(b)
+    }
+
+    fn set_breakpoint(&mut self, bp: Breakpoint) -> Result<()> {
+        if bp == self.bp {
+            return Ok(());
+        }
+        let previous = self.bp;
+        self.bp = bp;
+        self.emit(json!({ "type": "breakpoint_changed", "previous": previous, "current": bp, "timestamp": self.now }))?;
+        Ok(())
+    }
+
+    fn set_state(&mut self, s: AgentState) -> Result<()> {
+        if s == self.state {
+            return Ok(());
+        }
+        self.state = s;
+        self.emit(json!({ "type": "state_changed", "state": s }))?;
+        Ok(())
+    }
+
+    /// Queues a `Persist` of everything written since the last one.
+    fn flush(&mut self) {
+        let mut batch = WriteBatch {
+            session_at: self.session_len,
+            ..WriteBatch::default()
+        };
+        if let Some(b) = self.writer.take_batch(None) {
+            self.writer.committed(&b);
+            batch.session = b.bytes;
+        }
+        batch.events = std::mem::take(&mut self.events);
+        if self.meta_dirty {
+            self.meta_dirty = false;
+            match self.meta.to_text() {
+                Ok(t) => batch.meta = Some(t),
+                Err(_) => self.meta_dirty = true,
+            }
+        }
+        if let Some(h) = self.writer.take_hint(false) {
+            batch.hint = Some(h.to_json().into_bytes());
+        }
+        if batch.is_empty() {
+            return;
+        }
+        self.session_len += batch.session.len() as u64;
+        self.out.push(Command::Persist(batch));
+    }
+}
+
+fn base36(mut n: u64) -> String {
+    const D: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    if n == 0 {
+        return "0".into();
+    }
+    let mut s = Vec::new();
+    while n > 0 {
+        s.push(D[(n % 36) as usize]);
+        n /= 36;
+    }
+    s.reverse();
+    String::from_utf8(s).unwrap_or_default()
+}
+
+/// A tool call as events show it (`snapshotOf`).
+pub fn snapshot_of(r: &ToolCallRecord) -> Value {
+    let input = serde_json::from_str::<Value>(r.input.get()).unwrap_or(Value::Null);
+    let mut o = Map::new();
+    o.insert("id".into(), json!(r.id));
+    o.insert("name".into(), json!(r.name));
+    o.insert("state".into(), json!(r.state));
+    let mut opt = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            o.insert(k.into(), v);
+        }
+    };
+    opt(
+        "approval",
+        r.approval
+            .as_ref()
+            .and_then(|a| serde_json::from_str(a.get()).ok()),
+    );
+    opt(
+        "result",
+        r.result
+            .as_ref()
+            .and_then(|a| serde_json::from_str(a.get()).ok()),
+    );
+    opt("isError", r.is_error.map(Value::Bool));
+    opt("startedAt", r.started_at.map(|v| json!(v)));
+    opt("completedAt", r.completed_at.map(|v| json!(v)));
+    let text = match &input {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    o.insert("inputPreview".into(), json!(preview(&text)));
+    o.insert("auditTrail".into(), json!(r.audit));
+    Value::Object(o)
+}

@@ -1,0 +1,395 @@
+//! The agent machine over a storage: opens and creates agents, carries out the
+//! machine's `Persist` commands (awaiting the store) and hands every other
+//! command to the driver. Generic over [`AgentStorage`], so files, memory,
+//! IndexedDB and the fault-injecting store run the same code.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::machine::{AgentMachine, Command, Input, Opened, Reply, ResumeStrategy, ToolSpec};
+use super::meta::{AgentMeta, MetaChanges};
+use super::{AgentCore, Breakpoint, CheckpointInfo};
+use crate::events::{Bookmark, build_event_line, parse_envelope};
+use crate::storage::{AgentStorage, EventLine, Lease, WriteBatch};
+use crate::writer::WriterCore;
+use crate::{Error, ErrorCode, LoadOptions, Result, Session, time};
+
+/// What a step of the runtime gives the driver.
+#[derive(Debug, Default)]
+pub struct Step {
+    /// Commands for the driver (never `Persist`: those are done), in order.
+    pub commands: Vec<Command>,
+    /// The input's answer.
+    pub reply: Reply,
+    /// The event lines made durable by this step, oldest first (for live listeners).
+    pub events: Vec<Arc<str>>,
+}
+
+/// An open agent: its lease, its machine and its store.
+#[derive(Debug)]
+pub struct AgentRuntime<S> {
+    store: S,
+    lease: Lease,
+    machine: AgentMachine,
+    /// A write failed: the machine is ahead of the store; only `close` works.
+    broken: Option<Error>,
+}
+
+/// The session header of a new agent.
+fn header(now: f64, parent: Option<&str>, seed: u64) -> String {
+    let mut rng = crate::writer::IdRng::new(seed ^ 0xA5A5_5A5A_0F0F_F0F0);
+    let (a, b) = (rng.next_u64(), rng.next_u64());
+    // A version-4 UUID from 128 random bits.
+    let id = format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0x0fff,
+        (b >> 48) & 0x3fff | 0x8000,
+        b & 0xffff_ffff_ffff
+    );
+    let mut line = WriterCore::new_header_line(&id, now as i64, "", parent);
+    if !line.ends_with('\n') {
+        line.push('\n');
+    }
+    line
+}
+
+fn load(bytes: Vec<u8>) -> Result<Session> {
+    Session::from_bytes(bytes, &LoadOptions::default(), None)
+}
+
+/// The breakpoint the last `breakpoint_changed` event names, read from the
+/// log's tail (growing the window until one is found or the log is read whole).
+async fn last_breakpoint<S: AgentStorage>(
+    store: &S,
+    id: &str,
+    last: Option<Bookmark>,
+) -> Result<Breakpoint> {
+    let Some(last) = last else {
+        return Ok(Breakpoint::Ready);
+    };
+    let mut count = 64usize;
+    loop {
+        let lines = store.tail_events(id, count).await?;
+        for l in lines.iter().rev() {
+            let Ok(env) = parse_envelope(l, 512) else {
+                continue;
+            };
+            if env.kind == "breakpoint_changed" {
+                let v: Value = serde_json::from_str(l).unwrap_or(Value::Null);
+                return Ok(serde_json::from_value(v["current"].clone()).unwrap_or_default());
+            }
+        }
+        if lines.len() < count || count as u64 >= last.seq {
+            return Ok(Breakpoint::Ready);
+        }
+        count = count.saturating_mul(8);
+    }
+}
+
+impl<S: AgentStorage> AgentRuntime<S> {
+    /// Creates agent `meta.agent_id` (`ALREADY_EXISTS` when taken): its session
+    /// header, `agent_created` and its meta in one write.
+    pub async fn create(
+        store: S,
+        meta: AgentMeta,
+        tools: Vec<ToolSpec>,
+        seed: u64,
+        now: f64,
+    ) -> Result<Self> {
+        let id = meta.agent_id.clone();
+        let head = header(now, None, seed);
+        let session = load(head.clone().into_bytes())?;
+        let mut machine = AgentMachine::new(
+            meta.clone(),
+            session,
+            head.len() as u64,
+            None,
+            Breakpoint::Ready,
+            tools,
+            seed,
+        )?;
+        machine.created(now)?;
+        let mut init = WriteBatch {
+            session: head.into_bytes(),
+            meta: Some(meta.to_text()?),
+            ..WriteBatch::default()
+        };
+        for c in machine.take_commands() {
+            if let Command::Persist(b) = c {
+                init.session.extend_from_slice(&b.session);
+                init.events.extend(b.events);
+            }
+        }
+        let lease = store.create(&id, &init).await?;
+        Ok(AgentRuntime {
+            store,
+            lease,
+            machine,
+            broken: None,
+        })
+    }
+
+    /// Opens agent `id`: takes its lease, reads its meta and session, applies
+    /// `changes`, and resumes with `strategy` (see [`AgentMachine::resume`]).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn open(
+        store: S,
+        id: &str,
+        tools: Vec<ToolSpec>,
+        seed: u64,
+        strategy: ResumeStrategy,
+        changes: Option<&MetaChanges>,
+        auto_run: bool,
+        now: f64,
+    ) -> Result<(Self, Step, Opened)> {
+        let lease = store.acquire(id).await?;
+        match Self::open_leased(&store, &lease, tools, seed).await {
+            Ok(machine) => {
+                let mut rt = AgentRuntime {
+                    store,
+                    lease,
+                    machine,
+                    broken: None,
+                };
+                let opened = match rt.machine.resume(strategy, changes, auto_run, now) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        rt.close().await?;
+                        return Err(e);
+                    }
+                };
+                let step = match rt.run(Reply::default()).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = rt.close().await;
+                        return Err(e);
+                    }
+                };
+                Ok((rt, step, opened))
+            }
+            Err(e) => {
+                let _ = store.release(&lease).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn open_leased(
+        store: &S,
+        lease: &Lease,
+        tools: Vec<ToolSpec>,
+        seed: u64,
+    ) -> Result<AgentMachine> {
+        let head = store.head(lease).await?;
+        let meta = AgentMeta::parse(&head.meta, &lease.agent_id)?;
+        let bytes = store
+            .read_session(&lease.agent_id, 0, head.session_len)
+            .await?;
+        let len = bytes.len() as u64;
+        let session = load(bytes)?;
+        let bp = last_breakpoint(store, &lease.agent_id, head.last_event).await?;
+        AgentMachine::new(meta, session, len, head.last_event, bp, tools, seed)
+    }
+
+    /// The machine (for queries).
+    pub fn machine(&mut self) -> &mut AgentMachine {
+        &mut self.machine
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The lease this runtime writes under.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    fn check(&self) -> Result<()> {
+        match &self.broken {
+            Some(e) => Err(Error::new(
+                if e.code == ErrorCode::LeaseLost {
+                    ErrorCode::LeaseLost
+                } else {
+                    ErrorCode::Closed
+                },
+                format!(
+                    "the agent was closed after a failed write ({}); open it again",
+                    e.message
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Carries out the machine's queued `Persist` commands; returns the rest.
+    async fn run(&mut self, reply: Reply) -> Result<Step> {
+        let mut step = Step {
+            reply,
+            ..Step::default()
+        };
+        for c in self.machine.take_commands() {
+            match c {
+                Command::Persist(batch) => {
+                    if let Err(e) = self.store.write(&self.lease, &batch).await {
+                        self.machine.close();
+                        self.broken = Some(e.clone());
+                        return Err(e);
+                    }
+                    step.events.extend(batch.events.into_iter().map(|e| e.line));
+                }
+                c => step.commands.push(c),
+            }
+        }
+        Ok(step)
+    }
+
+    /// Feeds an input at time `now`; durable what it wrote when it returns.
+    pub async fn handle(&mut self, input: Input, now: f64) -> Result<Step> {
+        self.check()?;
+        let r = self.machine.handle(input, now);
+        let step = self.run(Reply::default()).await?;
+        Ok(Step { reply: r?, ..step })
+    }
+
+    /// Applies configuration changes (durable on return).
+    pub async fn change_meta(&mut self, changes: &MetaChanges, now: f64) -> Result<Step> {
+        self.check()?;
+        self.machine.change_meta(changes, now);
+        self.run(Reply::default()).await
+    }
+
+    /// Restores checkpoint `id`: moves the leaf to its entry, rebuilds the state there.
+    pub async fn restore(&mut self, id: &str, now: f64) -> Result<(CheckpointInfo, Step)> {
+        self.check()?;
+        let cp = self.machine.begin_restore(id, now)?;
+        let mut step = self.run(Reply::default()).await?;
+        let len = self.machine.session_len();
+        let bytes = self
+            .store
+            .read_session(&self.lease.agent_id, 0, len)
+            .await?;
+        let session = load(bytes)?;
+        self.machine.finish_restore(&session, &cp, now)?;
+        let more = self.run(Reply::default()).await?;
+        step.events.extend(more.events);
+        step.commands.extend(more.commands);
+        Ok((cp, step))
+    }
+
+    /// Creates a fork from snapshot `snapshot` (default: a new snapshot of the
+    /// last safe-fork-point): a new agent whose session is the path up to the
+    /// snapshot (never a call without its result), with this one's
+    /// configuration, lineage + this id, this one's todo list as it is now, and
+    /// an event log continuing this one's seq — written in one `create`. Returns
+    /// the fork's runtime on `store`.
+    pub async fn fork<T: AgentStorage>(
+        &mut self,
+        store: T,
+        snapshot: Option<&str>,
+        tools: Vec<ToolSpec>,
+        seed: u64,
+        now: f64,
+    ) -> Result<(AgentRuntime<T>, Step)> {
+        self.check()?;
+        let mut step = Step::default();
+        let sel = match snapshot {
+            Some(s) => s.to_string(),
+            None => {
+                let s = self.handle(Input::Snapshot { label: None }, now).await?;
+                step.events.extend(s.events);
+                let v = s.reply.value.unwrap_or_default();
+                serde_json::from_str::<String>(&v).map_err(|e| Error::internal(e.to_string()))?
+            }
+        };
+        let snap = self.machine.core().snapshot(&sel)?;
+        let parent_id = self.lease.agent_id.clone();
+        let len = self.machine.session_len();
+        let parent = load(self.store.read_session(&parent_id, 0, len).await?)?;
+        let at = parent.index_of(&snap.entry_id)?;
+        let new_id = self.machine.fork_id(now);
+        let meta = self.machine.fork_meta(&new_id, &snap, now);
+        let mut text = header(now, Some(&format!("../{parent_id}/session.jsonl")), seed);
+        for i in parent.tree().path_to(at) {
+            text.push_str(parent.entry_text(i));
+            text.push('\n');
+        }
+        // The todo list comes along as it is now (not as it was at the snapshot).
+        let todos_now = self.machine.core().todos().map(|t| t.get().to_string());
+        let child = load(text.clone().into_bytes())?;
+        let child_core = AgentCore::from_session(&child)?;
+        let mut events = Vec::new();
+        let mut seq = self.machine.next_seq();
+        let mut event = |v: Value, seq: &mut u64| -> Result<()> {
+            let (line, meta) = build_event_line(&v.to_string(), *seq, now as i64, 512)?;
+            *seq += 1;
+            events.push(EventLine {
+                meta,
+                line: Arc::from(line),
+            });
+            Ok(())
+        };
+        event(
+            json!({ "type": "agent_forked", "channel": "monitor", "from": parent_id, "snapshot": snap.id, "entryId": snap.entry_id }),
+            &mut seq,
+        )?;
+        let child_todos = child_core.todos().map(|t| t.get().to_string());
+        if let Some(t) = todos_now.filter(|t| Some(t) != child_todos.as_ref()) {
+            let list: Value =
+                serde_json::from_str(&t).map_err(|e| Error::internal(e.to_string()))?;
+            let (entry, current, previous) =
+                child_core.todos_entry(&list["todos"].to_string(), now)?;
+            let mut w =
+                WriterCore::from_session(child, text.len() as u64, seed, &LoadOptions::default())?;
+            w.append(&entry, now as i64)?;
+            if let Some(b) = w.take_batch(None) {
+                text.push_str(&String::from_utf8_lossy(&b.bytes));
+            }
+            event(
+                json!({ "type": "todo_changed", "current": current, "previous": previous }),
+                &mut seq,
+            )?;
+        }
+        let init = WriteBatch {
+            session: text.into_bytes(),
+            events,
+            meta: Some(meta.to_text()?),
+            ..WriteBatch::default()
+        };
+        let lease = store.create(&new_id, &init).await?;
+        let machine = match AgentRuntime::open_leased(&store, &lease, tools, seed ^ 0x9E37).await {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = store.release(&lease).await;
+                return Err(e);
+            }
+        };
+        Ok((
+            AgentRuntime {
+                store,
+                lease,
+                machine,
+                broken: None,
+            },
+            step,
+        ))
+    }
+
+    /// Releases the lease; later inputs are `CLOSED`.
+    pub async fn close(&mut self) -> Result<()> {
+        self.machine.close();
+        if self.broken.is_none() {
+            self.broken = Some(Error::new(ErrorCode::Closed, "closed"));
+        }
+        self.store.release(&self.lease).await
+    }
+}
+
+/// Milliseconds since the epoch as ISO 8601 (for meta times).
+pub fn iso(now: f64) -> String {
+    time::ms_to_iso(now as i64)
+}

@@ -1,0 +1,517 @@
+//! The agent machine over storages: a scripted run, and crash-point
+//! enumeration on the fault-injecting store (every operation of the run fails,
+//! tears or loses its acknowledgement in turn; resume must keep everything
+//! acknowledged).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use forkpoint_core::agent::machine::{Command, Input, ResumeStrategy, ToolOutcome, ToolSpec};
+use forkpoint_core::agent::meta::AgentMeta;
+use forkpoint_core::agent::runtime::{AgentRuntime, Step};
+use forkpoint_core::agent::{Breakpoint, ToolCallState};
+use forkpoint_core::events::parse_event_line;
+use forkpoint_core::storage::{AgentStorage, Fault, FaultPlan, FaultStorage, MemoryStorage};
+use forkpoint_core::{ErrorCode, LoadOptions, Result, Session};
+use serde_json::{Value, json};
+
+const ID: &str = "bot";
+
+fn meta(id: &str) -> AgentMeta {
+    serde_json::from_value(json!({
+        "agentId": id, "templateId": null, "createdAt": "2026-01-01T00:00:00.000Z",
+        "updatedAt": "2026-01-01T00:00:00.000Z", "lineage": [], "configVersion": "forkpoint-1",
+        "model": { "provider": "scripted", "model": "s-1", "api": "scripted" },
+        "tools": ["echo", "danger", "boom"], "permission": { "mode": "auto" },
+        "systemPrompt": "be brief", "metadata": {}
+    }))
+    .unwrap()
+}
+
+fn tools() -> Vec<ToolSpec> {
+    let t = |name: &str, approval: bool| ToolSpec {
+        name: name.into(),
+        description: format!("the {name} tool"),
+        input_schema: json!({ "type": "object" }),
+        requires_approval: approval,
+    };
+    vec![t("echo", false), t("danger", true), t("boom", false)]
+}
+
+fn text(t: &str) -> Value {
+    json!({ "content": [{ "type": "text", "text": t }], "stopReason": "stop" })
+}
+
+fn calls(cs: &[(&str, &str, Value)]) -> Value {
+    let content: Vec<Value> = cs
+        .iter()
+        .map(|(id, name, args)| json!({ "type": "toolCall", "id": id, "name": name, "arguments": args }))
+        .collect();
+    json!({ "content": content, "stopReason": "toolUse" })
+}
+
+/// What the run was told is durable.
+#[derive(Default, Debug)]
+struct Acked {
+    /// seq → line.
+    events: BTreeMap<u64, String>,
+    queue_ids: Vec<String>,
+    /// Calls whose result was acknowledged.
+    results: Vec<String>,
+    forks: Vec<String>,
+}
+
+impl Acked {
+    fn step(&mut self, s: &Step) {
+        for l in &s.events {
+            let m = parse_event_line(l, 512).unwrap();
+            self.events.insert(m.seq, l.to_string());
+        }
+    }
+}
+
+struct Run<'a, S: AgentStorage> {
+    rt: AgentRuntime<S>,
+    replies: VecDeque<Value>,
+    acked: &'a mut Acked,
+    now: f64,
+    /// Interrupt instead of running the next tool.
+    interrupt_next_tool: bool,
+    model_calls: usize,
+}
+
+impl<S: AgentStorage> Run<'_, S> {
+    fn tick(&mut self) -> f64 {
+        self.now += 7.0;
+        self.now
+    }
+
+    async fn input(&mut self, input: Input) -> Result<Step> {
+        let now = self.tick();
+        let s = self.rt.handle(input, now).await?;
+        self.acked.step(&s);
+        Ok(s)
+    }
+
+    /// Carries out commands until none is left.
+    async fn drive(&mut self, first: Vec<Command>) -> Result<()> {
+        let mut queue: VecDeque<Command> = first.into();
+        while let Some(c) = queue.pop_front() {
+            match c {
+                Command::CallModel { ticket, request } => {
+                    self.model_calls += 1;
+                    let msgs: Vec<Value> = serde_json::from_str(&request.messages).unwrap();
+                    assert!(!msgs.is_empty());
+                    assert_eq!(request.system.as_deref(), Some("be brief"));
+                    let reply = self
+                        .replies
+                        .pop_front()
+                        .unwrap_or_else(|| text("(out of script)"));
+                    let s = self
+                        .input(Input::ModelReply {
+                            ticket,
+                            reply: reply.to_string(),
+                        })
+                        .await?;
+                    queue.extend(s.commands);
+                }
+                Command::RunTool {
+                    ticket,
+                    call_id,
+                    name,
+                    input,
+                } => {
+                    if self.interrupt_next_tool {
+                        self.interrupt_next_tool = false;
+                        let s = self
+                            .input(Input::Interrupt {
+                                note: Some("stop".into()),
+                            })
+                            .await?;
+                        assert!(matches!(s.commands.first(), Some(Command::Abort)));
+                        // The tool's late answer is ignored.
+                        let late = self
+                            .input(Input::ToolDone {
+                                ticket,
+                                outcome: ToolOutcome::Value("\"late\"".into()),
+                            })
+                            .await?;
+                        assert!(late.commands.is_empty() && late.events.is_empty());
+                        continue;
+                    }
+                    let ev = self
+                        .input(Input::ToolEvent {
+                            call_id: call_id.clone(),
+                            event_type: "progress".into(),
+                            data: Some("{\"pct\":50}".into()),
+                        })
+                        .await?;
+                    assert!(ev.reply.bookmark.is_some());
+                    let outcome = match name.as_str() {
+                        "boom" => ToolOutcome::Error("it blew up".into()),
+                        _ => ToolOutcome::Value(
+                            json!({ "echo": serde_json::from_str::<Value>(&input).unwrap() })
+                                .to_string(),
+                        ),
+                    };
+                    let s = self.input(Input::ToolDone { ticket, outcome }).await?;
+                    self.acked.results.push(call_id);
+                    queue.extend(s.commands);
+                }
+                Command::Abort => {}
+                Command::Persist(_) => unreachable!("the runtime persists"),
+            }
+        }
+        Ok(())
+    }
+
+    async fn send(&mut self, t: &str) -> Result<()> {
+        let s = self
+            .input(Input::Send {
+                content: json!(t).to_string(),
+            })
+            .await?;
+        let q: String = serde_json::from_str(s.reply.value.as_deref().unwrap()).unwrap();
+        self.acked.queue_ids.push(q);
+        self.drive(s.commands).await
+    }
+}
+
+/// The scripted run: about twenty steps with tools, an approval, a denial, a
+/// failing tool, todos, a checkpoint and its restore, a snapshot and a fork, a
+/// message queued while busy, and an interrupt.
+async fn scenario<S: AgentStorage + Clone>(store: S, acked: &mut Acked) -> Result<()> {
+    let rt = AgentRuntime::create(store.clone(), meta(ID), tools(), 7, 1_000.0).await?;
+    let mut run = Run {
+        rt,
+        replies: VecDeque::from(vec![
+            text("hi"),
+            calls(&[
+                ("c1", "echo", json!({ "a": 1 })),
+                ("c2", "echo", json!({ "a": 2 })),
+            ]),
+            text("echoed twice"),
+            calls(&[("c3", "danger", json!({ "rm": "-rf" }))]),
+            text("did the dangerous thing"),
+            text("and then that"),
+            calls(&[("c4", "boom", json!({}))]),
+            text("it failed"),
+            calls(&[
+                ("c5", "danger", json!({ "again": true })),
+                ("", "echo", json!({ "minted": true })),
+            ]),
+            text("after the denial"),
+            text("restored"),
+            calls(&[("c6", "echo", json!({ "slow": true }))]),
+            text("after the interrupt"),
+        ]),
+        acked,
+        now: 1_000.0,
+        interrupt_next_tool: false,
+        model_calls: 0,
+    };
+    run.acked.events.clear();
+    run.send("hello").await?;
+    run.send("echo twice").await?;
+    run.input(Input::SetTodos {
+        todos: json!([{ "id": "t1", "title": "ship", "status": "in_progress" }]).to_string(),
+    })
+    .await?;
+    let cp = run
+        .input(Input::Checkpoint {
+            args: json!({ "executionId": "e1", "stepName": "mid", "stepIndex": 1 }).to_string(),
+        })
+        .await?;
+    let cp: Value = serde_json::from_str(cp.reply.value.as_deref().unwrap()).unwrap();
+    run.send("do the dangerous thing").await?;
+    assert_eq!(run.rt.machine().pending(), ["c3".to_string()]);
+    // Sent while waiting: queued, delivered after the decision's turn.
+    run.send("and then this").await?;
+    let s = run
+        .input(Input::Decide {
+            call_id: "c3".into(),
+            allow: true,
+            note: None,
+        })
+        .await?;
+    run.drive(s.commands).await?;
+    let snap = run
+        .input(Input::Snapshot {
+            label: Some("before-boom".into()),
+        })
+        .await?;
+    assert_eq!(snap.reply.value.as_deref(), Some("\"before-boom\""));
+    let now = run.tick();
+    let (mut fork, _) = run
+        .rt
+        .fork(store.clone(), Some("before-boom"), tools(), 9, now)
+        .await?;
+    run.acked.forks.push(fork.lease().agent_id.clone());
+    fork.close().await?;
+    run.send("now fail").await?;
+    run.send("deny it").await?;
+    let pending = run.rt.machine().pending().to_vec();
+    assert_eq!(pending.len(), 1);
+    let s = run
+        .input(Input::Decide {
+            call_id: pending[0].clone(),
+            allow: false,
+            note: Some("no".into()),
+        })
+        .await?;
+    run.drive(s.commands).await?;
+    let now = run.tick();
+    let (_, s) = run.rt.restore(cp["id"].as_str().unwrap(), now).await?;
+    run.acked.step(&s);
+    run.send("after restore").await?;
+    run.interrupt_next_tool = true;
+    run.send("slow one").await?;
+    run.send("last").await?;
+    run.rt.close().await?;
+    Ok(())
+}
+
+/// The checks after a crash: everything acknowledged is there, no call is
+/// left open, seqs increase, the session loads strictly, and the agent goes on.
+async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
+    store.crash();
+    if !store.exists(ID).await.unwrap() {
+        assert!(
+            acked.events.is_empty() && acked.queue_ids.is_empty(),
+            "{label}: acknowledged but no agent"
+        );
+        return;
+    }
+    let (mut rt, _, _) = AgentRuntime::open(
+        store.clone(),
+        ID,
+        tools(),
+        3,
+        ResumeStrategy::Crash,
+        None,
+        false,
+        9e12,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{label}: resume failed: {e}"));
+    assert!(
+        rt.machine().core().open_calls().unwrap().is_empty(),
+        "{label}: a call without a result"
+    );
+    let lines = store.read_events(ID, None, usize::MAX).await.unwrap();
+    let mut last = 0;
+    let mut by_seq = BTreeMap::new();
+    for l in &lines {
+        let m = parse_event_line(l, 512).unwrap();
+        assert!(m.seq > last, "{label}: seq {} after {last}", m.seq);
+        last = m.seq;
+        by_seq.insert(m.seq, l.to_string());
+    }
+    for (seq, line) in &acked.events {
+        assert_eq!(
+            by_seq.get(seq),
+            Some(line),
+            "{label}: acknowledged event {seq} lost or changed"
+        );
+    }
+    let (session, _, _) = store.raw(ID).unwrap();
+    let stored = String::from_utf8(session.clone()).unwrap();
+    Session::from_bytes(session, &LoadOptions::default(), None)
+        .unwrap_or_else(|e| panic!("{label}: strict load: {e}"));
+    for q in &acked.queue_ids {
+        assert!(
+            stored.contains(&format!("\"queueId\":\"{q}\"")),
+            "{label}: acknowledged message {q} lost"
+        );
+    }
+    for c in &acked.results {
+        assert!(
+            stored.contains(&format!("\"toolCallId\":\"{c}\"")),
+            "{label}: acknowledged result of {c} lost"
+        );
+    }
+    for f in &acked.forks {
+        let (mut fr, _, _) = AgentRuntime::open(
+            store.clone(),
+            f,
+            tools(),
+            4,
+            ResumeStrategy::Crash,
+            None,
+            false,
+            9e12,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{label}: fork {f} does not open: {e}"));
+        fr.close().await.unwrap();
+    }
+    // The agent goes on.
+    let s = rt
+        .handle(
+            Input::Send {
+                content: "\"still there?\"".into(),
+            },
+            9.1e12,
+        )
+        .await
+        .unwrap();
+    let mut cmds: VecDeque<Command> = s.commands.into();
+    let mut turns = 0;
+    while let Some(c) = cmds.pop_front() {
+        turns += 1;
+        assert!(turns < 50, "{label}: the agent does not settle");
+        match c {
+            Command::CallModel { ticket, .. } => {
+                let s = rt
+                    .handle(
+                        Input::ModelReply {
+                            ticket,
+                            reply: text("yes").to_string(),
+                        },
+                        9.2e12,
+                    )
+                    .await
+                    .unwrap();
+                cmds.extend(s.commands);
+            }
+            Command::RunTool { ticket, .. } => {
+                let s = rt
+                    .handle(
+                        Input::ToolDone {
+                            ticket,
+                            outcome: ToolOutcome::Value("1".into()),
+                        },
+                        9.2e12,
+                    )
+                    .await
+                    .unwrap();
+                cmds.extend(s.commands);
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        rt.machine().pending().is_empty()
+            || rt.machine().breakpoint() == Breakpoint::AwaitingApproval
+    );
+    rt.close().await.unwrap();
+}
+
+#[test]
+fn scripted_run_on_memory() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut acked = Acked::default();
+        scenario(store.clone(), &mut acked).await.unwrap();
+        // Everything acknowledged is in the store, in order.
+        let lines = store.read_events(ID, None, usize::MAX).await.unwrap();
+        assert_eq!(
+            lines.len(),
+            acked.events.len() + 1,
+            "only agent_created is not counted by the run"
+        );
+        let (session, _, meta) = store.raw(ID).unwrap();
+        let meta: AgentMeta = AgentMeta::parse(&meta, ID).unwrap();
+        assert_eq!(meta.tools, ["echo", "danger", "boom"]);
+        let s = Session::from_bytes(session.clone(), &LoadOptions::default(), None).unwrap();
+        let text = String::from_utf8(session).unwrap();
+        for c in ["c1", "c2", "c3", "c4", "c5", "c6"] {
+            assert!(
+                text.contains(&format!("\"toolCallId\":\"{c}\"")),
+                "result of {c}"
+            );
+        }
+        assert!(text.contains("Denied by the user: no."));
+        assert!(text.contains("Error: it blew up"));
+        assert!(text.contains("\"forkpoint.checkpoint\""));
+        assert!(s.entries().len() > 40);
+        // The minted call id.
+        assert!(text.contains("\"id\":\"call-"));
+        // The fork: its own agent, lineage and todos.
+        let forks: Vec<String> = acked.forks.clone();
+        assert_eq!(forks.len(), 1);
+        let (fs, fe, fm) = store.raw(&forks[0]).unwrap();
+        let fm = AgentMeta::parse(&fm, &forks[0]).unwrap();
+        assert_eq!(fm.lineage, [ID]);
+        assert_eq!(fm.forked_from.as_ref().unwrap().snapshot, "before-boom");
+        let ft = String::from_utf8(fs).unwrap();
+        assert!(ft.contains("\"forkpoint.todos\""));
+        assert!(
+            !ft.contains("\"toolCallId\":\"c4\""),
+            "the fork ends at its snapshot: {ft}"
+        );
+        let fe = String::from_utf8(fe).unwrap();
+        assert!(fe.contains("\"agent_forked\""));
+        // Reopened: nothing open, READY.
+        let (mut rt, _, opened) = AgentRuntime::open(
+            store.clone(),
+            ID,
+            tools(),
+            1,
+            ResumeStrategy::Manual,
+            None,
+            false,
+            5e12,
+        )
+        .await
+        .unwrap();
+        assert_eq!(opened.breakpoint, Breakpoint::Ready);
+        assert!(rt.machine().core().open_calls().unwrap().is_empty());
+        let recs = rt.machine().core().records().unwrap();
+        assert!(
+            recs.iter()
+                .any(|r| r.id == "c6" && r.state == ToolCallState::Sealed)
+        );
+        assert!(
+            !recs.iter().any(|r| r.id == "c5"),
+            "c5 is on the branch the restore left"
+        );
+        // A second opener gets AGENT_LOCKED.
+        let e = AgentRuntime::open(
+            store.clone(),
+            ID,
+            tools(),
+            1,
+            ResumeStrategy::Manual,
+            None,
+            false,
+            5e12,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::AgentLocked);
+        rt.close().await.unwrap();
+    });
+}
+
+#[test]
+fn crash_points_are_all_recovered() {
+    pollster::block_on(async {
+        let counting = FaultStorage::counting(MemoryStorage::new());
+        let mut acked = Acked::default();
+        scenario(&counting, &mut acked).await.unwrap();
+        let total = counting.ops();
+        assert!(total >= 40, "the run performs {total} storage operations");
+        let mut covered = 0;
+        for at in 1..=total {
+            for fault in [Fault::Fail, Fault::Tear, Fault::LoseAck] {
+                let mem = MemoryStorage::new();
+                let store = FaultStorage::new(
+                    mem.clone(),
+                    FaultPlan {
+                        at: Some(at),
+                        fault,
+                    },
+                );
+                let mut acked = Acked::default();
+                let r = scenario(&store, &mut acked).await;
+                assert!(
+                    r.is_err() && store.fired(),
+                    "op {at} {fault:?}: the run did not fail"
+                );
+                check_after_crash(mem, &acked, &format!("op {at} {fault:?}")).await;
+                covered += 1;
+            }
+        }
+        eprintln!("crash points covered: {covered} ({total} operations × 3 faults)");
+    });
+}
