@@ -416,6 +416,8 @@ test('ids are validated (INVALID_ID) and nothing outside the store is touched; n
   const ok = await Agent.resume('templated', { model: new ScriptedProvider([]) }, { store, toolRegistry, templateRegistry });
   await ok.close();
   assert.ok(existsSync(join(store.dir, 'templated', 'LOCK')));
+  // An id that is taken (0.1.0 said INVALID_ID).
+  await rejectsCode(Agent.create({ agentId: 'templated', model: new ScriptedProvider([]) }, { store, toolRegistry }), 'ALREADY_EXISTS');
 });
 
 test('interrupt aborts a running tool and seals it with the note; resumeOrCreate creates then resumes', async () => {

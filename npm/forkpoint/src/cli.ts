@@ -141,7 +141,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .option('--json', 'machine-readable output')
     .action(async (id: string, o: { json?: boolean }) => {
       const s = store();
-      const info = JSON.parse(await callAsync(() => native.NativeAgent.inspect(s.dir, id))) as Inspected;
+      const info = JSON.parse(await s.inspectJson(id)) as Inspected;
       const session = await SessionLoader.open(join(s.dir, id, 'session.jsonl'));
       if (o.json) return out(JSON.stringify({ ...info, tree: session.getBranch().getTree() }, null, 2));
       const m = info.meta;
@@ -168,7 +168,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .option('--json', 'machine-readable output (the checkpoints, or the restored one)')
     .action(async (id: string, o: { select?: string; json?: boolean }) => {
       const s = store();
-      const info = JSON.parse(await callAsync(() => native.NativeAgent.inspect(s.dir, id))) as Inspected;
+      const info = JSON.parse(await s.inspectJson(id)) as Inspected;
       let choice = o.select;
       if (!choice) {
         if (o.json) return out(JSON.stringify(info.checkpoints, null, 2));
@@ -206,7 +206,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .option('--follow', 'keep streaming new events (Ctrl-C stops)')
     .option('--json', 'one JSON event per line')
     .action(async (id: string, o: { since?: string; follow?: boolean; json?: boolean }) => {
-      call(() => native.NativeAgent.validateId(id));
+      call(() => native.NativeStore.validateId(id));
       const path = join(store().dir, id, 'events.jsonl');
       if (!store().exists(id)) throw new ForkpointError({ code: 'AGENT_NOT_FOUND', message: `no agent '${id}' in the store` });
       const since = o.since === undefined ? null : Number(o.since);

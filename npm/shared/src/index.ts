@@ -5,3 +5,33 @@ export { EventLog, EventBus } from './events.js';
 export type { NativeEventLogLike, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from './events.js';
 export { createNormalizer } from './normalize.js';
 export type { NativeNormalizerLike, Normalizer, ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from './normalize.js';
+export { Agent, ToolRegistry, TemplateRegistry, ScriptedProvider } from './agent.js';
+export type {
+  AgentBackend,
+  AgentConfig,
+  AgentDependencies,
+  AgentInfo,
+  AgentStatus,
+  AgentState,
+  AgentTemplate,
+  AssistantReply,
+  ChatResult,
+  CheckpointArgs,
+  ModelProvider,
+  ModelRef,
+  ModelRequest,
+  NativeAgentLike,
+  Permission,
+  RedactContext,
+  RedactKind,
+  Redactor,
+  ResumeOptions,
+  ResumeStrategy,
+  ScriptedTurn,
+  StoredMeta,
+  Tool,
+  ToolCallView,
+  ToolContext,
+  ToolDefinition,
+  TodoItem,
+} from './agent.js';

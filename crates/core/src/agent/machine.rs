@@ -64,27 +64,33 @@ pub struct ToolSpec {
 }
 
 /// What a tool run ended with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
 pub enum ToolOutcome {
-    /// The tool returned this value (its JSON text).
-    Value(String),
+    /// The tool returned this value.
+    Value { value: Box<RawValue> },
     /// The tool threw; the message of its error.
-    Error(String),
+    Error { message: String },
     /// The tool returned something JSON cannot hold (a cycle, a BigInt): why.
-    NotJson(String),
+    NotJson { message: String },
 }
 
-/// An input to the machine.
-#[derive(Debug, Clone)]
+/// An input to the machine (in JSON, `kind` names the variant in camelCase).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Input {
     /// Continue work: deliver queued messages, redo an interrupted model call,
     /// drive open calls.
     Run,
-    /// A user message (content blocks, JSON). Delivered now, or queued while busy.
-    Send { content: String },
-    /// The model's answer to call `ticket` (an assistant message, JSON; missing
+    /// A user message (a string, or content blocks). Delivered now, or queued while busy.
+    Send { content: Box<RawValue> },
+    /// The model's answer to call `ticket` (an assistant message; missing
     /// fields are filled).
-    ModelReply { ticket: u64, reply: String },
+    ModelReply { ticket: u64, reply: Box<RawValue> },
     /// The model call `ticket` failed.
     ModelError { ticket: u64, message: String },
     /// Tool call `ticket` ended.
@@ -93,22 +99,30 @@ pub enum Input {
     ToolEvent {
         call_id: String,
         event_type: String,
-        data: Option<String>,
+        #[serde(default)]
+        data: Option<Box<RawValue>>,
     },
     /// A decision for a call waiting for one.
     Decide {
         call_id: String,
         allow: bool,
+        #[serde(default)]
         note: Option<String>,
     },
     /// Stop the model call and running tools; seal every open call with `note`.
-    Interrupt { note: Option<String> },
-    /// Replace the todo list (JSON array).
-    SetTodos { todos: String },
+    Interrupt {
+        #[serde(default)]
+        note: Option<String>,
+    },
+    /// Replace the todo list (an array).
+    SetTodos { todos: Box<RawValue> },
     /// Name the last safe-fork-point.
-    Snapshot { label: Option<String> },
-    /// Create a workflow checkpoint (JSON of `checkpoints.create`'s argument).
-    Checkpoint { args: String },
+    Snapshot {
+        #[serde(default)]
+        label: Option<String>,
+    },
+    /// Create a workflow checkpoint (`checkpoints.create`'s argument).
+    Checkpoint { args: Box<RawValue> },
 }
 
 /// A request to the model.
@@ -594,12 +608,12 @@ impl AgentMachine {
                 self.advance()?;
                 Ok(Reply::default())
             }
-            Input::Send { content } => self.send(&content),
+            Input::Send { content } => self.send(content.get()),
             Input::ModelReply { ticket, reply } => {
                 if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
                     return Ok(Reply::default()); // interrupted: the answer is dropped
                 }
-                self.answer(&reply)?;
+                self.answer(reply.get())?;
                 self.advance()?;
                 Ok(Reply::default())
             }
@@ -642,7 +656,9 @@ impl AgentMachine {
                     .map(|r| r.name.clone())
                     .unwrap_or_default();
                 let data: Value = match data {
-                    Some(d) => serde_json::from_str(&d).map_err(|e| bad_json("event data", e))?,
+                    Some(d) => {
+                        serde_json::from_str(d.get()).map_err(|e| bad_json("event data", e))?
+                    }
                     None => Value::Null,
                 };
                 let mut e = json!({ "type": "tool_custom_event", "toolName": name, "eventType": event_type });
@@ -669,7 +685,7 @@ impl AgentMachine {
                 Ok(Reply::default())
             }
             Input::SetTodos { todos } => {
-                let (entry, current, previous) = self.core.todos_entry(&todos, self.now)?;
+                let (entry, current, previous) = self.core.todos_entry(todos.get(), self.now)?;
                 self.append(&[entry])?;
                 self.emit(
                     json!({ "type": "todo_changed", "current": current, "previous": previous }),
@@ -686,7 +702,7 @@ impl AgentMachine {
             }
             Input::Checkpoint { args } => {
                 let args: Value =
-                    serde_json::from_str(&args).map_err(|e| bad_json("checkpoint", e))?;
+                    serde_json::from_str(args.get()).map_err(|e| bad_json("checkpoint", e))?;
                 let (entry, c) = self.core.checkpoint_entry(&args, self.now)?;
                 self.append(&[entry])?;
                 Ok(Reply {
@@ -1019,8 +1035,8 @@ impl AgentMachine {
             .map(|r| r.name.clone())
             .unwrap_or_default();
         match outcome {
-            ToolOutcome::Value(v) => {
-                let value: Value = serde_json::from_str(&v).unwrap_or(Value::Null);
+            ToolOutcome::Value { value } => {
+                let value: Value = serde_json::from_str(value.get()).unwrap_or(Value::Null);
                 let duration = self.now - started;
                 self.finish_call(
                     id,
@@ -1032,7 +1048,7 @@ impl AgentMachine {
                     json!({ "note": "execution complete", "durationMs": duration }),
                 )?;
             }
-            ToolOutcome::Error(message) => {
+            ToolOutcome::Error { message } => {
                 self.finish_call(
                     id,
                     &name,
@@ -1045,8 +1061,8 @@ impl AgentMachine {
                 let call = self.call_snapshot(id)?;
                 self.emit(json!({ "type": "tool:error", "call": call, "error": message }))?;
             }
-            ToolOutcome::NotJson(why) => {
-                let why = format!("the tool's result cannot be stored as JSON: {why}");
+            ToolOutcome::NotJson { message } => {
+                let why = format!("the tool's result cannot be stored as JSON: {message}");
                 self.finish_call(
                     id,
                     &name,
@@ -1318,7 +1334,8 @@ impl AgentMachine {
     }
 }
 
-fn base36(mut n: u64) -> String {
+/// `n` in base 36 (as JS's `n.toString(36)`).
+pub fn base36(mut n: u64) -> String {
     const D: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
     if n == 0 {
         return "0".into();
@@ -1366,4 +1383,97 @@ pub fn snapshot_of(r: &ToolCallRecord) -> Value {
     o.insert("inputPreview".into(), json!(preview(&text)));
     o.insert("auditTrail".into(), json!(r.audit));
     Value::Object(o)
+}
+
+/// What [`AgentMachine::query`] answers.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Query {
+    /// `{agentId, state, breakpoint, stepCount, messageCount, lastSfpIndex,
+    /// lastBookmark, lastDone, pending, running, failure}`.
+    Status,
+    /// The meta.
+    Meta,
+    /// The context's messages.
+    Messages,
+    /// Every tool-call record of the path.
+    Records,
+    /// One record (or `null`).
+    Record { id: String },
+    /// Calls without a result: `{id, name, arguments, state}`.
+    OpenCalls,
+    /// The todo list (`{todos, version, updatedAt}` or `null`).
+    Todos,
+    /// Checkpoints grouped by execution.
+    Checkpoints,
+    /// One checkpoint (`NOT_FOUND`).
+    Checkpoint { id: String },
+    /// The last successful checkpoint of an execution (before a step), or `null`.
+    LastSuccessful {
+        execution_id: String,
+        #[serde(default)]
+        before_step: Option<f64>,
+    },
+    /// A snapshot (`SNAPSHOT_NOT_FOUND`).
+    Snapshot { id: String },
+    /// The text of the last assistant message.
+    LastText,
+}
+
+fn to_text<T: Serialize + ?Sized>(v: &T) -> Result<String> {
+    crate::types::to_json_text(v)
+}
+
+impl AgentMachine {
+    /// Answers a query (JSON text).
+    pub fn query(&mut self, q: &Query) -> Result<String> {
+        match q {
+            Query::Status => {
+                let failure = self.failure.clone();
+                to_text(&json!({
+                    "agentId": self.meta.agent_id,
+                    "state": self.state,
+                    "breakpoint": self.bp,
+                    "stepCount": self.core.assistant_messages(),
+                    "messageCount": self.core.message_count(),
+                    "lastSfpIndex": self.core.last_sfp().map_or(-1, |(i, _)| i as i64),
+                    "lastBookmark": self.last_event,
+                    "lastDone": self.last_done,
+                    "pending": self.pending,
+                    "running": self.phase != Phase::Idle,
+                    "failure": failure,
+                }))
+            }
+            Query::Meta => to_text(&self.meta),
+            Query::Messages => Ok(self.messages_json()),
+            Query::Records => to_text(&self.core.records()?),
+            Query::Record { id } => to_text(&self.core.record(id)?),
+            Query::OpenCalls => to_text(&self.open_calls_json()?),
+            Query::Todos => to_text(&self.core.todos()),
+            Query::Checkpoints => {
+                let groups: Vec<Value> = self
+                    .core
+                    .checkpoints_by_execution()
+                    .into_iter()
+                    .map(|(e, c)| json!({ "executionId": e, "checkpoints": c }))
+                    .collect();
+                to_text(&groups)
+            }
+            Query::Checkpoint { id } => to_text(self.core.checkpoint(id)?),
+            Query::LastSuccessful {
+                execution_id,
+                before_step,
+            } => to_text(
+                &self
+                    .core
+                    .last_successful(execution_id, before_step.map(|b| b.max(0.0) as u64)),
+            ),
+            Query::Snapshot { id } => to_text(&self.core.snapshot(id)?),
+            Query::LastText => to_text(&self.last_text()),
+        }
+    }
 }

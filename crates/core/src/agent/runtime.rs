@@ -132,49 +132,37 @@ impl<S: AgentStorage> AgentRuntime<S> {
         })
     }
 
-    /// Opens agent `id`: takes its lease, reads its meta and session, applies
-    /// `changes`, and resumes with `strategy` (see [`AgentMachine::resume`]).
-    #[allow(clippy::too_many_arguments)]
-    pub async fn open(
-        store: S,
-        id: &str,
-        tools: Vec<ToolSpec>,
-        seed: u64,
-        strategy: ResumeStrategy,
-        changes: Option<&MetaChanges>,
-        auto_run: bool,
-        now: f64,
-    ) -> Result<(Self, Step, Opened)> {
+    /// Opens agent `id`: takes its lease and reads its meta and session.
+    /// Nothing is written until [`resume`](Self::resume).
+    pub async fn open(store: S, id: &str, tools: Vec<ToolSpec>, seed: u64) -> Result<Self> {
         let lease = store.acquire(id).await?;
         match Self::open_leased(&store, &lease, tools, seed).await {
-            Ok(machine) => {
-                let mut rt = AgentRuntime {
-                    store,
-                    lease,
-                    machine,
-                    broken: None,
-                };
-                let opened = match rt.machine.resume(strategy, changes, auto_run, now) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        rt.close().await?;
-                        return Err(e);
-                    }
-                };
-                let step = match rt.run(Reply::default()).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = rt.close().await;
-                        return Err(e);
-                    }
-                };
-                Ok((rt, step, opened))
-            }
+            Ok(machine) => Ok(AgentRuntime {
+                store,
+                lease,
+                machine,
+                broken: None,
+            }),
             Err(e) => {
                 let _ = store.release(&lease).await;
                 Err(e)
             }
         }
+    }
+
+    /// Resumes an opened agent: applies `changes`, then seals (`crash`) or
+    /// reports open calls, then `agent_resumed`; with `auto_run` goes on.
+    pub async fn resume(
+        &mut self,
+        strategy: ResumeStrategy,
+        changes: Option<&MetaChanges>,
+        auto_run: bool,
+        now: f64,
+    ) -> Result<(Step, Opened)> {
+        self.check()?;
+        let opened = self.machine.resume(strategy, changes, auto_run, now);
+        let step = self.run(Reply::default()).await?;
+        Ok((step, opened?))
     }
 
     async fn open_leased(
@@ -392,4 +380,48 @@ impl<S: AgentStorage> AgentRuntime<S> {
 /// Milliseconds since the epoch as ISO 8601 (for meta times).
 pub fn iso(now: f64) -> String {
     time::ms_to_iso(now as i64)
+}
+
+impl Step {
+    /// The step as JSON for a binding: `{commands, value, bookmark, events?}`.
+    /// A model request's `messages` and `tools` are JSON text inside (a string
+    /// member), so a driver parses them only if its provider reads them.
+    /// `events` (the durable lines, as objects) only with `with_events`.
+    pub fn to_json(&self, with_events: bool) -> String {
+        let mut cmds = Vec::with_capacity(self.commands.len());
+        for c in &self.commands {
+            cmds.push(match c {
+                Command::CallModel { ticket, request } => json!({
+                    "kind": "callModel", "ticket": ticket, "system": request.system,
+                    "messages": request.messages, "tools": request.tools,
+                }),
+                Command::RunTool { ticket, call_id, name, input } => json!({
+                    "kind": "runTool", "ticket": ticket, "callId": call_id, "name": name, "input": input,
+                }),
+                Command::Abort => json!({ "kind": "abort" }),
+                Command::Persist(_) => json!({ "kind": "persisted" }),
+            });
+        }
+        let mut out = String::from("{\"commands\":");
+        out.push_str(&Value::Array(cmds).to_string());
+        out.push_str(",\"value\":");
+        out.push_str(self.reply.value.as_deref().unwrap_or("null"));
+        out.push_str(",\"bookmark\":");
+        match self.reply.bookmark {
+            Some(b) => out.push_str(&json!(b).to_string()),
+            None => out.push_str("null"),
+        }
+        if with_events {
+            out.push_str(",\"events\":[");
+            for (i, e) in self.events.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(e);
+            }
+            out.push(']');
+        }
+        out.push('}');
+        out
+    }
 }

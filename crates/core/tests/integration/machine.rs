@@ -12,7 +12,12 @@ use forkpoint_core::agent::{Breakpoint, ToolCallState};
 use forkpoint_core::events::parse_event_line;
 use forkpoint_core::storage::{AgentStorage, Fault, FaultPlan, FaultStorage, MemoryStorage};
 use forkpoint_core::{ErrorCode, LoadOptions, Result, Session};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
+
+fn rv(v: Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(&v).unwrap()
+}
 
 const ID: &str = "bot";
 
@@ -109,7 +114,7 @@ impl<S: AgentStorage> Run<'_, S> {
                     let s = self
                         .input(Input::ModelReply {
                             ticket,
-                            reply: reply.to_string(),
+                            reply: rv(reply),
                         })
                         .await?;
                     queue.extend(s.commands);
@@ -132,7 +137,9 @@ impl<S: AgentStorage> Run<'_, S> {
                         let late = self
                             .input(Input::ToolDone {
                                 ticket,
-                                outcome: ToolOutcome::Value("\"late\"".into()),
+                                outcome: ToolOutcome::Value {
+                                    value: rv(json!("late")),
+                                },
                             })
                             .await?;
                         assert!(late.commands.is_empty() && late.events.is_empty());
@@ -142,16 +149,19 @@ impl<S: AgentStorage> Run<'_, S> {
                         .input(Input::ToolEvent {
                             call_id: call_id.clone(),
                             event_type: "progress".into(),
-                            data: Some("{\"pct\":50}".into()),
+                            data: Some(rv(json!({ "pct": 50 }))),
                         })
                         .await?;
                     assert!(ev.reply.bookmark.is_some());
                     let outcome = match name.as_str() {
-                        "boom" => ToolOutcome::Error("it blew up".into()),
-                        _ => ToolOutcome::Value(
-                            json!({ "echo": serde_json::from_str::<Value>(&input).unwrap() })
-                                .to_string(),
-                        ),
+                        "boom" => ToolOutcome::Error {
+                            message: "it blew up".into(),
+                        },
+                        _ => ToolOutcome::Value {
+                            value: rv(
+                                json!({ "echo": serde_json::from_str::<Value>(&input).unwrap() }),
+                            ),
+                        },
                     };
                     let s = self.input(Input::ToolDone { ticket, outcome }).await?;
                     self.acked.results.push(call_id);
@@ -167,7 +177,7 @@ impl<S: AgentStorage> Run<'_, S> {
     async fn send(&mut self, t: &str) -> Result<()> {
         let s = self
             .input(Input::Send {
-                content: json!(t).to_string(),
+                content: rv(json!(t)),
             })
             .await?;
         let q: String = serde_json::from_str(s.reply.value.as_deref().unwrap()).unwrap();
@@ -213,12 +223,12 @@ async fn scenario<S: AgentStorage + Clone>(store: S, acked: &mut Acked) -> Resul
     run.send("hello").await?;
     run.send("echo twice").await?;
     run.input(Input::SetTodos {
-        todos: json!([{ "id": "t1", "title": "ship", "status": "in_progress" }]).to_string(),
+        todos: rv(json!([{ "id": "t1", "title": "ship", "status": "in_progress" }])),
     })
     .await?;
     let cp = run
         .input(Input::Checkpoint {
-            args: json!({ "executionId": "e1", "stepName": "mid", "stepIndex": 1 }).to_string(),
+            args: rv(json!({ "executionId": "e1", "stepName": "mid", "stepIndex": 1 })),
         })
         .await?;
     let cp: Value = serde_json::from_str(cp.reply.value.as_deref().unwrap()).unwrap();
@@ -272,6 +282,22 @@ async fn scenario<S: AgentStorage + Clone>(store: S, acked: &mut Acked) -> Resul
 
 /// The checks after a crash: everything acknowledged is there, no call is
 /// left open, seqs increase, the session loads strictly, and the agent goes on.
+async fn open_resume<S: AgentStorage>(
+    store: S,
+    id: &str,
+    seed: u64,
+    strategy: ResumeStrategy,
+    now: f64,
+) -> Result<(
+    AgentRuntime<S>,
+    Step,
+    forkpoint_core::agent::machine::Opened,
+)> {
+    let mut rt = AgentRuntime::open(store, id, tools(), seed).await?;
+    let (step, opened) = rt.resume(strategy, None, false, now).await?;
+    Ok((rt, step, opened))
+}
+
 async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
     store.crash();
     if !store.exists(ID).await.unwrap() {
@@ -281,18 +307,9 @@ async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
         );
         return;
     }
-    let (mut rt, _, _) = AgentRuntime::open(
-        store.clone(),
-        ID,
-        tools(),
-        3,
-        ResumeStrategy::Crash,
-        None,
-        false,
-        9e12,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{label}: resume failed: {e}"));
+    let (mut rt, _, _) = open_resume(store.clone(), ID, 3, ResumeStrategy::Crash, 9e12)
+        .await
+        .unwrap_or_else(|e| panic!("{label}: resume failed: {e}"));
     assert!(
         rt.machine().core().open_calls().unwrap().is_empty(),
         "{label}: a call without a result"
@@ -330,25 +347,16 @@ async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
         );
     }
     for f in &acked.forks {
-        let (mut fr, _, _) = AgentRuntime::open(
-            store.clone(),
-            f,
-            tools(),
-            4,
-            ResumeStrategy::Crash,
-            None,
-            false,
-            9e12,
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{label}: fork {f} does not open: {e}"));
+        let (mut fr, _, _) = open_resume(store.clone(), f, 4, ResumeStrategy::Crash, 9e12)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: fork {f} does not open: {e}"));
         fr.close().await.unwrap();
     }
     // The agent goes on.
     let s = rt
         .handle(
             Input::Send {
-                content: "\"still there?\"".into(),
+                content: rv(json!("still there?")),
             },
             9.1e12,
         )
@@ -365,7 +373,7 @@ async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
                     .handle(
                         Input::ModelReply {
                             ticket,
-                            reply: text("yes").to_string(),
+                            reply: rv(text("yes")),
                         },
                         9.2e12,
                     )
@@ -378,7 +386,9 @@ async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
                     .handle(
                         Input::ToolDone {
                             ticket,
-                            outcome: ToolOutcome::Value("1".into()),
+                            outcome: ToolOutcome::Value {
+                                value: rv(json!(1)),
+                            },
                         },
                         9.2e12,
                     )
@@ -442,18 +452,9 @@ fn scripted_run_on_memory() {
         let fe = String::from_utf8(fe).unwrap();
         assert!(fe.contains("\"agent_forked\""));
         // Reopened: nothing open, READY.
-        let (mut rt, _, opened) = AgentRuntime::open(
-            store.clone(),
-            ID,
-            tools(),
-            1,
-            ResumeStrategy::Manual,
-            None,
-            false,
-            5e12,
-        )
-        .await
-        .unwrap();
+        let (mut rt, _, opened) = open_resume(store.clone(), ID, 1, ResumeStrategy::Manual, 5e12)
+            .await
+            .unwrap();
         assert_eq!(opened.breakpoint, Breakpoint::Ready);
         assert!(rt.machine().core().open_calls().unwrap().is_empty());
         let recs = rt.machine().core().records().unwrap();
@@ -466,18 +467,9 @@ fn scripted_run_on_memory() {
             "c5 is on the branch the restore left"
         );
         // A second opener gets AGENT_LOCKED.
-        let e = AgentRuntime::open(
-            store.clone(),
-            ID,
-            tools(),
-            1,
-            ResumeStrategy::Manual,
-            None,
-            false,
-            5e12,
-        )
-        .await
-        .unwrap_err();
+        let e = open_resume(store.clone(), ID, 1, ResumeStrategy::Manual, 5e12)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, ErrorCode::AgentLocked);
         rt.close().await.unwrap();
     });
