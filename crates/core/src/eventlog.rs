@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::{self, Bookmark, Channel, EventFilter, EventMeta};
+use crate::storage::EventLine;
 use crate::types::TornTail;
 
 /// One index entry every this many events.
@@ -764,6 +765,17 @@ impl MemoryLog {
         Ok(b)
     }
 
+    /// Appends prebuilt lines and commits them at once (see
+    /// [`EventLogCore::append_lines`]).
+    pub fn append_lines(&mut self, lines: &[EventLine]) -> Result<Option<Bookmark>> {
+        let b = self.core.append_lines(lines)?;
+        if let Some(batch) = self.core.take_batch(None) {
+            self.lines.extend(batch.items.iter().cloned());
+            self.core.committed(batch);
+        }
+        Ok(b)
+    }
+
     /// Reads like a stored log.
     pub fn read(&self, since: Option<u64>, until: Option<u64>, filter: &EventFilter) -> ReadOut {
         read_slice(&self.lines, since, until, filter)
@@ -845,6 +857,72 @@ impl EventLogCore {
         self.last = Some(b);
         self.queue.push_back((meta, line.into()));
         Ok(b)
+    }
+
+    /// Queues event lines built elsewhere (by [`events::build_event_line`], as a
+    /// storage batch carries them) whose seqs continue the log: the first is
+    /// the last seq + 1 (any seq on an empty log), each next one + 1. All or
+    /// nothing: a seq that does not follow, a line whose envelope is not its
+    /// `meta` or that holds a newline is `INTERNAL` (the writer's bug), a line
+    /// over the limit `LIMIT_EXCEEDED`, and then nothing is queued. Returns the
+    /// last line's bookmark, the ticket to wait for (`None` for no lines).
+    pub fn append_lines(&mut self, lines: &[EventLine]) -> Result<Option<Bookmark>> {
+        if let Some(e) = &self.failed {
+            return Err(Error::new(
+                ErrorCode::Closed,
+                format!(
+                    "an earlier write failed ({}); reopen the log to continue",
+                    e.message
+                ),
+            ));
+        }
+        let mut prev = self.last.map(|b| b.seq);
+        for l in lines {
+            if prev.is_some_and(|p| p.checked_add(1) != Some(l.meta.seq)) {
+                return Err(Error::internal(format!(
+                    "event seq {} does not follow seq {} (an event line's seq is the log's last + 1)",
+                    l.meta.seq,
+                    prev.unwrap_or_default()
+                )));
+            }
+            if l.line.len() as u64 > self.max_line {
+                return Err(Error::new(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "event is {} bytes, over the limit of {}",
+                        l.line.len(),
+                        self.max_line
+                    ),
+                ));
+            }
+            if memchr::memchr(b'\n', l.line.as_bytes()).is_some() {
+                return Err(Error::internal(format!(
+                    "event line {} holds a newline",
+                    l.meta.seq
+                )));
+            }
+            match events::parse_event_line(&l.line, self.max_depth) {
+                Ok(m) if m == l.meta => {}
+                Ok(_) => {
+                    return Err(Error::internal(format!(
+                        "event line {} does not match its envelope",
+                        l.meta.seq
+                    )));
+                }
+                Err(why) => {
+                    return Err(Error::internal(format!(
+                        "event line {} is not an event: {why}",
+                        l.meta.seq
+                    )));
+                }
+            }
+            prev = Some(l.meta.seq);
+        }
+        for l in lines {
+            self.queue.push_back((l.meta.clone(), l.line.clone()));
+            self.last = Some(l.meta.bookmark());
+        }
+        Ok(lines.last().map(|l| l.meta.bookmark()))
     }
 
     /// Takes queued lines for one write (all, or at most `max`).

@@ -9,5 +9,6 @@ mod hardening;
 mod import;
 mod lazy_props;
 mod providers;
+mod storage;
 mod store;
 mod writer_core;
