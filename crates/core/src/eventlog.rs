@@ -860,13 +860,25 @@ impl EventLogCore {
     }
 
     /// Queues event lines built elsewhere (by [`events::build_event_line`], as a
-    /// storage batch carries them) whose seqs continue the log: the first is
-    /// the last seq + 1 (any seq on an empty log), each next one + 1. All or
-    /// nothing: a seq that does not follow, a line whose envelope is not its
-    /// `meta` or that holds a newline is `INTERNAL` (the writer's bug), a line
-    /// over the limit `LIMIT_EXCEEDED`, and then nothing is queued. Returns the
-    /// last line's bookmark, the ticket to wait for (`None` for no lines).
+    /// storage batch carries them) whose seqs continue the log, all or nothing
+    /// (see [`check_lines`](Self::check_lines)). Returns the last line's
+    /// bookmark, the ticket to wait for (`None` for no lines).
     pub fn append_lines(&mut self, lines: &[EventLine]) -> Result<Option<Bookmark>> {
+        self.check_lines(lines)?;
+        for l in lines {
+            self.queue.push_back((l.meta.clone(), l.line.clone()));
+            self.last = Some(l.meta.bookmark());
+        }
+        Ok(lines.last().map(|l| l.meta.bookmark()))
+    }
+
+    /// Whether [`append_lines`](Self::append_lines) would take these lines:
+    /// the first seq is the last seq + 1 (any seq on an empty log), each next
+    /// one + 1, and each line is its `meta`'s event on one line. A seq that
+    /// does not follow, a line whose envelope is not its `meta` or that holds
+    /// a newline is `INTERNAL` (the writer's bug), a line over the limit
+    /// `LIMIT_EXCEEDED`, a log failed earlier `CLOSED`.
+    pub fn check_lines(&self, lines: &[EventLine]) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(Error::new(
                 ErrorCode::Closed,
@@ -878,11 +890,12 @@ impl EventLogCore {
         }
         let mut prev = self.last.map(|b| b.seq);
         for l in lines {
-            if prev.is_some_and(|p| p.checked_add(1) != Some(l.meta.seq)) {
+            if let Some(p) = prev
+                && p.checked_add(1) != Some(l.meta.seq)
+            {
                 return Err(Error::internal(format!(
-                    "event seq {} does not follow seq {} (an event line's seq is the log's last + 1)",
-                    l.meta.seq,
-                    prev.unwrap_or_default()
+                    "event seq {} does not follow seq {p} (an event line's seq is the log's last + 1)",
+                    l.meta.seq
                 )));
             }
             if l.line.len() as u64 > self.max_line {
@@ -918,11 +931,7 @@ impl EventLogCore {
             }
             prev = Some(l.meta.seq);
         }
-        for l in lines {
-            self.queue.push_back((l.meta.clone(), l.line.clone()));
-            self.last = Some(l.meta.bookmark());
-        }
-        Ok(lines.last().map(|l| l.meta.bookmark()))
+        Ok(())
     }
 
     /// Takes queued lines for one write (all, or at most `max`).
@@ -1060,6 +1069,70 @@ mod tests {
         ] {
             assert!(events::parse_event_line(bad, 64).is_err(), "{bad}");
         }
+    }
+
+    fn built(seq: u64) -> EventLine {
+        let (line, meta) =
+            events::build_event_line(r#"{"type":"note","channel":"monitor"}"#, seq, 5, 64).unwrap();
+        EventLine {
+            meta,
+            line: line.into(),
+        }
+    }
+
+    #[test]
+    fn prebuilt_lines_continue_the_log_or_nothing_is_queued() {
+        let mut core = EventLogCore::new(None, None, 64, 1 << 20);
+        // An empty log takes any first seq (a fork continues its parent's).
+        let b = core.append_lines(&[built(7), built(8)]).unwrap();
+        assert_eq!(b.map(|b| b.seq), Some(8));
+        assert_eq!(core.append_lines(&[]).unwrap(), None);
+        for bad in [
+            vec![built(10)],           // a gap
+            vec![built(8)],            // not after the last
+            vec![built(9), built(11)], // a gap inside the batch
+        ] {
+            let e = core.append_lines(&bad).unwrap_err();
+            assert_eq!(e.code, ErrorCode::Internal, "{}", e.message);
+        }
+        let mut lying = built(9);
+        lying.line = built(10).line;
+        assert_eq!(
+            core.append_lines(&[lying]).unwrap_err().code,
+            ErrorCode::Internal
+        );
+        let mut broken = built(9);
+        broken.line =
+            "{\"seq\":9,\n\"timestamp\":5,\"channel\":\"monitor\",\"type\":\"note\"}".into();
+        assert_eq!(
+            core.append_lines(&[broken]).unwrap_err().code,
+            ErrorCode::Internal
+        );
+        let mut small = EventLogCore::new(None, None, 64, 10);
+        assert_eq!(
+            small.append_lines(&[built(1)]).unwrap_err().code,
+            ErrorCode::LimitExceeded
+        );
+        // Nothing of the refused batches was queued: only 7 and 8.
+        let batch = core.take_batch(None).unwrap();
+        assert_eq!(
+            batch.items.iter().map(|(m, _)| m.seq).collect::<Vec<_>>(),
+            [7, 8]
+        );
+        assert_eq!(core.last_assigned().map(|b| b.seq), Some(8));
+        core.append_lines(&[built(9)]).unwrap();
+        // An append after prebuilt lines continues them.
+        assert_eq!(
+            core.append(r#"{"type":"note","channel":"monitor"}"#, 1)
+                .unwrap()
+                .seq,
+            10
+        );
+        core.fail(Error::internal("disk"));
+        assert_eq!(
+            core.append_lines(&[built(11)]).unwrap_err().code,
+            ErrorCode::Closed
+        );
     }
 
     #[test]
