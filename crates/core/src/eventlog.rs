@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::{self, Bookmark, Channel, EventFilter, EventMeta};
+use crate::storage::EventLine;
 use crate::types::TornTail;
 
 /// One index entry every this many events.
@@ -764,6 +765,17 @@ impl MemoryLog {
         Ok(b)
     }
 
+    /// Appends prebuilt lines and commits them at once (see
+    /// [`EventLogCore::append_lines`]).
+    pub fn append_lines(&mut self, lines: &[EventLine]) -> Result<Option<Bookmark>> {
+        let b = self.core.append_lines(lines)?;
+        if let Some(batch) = self.core.take_batch(None) {
+            self.lines.extend(batch.items.iter().cloned());
+            self.core.committed(batch);
+        }
+        Ok(b)
+    }
+
     /// Reads like a stored log.
     pub fn read(&self, since: Option<u64>, until: Option<u64>, filter: &EventFilter) -> ReadOut {
         read_slice(&self.lines, since, until, filter)
@@ -845,6 +857,81 @@ impl EventLogCore {
         self.last = Some(b);
         self.queue.push_back((meta, line.into()));
         Ok(b)
+    }
+
+    /// Queues event lines built elsewhere (by [`events::build_event_line`], as a
+    /// storage batch carries them) whose seqs continue the log, all or nothing
+    /// (see [`check_lines`](Self::check_lines)). Returns the last line's
+    /// bookmark, the ticket to wait for (`None` for no lines).
+    pub fn append_lines(&mut self, lines: &[EventLine]) -> Result<Option<Bookmark>> {
+        self.check_lines(lines)?;
+        for l in lines {
+            self.queue.push_back((l.meta.clone(), l.line.clone()));
+            self.last = Some(l.meta.bookmark());
+        }
+        Ok(lines.last().map(|l| l.meta.bookmark()))
+    }
+
+    /// Whether [`append_lines`](Self::append_lines) would take these lines:
+    /// the first seq is the last seq + 1 (any seq on an empty log), each next
+    /// one + 1, and each line is its `meta`'s event on one line. A seq that
+    /// does not follow, a line whose envelope is not its `meta` or that holds
+    /// a newline is `INTERNAL` (the writer's bug), a line over the limit
+    /// `LIMIT_EXCEEDED`, a log failed earlier `CLOSED`.
+    pub fn check_lines(&self, lines: &[EventLine]) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(Error::new(
+                ErrorCode::Closed,
+                format!(
+                    "an earlier write failed ({}); reopen the log to continue",
+                    e.message
+                ),
+            ));
+        }
+        let mut prev = self.last.map(|b| b.seq);
+        for l in lines {
+            if let Some(p) = prev
+                && p.checked_add(1) != Some(l.meta.seq)
+            {
+                return Err(Error::internal(format!(
+                    "event seq {} does not follow seq {p} (an event line's seq is the log's last + 1)",
+                    l.meta.seq
+                )));
+            }
+            if l.line.len() as u64 > self.max_line {
+                return Err(Error::new(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "event is {} bytes, over the limit of {}",
+                        l.line.len(),
+                        self.max_line
+                    ),
+                ));
+            }
+            if memchr::memchr(b'\n', l.line.as_bytes()).is_some() {
+                return Err(Error::internal(format!(
+                    "event line {} holds a newline",
+                    l.meta.seq
+                )));
+            }
+            match events::parse_event_line(&l.line, self.max_depth) {
+                Ok(m) if m == l.meta => {}
+                Ok(_) => {
+                    return Err(Error::internal(format!(
+                        "event line {} does not match its envelope",
+                        l.meta.seq
+                    )));
+                }
+                Err(why) => {
+                    return Err(Error::internal(format!(
+                        "event line {} is not an event: {why}",
+                        l.meta.seq
+                    )));
+                }
+            }
+            prev = Some(l.meta.seq);
+        }
+        Ok(())
     }
 
     /// Takes queued lines for one write (all, or at most `max`).
@@ -982,6 +1069,70 @@ mod tests {
         ] {
             assert!(events::parse_event_line(bad, 64).is_err(), "{bad}");
         }
+    }
+
+    fn built(seq: u64) -> EventLine {
+        let (line, meta) =
+            events::build_event_line(r#"{"type":"note","channel":"monitor"}"#, seq, 5, 64).unwrap();
+        EventLine {
+            meta,
+            line: line.into(),
+        }
+    }
+
+    #[test]
+    fn prebuilt_lines_continue_the_log_or_nothing_is_queued() {
+        let mut core = EventLogCore::new(None, None, 64, 1 << 20);
+        // An empty log takes any first seq (a fork continues its parent's).
+        let b = core.append_lines(&[built(7), built(8)]).unwrap();
+        assert_eq!(b.map(|b| b.seq), Some(8));
+        assert_eq!(core.append_lines(&[]).unwrap(), None);
+        for bad in [
+            vec![built(10)],           // a gap
+            vec![built(8)],            // not after the last
+            vec![built(9), built(11)], // a gap inside the batch
+        ] {
+            let e = core.append_lines(&bad).unwrap_err();
+            assert_eq!(e.code, ErrorCode::Internal, "{}", e.message);
+        }
+        let mut lying = built(9);
+        lying.line = built(10).line;
+        assert_eq!(
+            core.append_lines(&[lying]).unwrap_err().code,
+            ErrorCode::Internal
+        );
+        let mut broken = built(9);
+        broken.line =
+            "{\"seq\":9,\n\"timestamp\":5,\"channel\":\"monitor\",\"type\":\"note\"}".into();
+        assert_eq!(
+            core.append_lines(&[broken]).unwrap_err().code,
+            ErrorCode::Internal
+        );
+        let mut small = EventLogCore::new(None, None, 64, 10);
+        assert_eq!(
+            small.append_lines(&[built(1)]).unwrap_err().code,
+            ErrorCode::LimitExceeded
+        );
+        // Nothing of the refused batches was queued: only 7 and 8.
+        let batch = core.take_batch(None).unwrap();
+        assert_eq!(
+            batch.items.iter().map(|(m, _)| m.seq).collect::<Vec<_>>(),
+            [7, 8]
+        );
+        assert_eq!(core.last_assigned().map(|b| b.seq), Some(8));
+        core.append_lines(&[built(9)]).unwrap();
+        // An append after prebuilt lines continues them.
+        assert_eq!(
+            core.append(r#"{"type":"note","channel":"monitor"}"#, 1)
+                .unwrap()
+                .seq,
+            10
+        );
+        core.fail(Error::internal("disk"));
+        assert_eq!(
+            core.append_lines(&[built(11)]).unwrap_err().code,
+            ErrorCode::Closed
+        );
     }
 
     #[test]

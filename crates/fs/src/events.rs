@@ -11,6 +11,7 @@ use forkpoint_core::eventlog::{
     RING_EVENTS, ReadOut, ReadPos, index_path,
 };
 use forkpoint_core::events::{Bookmark, Envelope, EventFilter};
+use forkpoint_core::storage::EventLine;
 use forkpoint_core::{Durability, Error, ErrorCode, EventLogInfo, EventLogOptions, Result};
 
 use crate::commit::{Appender, Queue};
@@ -447,6 +448,34 @@ impl FileEventLog {
         match &self.mode {
             Mode::Write(app) => app.submit(|q| q.core.append(event_json, now_ms)),
             Mode::Memory(m) => m.lock().map_err(|_| poisoned())?.append(event_json, now_ms),
+            Mode::Read(..) => Err(self.read_only_error()),
+        }
+    }
+
+    /// Appends event lines built by the writer (a storage batch's): their seqs
+    /// continue the log, all or nothing (see [`EventLogCore::append_lines`]);
+    /// returns once they are durable, with the last one's bookmark. Live
+    /// subscribers get them as they get [`append`](Self::append)ed events.
+    pub fn append_lines(&self, lines: &[EventLine]) -> Result<Option<Bookmark>> {
+        match &self.mode {
+            Mode::Write(app) => {
+                let last = app.submit(|q| q.core.append_lines(lines))?;
+                if let Some(b) = last {
+                    app.wait(b.seq)?;
+                }
+                Ok(last)
+            }
+            Mode::Memory(m) => m.lock().map_err(|_| poisoned())?.append_lines(lines),
+            Mode::Read(..) => Err(self.read_only_error()),
+        }
+    }
+
+    /// Whether [`append_lines`](Self::append_lines) would take these lines
+    /// now (see [`EventLogCore::check_lines`]); queues nothing.
+    pub fn check_lines(&self, lines: &[EventLine]) -> Result<()> {
+        match &self.mode {
+            Mode::Write(app) => app.lock()?.q.core.check_lines(lines),
+            Mode::Memory(m) => m.lock().map_err(|_| poisoned())?.core.check_lines(lines),
             Mode::Read(..) => Err(self.read_only_error()),
         }
     }

@@ -15,9 +15,11 @@ pub mod lazy;
 pub mod list;
 pub mod migrate;
 pub mod place;
+pub mod storage;
 pub mod writer;
 
 pub use io::{io_error, read_session};
 pub use lazy::load_lazy;
 pub use list::{list_sessions, list_sessions_with};
+pub use storage::FileStorage;
 pub use writer::FileWriter;

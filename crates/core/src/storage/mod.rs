@@ -11,13 +11,15 @@
 //! Implementations: files (`forkpoint-fs`), [`MemoryStorage`] (tests),
 //! [`FaultStorage`] (fails, tears or loses the Nth operation, for crash-point
 //! enumeration), IndexedDB (`forkpoint-wasm`). One contract suite
-//! (`tests/integration/storage_contract.rs`, and the JS suite) runs on all.
+//! ([`contract`], cargo feature `contract`; and the JS suite) runs on all.
 
 use std::sync::Arc;
 
 use crate::Result;
 use crate::events::{Bookmark, EventMeta};
 
+#[cfg(feature = "contract")]
+pub mod contract;
 mod fault;
 mod memory;
 

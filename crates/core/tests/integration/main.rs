@@ -10,5 +10,6 @@ mod import;
 mod lazy_props;
 mod machine;
 mod providers;
+mod storage;
 mod store;
 mod writer_core;
