@@ -151,7 +151,7 @@ impl NativeStore {
 #[napi]
 pub struct NativeAgent {
     rt: Arc<Mutex<Runtime>>,
-    events: Option<NativeEventLog>,
+    events: Option<(Arc<forkpoint_fs::events::FileEventLog>, String)>,
     id: String,
 }
 
@@ -182,7 +182,7 @@ fn agent(store: &Arc<FileStorage>, rt: Runtime) -> NativeAgent {
         let opts = EventLogOptions::default();
         let mut info = EventLogInfo::new(&opts);
         info.last_bookmark = log.last_bookmark().ok().flatten();
-        NativeEventLog::shared(log, to_json(&info).unwrap_or_else(|_| "{}".into()))
+        (log, to_json(&info).unwrap_or_else(|_| "{}".into()))
     });
     NativeAgent {
         rt: Arc::new(Mutex::new(rt)),
@@ -217,7 +217,11 @@ impl NativeAgent {
     /// Opens agent `id` of `store`: takes its lease, reads it; nothing is
     /// written until `resume`.
     #[napi(ts_return_type = "Promise<NativeAgent>")]
-    pub fn open(store: &NativeStore, id: String, tools_json: String) -> AsyncTask<Job<NativeAgent>> {
+    pub fn open(
+        store: &NativeStore,
+        id: String,
+        tools_json: String,
+    ) -> AsyncTask<Job<NativeAgent>> {
         let store = store.inner.clone();
         Job::new(move || {
             files::validate_id(&id)?;
@@ -235,8 +239,13 @@ impl NativeAgent {
         Job::new(move || {
             let o: OpenOpts = parse("resume options", &opts_json)?;
             let mut rt = lock(&rt)?;
-            let (step, opened) = pollster::block_on(rt.resume(o.strategy, o.changes.as_ref(), o.auto_run, now()))?;
-            Ok(format!("{{\"opened\":{},\"step\":{}}}", to_json(&opened)?, step.to_json(false)))
+            let (step, opened) =
+                pollster::block_on(rt.resume(o.strategy, o.changes.as_ref(), o.auto_run, now()))?;
+            Ok(format!(
+                "{{\"opened\":{},\"step\":{}}}",
+                to_json(&opened)?,
+                step.to_json(false)
+            ))
         })
     }
 
@@ -251,7 +260,8 @@ impl NativeAgent {
     pub fn events(&self) -> napi::Result<NativeEventLog> {
         guard(|| {
             self.events
-                .clone()
+                .as_ref()
+                .map(|(log, info)| NativeEventLog::shared(log.clone(), info.clone()))
                 .ok_or_else(|| Error::internal("the agent's event log is not open"))
         })
     }
@@ -262,7 +272,8 @@ impl NativeAgent {
     pub fn input(&self, input_json: String) -> AsyncTask<Job<String>> {
         let rt = self.rt.clone();
         Job::new(move || {
-            let input: Input = parse("agent input", &input_json)?;
+            let input: Input = forkpoint_core::agent::parse_json(&input_json, "agent input")
+                .map_err(|e| Error::invalid_input(e.message))?;
             let mut rt = lock(&rt)?;
             Ok(pollster::block_on(rt.handle(input, now()))?.to_json(false))
         })

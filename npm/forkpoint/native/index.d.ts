@@ -9,97 +9,49 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** An open agent: its lock, session, event log and state. */
+/** An open agent: its lease, its machine, its event log. */
 export declare class NativeAgent {
-  /** Creates agent `id` in the store at `root` with `meta` (JSON object). */
-  static create(root: string, id: string, metaJson: string): Promise<NativeAgent>
-  /** Opens agent `id` of the store at `root`. */
-  static open(root: string, id: string): Promise<NativeAgent>
-  /** The agents of a store (JSON array of their `meta.json`). */
-  static list(root: string): string
-  /** Whether the store holds agent `id`. */
-  static exists(root: string, id: string): boolean
-  /** Deletes agent `id` (not its forks); `AGENT_LOCKED` while it is open. */
-  static remove(root: string, id: string): void
-  /** What the store knows of agent `id`, without taking its lock (JSON). */
-  static inspect(root: string, id: string): Promise<string>
-  /** Checks an agent id (`INVALID_ID`). */
-  static validateId(id: string): void
-  /** What opening found: `{meta, breakpoint, repaired}` (JSON). */
-  openedJson(): string
   /**
-   * The context at the leaf when it was opened (`SessionContext` JSON), once:
-   * the caller parses it when it needs the messages.
+   * Creates an agent in `store` with `meta` (an `AgentMeta`, JSON) and the
+   * tools the driver can run (`ToolSpec[]`, JSON); `ALREADY_EXISTS` when taken.
    */
-  takeOpenedContext(): string
-  /** The agent's event log. */
+  static create(store: NativeStore, metaJson: string, toolsJson: string): Promise<NativeAgent>
+  /**
+   * Opens agent `id` of `store`: takes its lease, reads it; nothing is
+   * written until `resume`.
+   */
+  static open(store: NativeStore, id: string, toolsJson: string): Promise<NativeAgent>
+  /**
+   * Resumes an opened agent (`opts`: `{strategy, changes, autoRun}`, JSON);
+   * resolves to `{opened, step}` (JSON).
+   */
+  resume(optsJson: string): Promise<string>
+  /** The agent's id. */
+  get id(): string
+  /** The agent's event log (subscriptions, live events). */
   events(): NativeEventLog
   /**
-   * Records a tool call's new state (`extra`: JSON object of fields such as
-   * `input`, `approval`, `result`, `isError`, `note`); durable when it resolves.
+   * Feeds an input (`Input`, JSON); resolves to the step (`{commands, value,
+   * bookmark}`, JSON) once what it wrote is durable.
    */
-  record(id: string, name: string, state: string, extraJson?: string | undefined | null): Promise<string>
+  input(inputJson: string): Promise<string>
+  /** Answers a query (`Query`, JSON) from the agent's state (JSON). */
+  query(queryJson: string): string
+  /** The model's answer completed as it will be stored (ids minted, defaults filled; JSON). */
+  completeReply(replyJson: string): string
+  /** The tools the driver can run (`ToolSpec[]`, JSON). */
+  setTools(toolsJson: string): void
+  /** Applies configuration changes (`MetaChanges`, JSON); durable on resolve. */
+  changeMeta(changesJson: string): Promise<string>
+  /** Restores checkpoint `id`; resolves to `{checkpoint, step}` (JSON). */
+  restore(id: string): Promise<string>
   /**
-   * Appends a user message (`content` JSON) now, or queued while busy;
-   * resolves once durable to the message (JSON; `null` when queued).
+   * Creates a fork in `store` from snapshot `snapshot` (default: a new one of
+   * the last safe-fork-point); resolves to the fork, open.
    */
-  send(queueId: string, contentJson: string, queued: boolean): Promise<string>
-  /**
-   * Appends a model's answer (an assistant message, JSON) and a `PENDING`
-   * record per tool call in it; resolves once all are durable.
-   */
-  answer(messageJson: string): Promise<string>
-  /**
-   * Finishes a call: appends its result message (`text`, `isError`) and its
-   * terminal record (`extra`: JSON of `result`, `note`, …) together; resolves
-   * to the message (JSON) once both are durable.
-   */
-  completeCall(id: string, name: string, state: string, text: string, isError: boolean, extraJson?: string | undefined | null): Promise<string>
-  /**
-   * Seals every call without a result on the current path (crash resume,
-   * interrupt), or only call `only`; resolves to the sealed calls (JSON) once durable.
-   */
-  seal(note?: string | undefined | null, only?: string | undefined | null): Promise<string>
-  /** Names the last safe-fork-point; resolves to the snapshot id. */
-  snapshot(label?: string | undefined | null): Promise<string>
-  /** Creates agent `newId` (a sibling in the store) from a snapshot. */
-  fork(root: string, newId: string, snapshotId: string, metaJson: string): Promise<NativeAgent>
-  /** Moves the leaf to an entry (history kept); resolves to the context there. */
-  moveLeaf(entryId: string): Promise<string>
-  /** Creates a checkpoint at the current leaf; resolves to it (JSON). */
-  checkpoint(argsJson: string): Promise<string>
-  /** Checkpoints grouped by execution: `[{executionId, checkpoints}]` (JSON). */
-  checkpointsJson(): string
-  /** One checkpoint (JSON); `NOT_FOUND` when there is none. */
-  checkpointJson(id: string): string
-  /** The last successful checkpoint of an execution (JSON, or `null`). */
-  lastSuccessfulJson(executionId: string, beforeStep?: number | undefined | null): string
-  /** A snapshot (JSON); `SNAPSHOT_NOT_FOUND` when there is none. */
-  snapshotJson(id: string): string
-  /** The tool-call records of the current path (JSON array). */
-  recordsJson(): string
-  /** One call's record (JSON, or `null`). */
-  recordJson(id: string): string
-  /**
-   * The calls of the current path without a result: `[{id, name, arguments,
-   * state}]` (state `null` when only the transcript has the call).
-   */
-  openCallsJson(): string
-  /** The todo list of the current path (`{todos, version, updatedAt}` JSON, or `null`). */
-  todosJson(): string
-  /**
-   * Replaces the todo list (JSON array; checked: `INVALID_INPUT`); resolves to
-   * `{current, previous}` (JSON) once durable.
-   */
-  setTodos(todosJson: string): Promise<string>
-  /** Messages sent while busy and not yet delivered (JSON array of `{queueId, …}`). */
-  queuedJson(): string
-  /** `{messageCount, userMessages, lastSfpIndex, lastSfpEntryId}` (JSON). */
-  countsJson(): string
-  /** Replaces `meta.json` (atomically; credentials are dropped). */
-  setMeta(metaJson: string): Promise<string>
-  /** Waits for pending writes and releases the agent's lock. */
-  close(): Promise<string>
+  fork(store: NativeStore, snapshot: string | undefined | null, toolsJson: string): Promise<NativeAgent>
+  /** Releases the agent (its lease); later calls are `CLOSED`. */
+  close(): Promise<void>
 }
 
 /** An event log file. */
@@ -234,6 +186,25 @@ export declare class NativeSession {
   leafId(): string | null
   /** The file's bytes exactly as read (still compressed for gzip). */
   toBytes(): Buffer
+}
+
+/** The agents of a store directory. */
+export declare class NativeStore {
+  /** The store at `root` (created when the first agent is). */
+  constructor(root: string)
+  /**
+   * The agents (JSON array of their `meta.json`; one that cannot be read is
+   * `{agentId, corrupted: true, error}`), by creation time then id.
+   */
+  list(): string
+  /** Whether the store holds agent `id` (`INVALID_ID` for an id that cannot be one). */
+  exists(id: string): boolean
+  /** Deletes agent `id` (not its forks); `AGENT_LOCKED` while it is open. */
+  remove(id: string): void
+  /** What the store knows of agent `id`, without taking its lease (JSON). */
+  inspect(id: string): Promise<string>
+  /** Checks an agent id (`INVALID_ID`). */
+  static validateId(id: string): void
 }
 
 /** A session file open for appending. */

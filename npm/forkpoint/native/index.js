@@ -842,6 +842,7 @@ module.exports.NativeIncremental = nativeBinding.NativeIncremental
 module.exports.NativeLazySession = nativeBinding.NativeLazySession
 module.exports.NativeMigration = nativeBinding.NativeMigration
 module.exports.NativeSession = nativeBinding.NativeSession
+module.exports.NativeStore = nativeBinding.NativeStore
 module.exports.NativeWriter = nativeBinding.NativeWriter
 module.exports.checkCompatibilityJson = nativeBinding.checkCompatibilityJson
 module.exports.denormalizeMessageJson = nativeBinding.denormalizeMessageJson

@@ -7,7 +7,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CheckpointInfo, TreeRun } from '@forkpoint/types';
-import { EventBus, ForkpointError, call, callAsync } from '@forkpoint/shared';
+import { EventBus, ForkpointError, call } from '@forkpoint/shared';
 import { Agent, JSONStore, TemplateRegistry, ToolRegistry } from './agent.js';
 import type { AgentTemplate, ModelRef, ModelProvider, StoredAgentMeta } from './agent.js';
 import { EventLog } from './eventlog.js';

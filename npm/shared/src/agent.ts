@@ -680,7 +680,7 @@ export class Agent {
       value = this.redact(value, { ...where, isError: false });
       try {
         const text = value === undefined ? 'null' : JSON.stringify(value);
-        outcome = { kind: 'value', value: text === undefined ? null : JSON.parse(text) };
+        outcome = { kind: 'value', value: text ?? 'null' };
       } catch (e) {
         outcome = { kind: 'notJson', message: String((e as Error)?.message ?? e) };
       }

@@ -67,8 +67,9 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum ToolOutcome {
-    /// The tool returned this value.
-    Value { value: Box<RawValue> },
+    /// The tool returned this value (its JSON text: a value deeper than the
+    /// session takes fails the call instead of the input).
+    Value { value: String },
     /// The tool threw; the message of its error.
     Error { message: String },
     /// The tool returned something JSON cannot hold (a cycle, a BigInt): why.
@@ -87,10 +88,10 @@ pub enum Input {
     /// drive open calls.
     Run,
     /// A user message (a string, or content blocks). Delivered now, or queued while busy.
-    Send { content: Box<RawValue> },
+    Send { content: Value },
     /// The model's answer to call `ticket` (an assistant message; missing
     /// fields are filled).
-    ModelReply { ticket: u64, reply: Box<RawValue> },
+    ModelReply { ticket: u64, reply: Value },
     /// The model call `ticket` failed.
     ModelError { ticket: u64, message: String },
     /// Tool call `ticket` ended.
@@ -100,7 +101,7 @@ pub enum Input {
         call_id: String,
         event_type: String,
         #[serde(default)]
-        data: Option<Box<RawValue>>,
+        data: Option<Value>,
     },
     /// A decision for a call waiting for one.
     Decide {
@@ -115,14 +116,14 @@ pub enum Input {
         note: Option<String>,
     },
     /// Replace the todo list (an array).
-    SetTodos { todos: Box<RawValue> },
+    SetTodos { todos: Value },
     /// Name the last safe-fork-point.
     Snapshot {
         #[serde(default)]
         label: Option<String>,
     },
     /// Create a workflow checkpoint (`checkpoints.create`'s argument).
-    Checkpoint { args: Box<RawValue> },
+    Checkpoint { args: Value },
 }
 
 /// A request to the model.
@@ -217,10 +218,6 @@ pub struct Opened {
     pub breakpoint: Breakpoint,
     /// Calls sealed by a crash resume.
     pub sealed: Vec<SealedCall>,
-}
-
-fn bad_json(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::invalid_input(format!("{what} is not valid JSON: {e}"))
 }
 
 fn raw(v: &Value) -> Result<Box<RawValue>> {
@@ -384,7 +381,7 @@ impl AgentMachine {
             content: Value,
         }
         for m in self.messages.iter().rev() {
-            if let Ok(m) = serde_json::from_str::<M<'_>>(m.get())
+            if let Ok(m) = super::parse_checked::<M<'_>>(m.get(), "message")
                 && m.role == "assistant"
             {
                 return m
@@ -608,12 +605,12 @@ impl AgentMachine {
                 self.advance()?;
                 Ok(Reply::default())
             }
-            Input::Send { content } => self.send(content.get()),
+            Input::Send { content } => self.send(&content.to_string()),
             Input::ModelReply { ticket, reply } => {
                 if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
                     return Ok(Reply::default()); // interrupted: the answer is dropped
                 }
-                self.answer(reply.get())?;
+                self.answer(&reply.to_string())?;
                 self.advance()?;
                 Ok(Reply::default())
             }
@@ -655,17 +652,12 @@ impl AgentMachine {
                     .record(&call_id)?
                     .map(|r| r.name.clone())
                     .unwrap_or_default();
-                let data: Value = match data {
-                    Some(d) => {
-                        serde_json::from_str(d.get()).map_err(|e| bad_json("event data", e))?
-                    }
-                    None => Value::Null,
-                };
+                let data: Value = data.unwrap_or(Value::Null);
                 let mut e = json!({ "type": "tool_custom_event", "toolName": name, "eventType": event_type });
                 if !data.is_null() {
                     e["data"] = data;
                 }
-                e["timestamp"] = json!(self.now);
+                e["timestamp"] = json!(self.now as i64);
                 let b = self.emit(e)?;
                 Ok(Reply {
                     value: None,
@@ -685,7 +677,8 @@ impl AgentMachine {
                 Ok(Reply::default())
             }
             Input::SetTodos { todos } => {
-                let (entry, current, previous) = self.core.todos_entry(todos.get(), self.now)?;
+                let (entry, current, previous) =
+                    self.core.todos_entry(&todos.to_string(), self.now)?;
                 self.append(&[entry])?;
                 self.emit(
                     json!({ "type": "todo_changed", "current": current, "previous": previous }),
@@ -701,8 +694,7 @@ impl AgentMachine {
                 })
             }
             Input::Checkpoint { args } => {
-                let args: Value =
-                    serde_json::from_str(args.get()).map_err(|e| bad_json("checkpoint", e))?;
+                let args: Value = args;
                 let (entry, c) = self.core.checkpoint_entry(&args, self.now)?;
                 self.append(&[entry])?;
                 Ok(Reply {
@@ -731,8 +723,8 @@ impl AgentMachine {
     }
 
     fn send(&mut self, content: &str) -> Result<Reply> {
-        let content: Value =
-            serde_json::from_str(content).map_err(|e| bad_json("message content", e))?;
+        let content: Value = super::parse_json(content, "message content")
+            .map_err(|e| Error::invalid_input(e.message))?;
         let content = match content {
             Value::String(s) => json!([{ "type": "text", "text": s }]),
             c => c,
@@ -742,6 +734,9 @@ impl AgentMachine {
         if self.busy()? {
             let (entry, _) = AgentCore::user_entry(&queue_id, &text, true, self.now)?;
             self.append(&[entry])?;
+            // Open calls left by a crash or a restore: drive them (this returns
+            // at once while a call runs or a decision is awaited).
+            self.advance()?;
         } else {
             self.deliver(&queue_id, &text)?;
             self.advance()?;
@@ -768,7 +763,7 @@ impl AgentMachine {
         }
         self.messages
             .last()
-            .and_then(|m| serde_json::from_str::<M<'_>>(m.get()).ok())
+            .and_then(|m| super::parse_checked::<M<'_>>(m.get(), "message").ok())
             .is_some_and(|m| m.role == "user" || m.role == "toolResult")
     }
 
@@ -846,8 +841,8 @@ impl AgentMachine {
     /// an id for each tool call without one.
     pub fn complete_reply(&mut self, reply: &str, now: f64) -> Result<Value> {
         self.now = now;
-        let reply: Value =
-            serde_json::from_str(reply).map_err(|e| bad_json("the model's answer", e))?;
+        let reply: Value = super::parse_json(reply, "the model's answer")
+            .map_err(|e| Error::invalid_input(e.message))?;
         let Value::Object(reply) = reply else {
             return Err(Error::invalid_input("the model's answer is a JSON object"));
         };
@@ -882,7 +877,7 @@ impl AgentMachine {
                     "cost": { "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0 } }),
         );
         answer.insert("stopReason".into(), json!("stop"));
-        answer.insert("timestamp".into(), json!(now));
+        answer.insert("timestamp".into(), json!(now as i64));
         for (k, v) in reply {
             if !v.is_null()
                 || !matches!(
@@ -1036,8 +1031,26 @@ impl AgentMachine {
             .unwrap_or_default();
         match outcome {
             ToolOutcome::Value { value } => {
-                let value: Value = serde_json::from_str(value.get()).unwrap_or(Value::Null);
-                let duration = self.now - started;
+                let value: Value = match super::parse_json(&value, "the tool's result") {
+                    Ok(v) => v,
+                    Err(e) => {
+                        let why = format!("the tool's result cannot be stored: {}", e.message);
+                        self.finish_call(
+                            id,
+                            &name,
+                            ToolCallState::Failed,
+                            &format!("Error: {why}"),
+                            true,
+                            json!({ "ok": false, "error": why }),
+                            json!({ "note": "result not storable" }),
+                        )?;
+                        let call = self.call_snapshot(id)?;
+                        self.emit(json!({ "type": "tool_executed", "call": call }))?;
+                        self.set_breakpoint(Breakpoint::PostTool)?;
+                        return Ok(());
+                    }
+                };
+                let duration = (self.now - started) as i64;
                 self.finish_call(
                     id,
                     &name,
@@ -1155,7 +1168,7 @@ impl AgentMachine {
         };
         let name = call.map(|(_, n, _, _)| n).unwrap_or_default();
         let decision = if allow { "allow" } else { "deny" };
-        let mut approval = json!({ "required": true, "decision": decision, "decidedBy": "api", "decidedAt": self.now });
+        let mut approval = json!({ "required": true, "decision": decision, "decidedBy": "api", "decidedAt": self.now as i64 });
         if let Some(n) = &note {
             approval["note"] = json!(n);
         }
@@ -1292,7 +1305,7 @@ impl AgentMachine {
         }
         let previous = self.bp;
         self.bp = bp;
-        self.emit(json!({ "type": "breakpoint_changed", "previous": previous, "current": bp, "timestamp": self.now }))?;
+        self.emit(json!({ "type": "breakpoint_changed", "previous": previous, "current": bp, "timestamp": self.now as i64 }))?;
         Ok(())
     }
 
@@ -1351,7 +1364,7 @@ pub fn base36(mut n: u64) -> String {
 
 /// A tool call as events show it (`snapshotOf`).
 pub fn snapshot_of(r: &ToolCallRecord) -> Value {
-    let input = serde_json::from_str::<Value>(r.input.get()).unwrap_or(Value::Null);
+    let input = super::parse_checked::<Value>(r.input.get(), "input").unwrap_or(Value::Null);
     let mut o = Map::new();
     o.insert("id".into(), json!(r.id));
     o.insert("name".into(), json!(r.name));
@@ -1365,13 +1378,13 @@ pub fn snapshot_of(r: &ToolCallRecord) -> Value {
         "approval",
         r.approval
             .as_ref()
-            .and_then(|a| serde_json::from_str(a.get()).ok()),
+            .and_then(|a| super::parse_checked(a.get(), "record").ok()),
     );
     opt(
         "result",
         r.result
             .as_ref()
-            .and_then(|a| serde_json::from_str(a.get()).ok()),
+            .and_then(|a| super::parse_checked(a.get(), "record").ok()),
     );
     opt("isError", r.is_error.map(Value::Bool));
     opt("startedAt", r.started_at.map(|v| json!(v)));

@@ -1112,7 +1112,7 @@ pub fn parse_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T
 
 /// [`parse_json`] of text whose depth was checked already (read from a session,
 /// whose loader checks it, or passed through [`AgentCore::check`]).
-fn parse_checked<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T> {
+pub(crate) fn parse_checked<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T> {
     let mut de = serde_json::Deserializer::from_str(text);
     de.disable_recursion_limit();
     let v = T::deserialize(&mut de).map_err(|e| Error::corrupted(format!("{what}: {e}")))?;

@@ -12,11 +12,10 @@ use forkpoint_core::agent::{Breakpoint, ToolCallState};
 use forkpoint_core::events::parse_event_line;
 use forkpoint_core::storage::{AgentStorage, Fault, FaultPlan, FaultStorage, MemoryStorage};
 use forkpoint_core::{ErrorCode, LoadOptions, Result, Session};
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-fn rv(v: Value) -> Box<RawValue> {
-    serde_json::value::to_raw_value(&v).unwrap()
+fn rv(v: Value) -> Value {
+    v
 }
 
 const ID: &str = "bot";
@@ -138,7 +137,7 @@ impl<S: AgentStorage> Run<'_, S> {
                             .input(Input::ToolDone {
                                 ticket,
                                 outcome: ToolOutcome::Value {
-                                    value: rv(json!("late")),
+                                    value: json!("late").to_string(),
                                 },
                             })
                             .await?;
@@ -158,9 +157,9 @@ impl<S: AgentStorage> Run<'_, S> {
                             message: "it blew up".into(),
                         },
                         _ => ToolOutcome::Value {
-                            value: rv(
-                                json!({ "echo": serde_json::from_str::<Value>(&input).unwrap() }),
-                            ),
+                            value:
+                                json!({ "echo": serde_json::from_str::<Value>(&input).unwrap() })
+                                    .to_string(),
                         },
                     };
                     let s = self.input(Input::ToolDone { ticket, outcome }).await?;
@@ -386,9 +385,7 @@ async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
                     .handle(
                         Input::ToolDone {
                             ticket,
-                            outcome: ToolOutcome::Value {
-                                value: rv(json!(1)),
-                            },
+                            outcome: ToolOutcome::Value { value: "1".into() },
                         },
                         9.2e12,
                     )
