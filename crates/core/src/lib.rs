@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod agent_events;
 pub mod context;
 pub mod entry;
 pub mod error;
