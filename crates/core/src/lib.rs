@@ -33,6 +33,7 @@ pub mod store;
 pub mod time;
 pub mod tree;
 pub mod types;
+pub mod validate;
 pub mod writer;
 
 pub use error::{Error, ErrorCode, Result};
