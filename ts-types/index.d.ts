@@ -4,7 +4,7 @@
 /**
  * Stable error codes. The string form is part of the public API.
  */
-export type ErrorCode = "CORRUPTED_DATA" | "UNSUPPORTED_FORMAT" | "LIMIT_EXCEEDED" | "INVALID_INPUT" | "INVALID_ID" | "NOT_FOUND" | "SESSION_LOCKED" | "LOG_LOCKED" | "MIGRATION_REQUIRED" | "STORAGE_FULL" | "IO" | "CLOSED" | "INTERNAL" | "AGENT_NOT_FOUND" | "AGENT_LOCKED" | "TEMPLATE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "PERMISSION_NOT_PENDING" | "CONFLICT" | "ABORTED" | "BLOCKED" | "ALREADY_EXISTS";
+export type ErrorCode = "CORRUPTED_DATA" | "UNSUPPORTED_FORMAT" | "LIMIT_EXCEEDED" | "INVALID_INPUT" | "INVALID_ID" | "NOT_FOUND" | "SESSION_LOCKED" | "LOG_LOCKED" | "MIGRATION_REQUIRED" | "STORAGE_FULL" | "IO" | "CLOSED" | "INTERNAL" | "AGENT_NOT_FOUND" | "AGENT_LOCKED" | "TEMPLATE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "PERMISSION_NOT_PENDING" | "CONFLICT" | "ABORTED" | "BLOCKED" | "ALREADY_EXISTS" | "LEASE_LOST";
 
 /**
  * An error with a stable code and, where they apply, the file path, the
@@ -1352,8 +1352,334 @@ recorded: boolean, note: string, recommendations: Array<string>,
  */
 message: AgentMessage, };
 
+/**
+ * Whether the agent is idle, working, or waiting for a decision.
+ */
+export type AgentState = "READY" | "WORKING" | "PAUSED";
+
+/**
+ * How a resume treated calls left without a result: `crash` sealed them,
+ * `manual` left them open and reports them.
+ */
+export type ResumeStrategy = "manual" | "crash";
+
+/**
+ * Why a step ended.
+ */
+export type DoneReason = "completed" | "interrupted";
+
+/**
+ * A decision about a tool call that needed approval.
+ */
+export type PermissionDecision = "allow" | "deny";
+
+/**
+ * How bad an `error` event is (Kode's levels).
+ */
+export type ErrorSeverity = "info" | "warn" | "error";
+
+/**
+ * Where an `error` event's failure happened (Kode's phases; the agent
+ * reports `model` today).
+ */
+export type ErrorPhase = "model" | "tool" | "system" | "lifecycle";
+
+/**
+ * The state of a todo item.
+ */
+export type TodoStatus = "pending" | "in_progress" | "completed";
+
+/**
+ * A todo item (at most one `in_progress`). Members this version does not
+ * know are kept as they are. (Members are in alphabetical order, the order
+ * the core has always written todo lists in.)
+ */
+export type TodoItem = { assignee?: string, 
+/**
+ * Milliseconds since the epoch (kept from the list before).
+ */
+createdAt?: number, id: string, notes?: string, status: TodoStatus, title: string, 
+/**
+ * Milliseconds since the epoch (the last change of the list).
+ */
+updatedAt?: number, };
+
+/**
+ * The approval part of a tool call's record.
+ */
+export type ApprovalInfo = { 
+/**
+ * Whether the call needed a decision.
+ */
+required: boolean, 
+/**
+ * The decision, once made.
+ */
+decision?: PermissionDecision, 
+/**
+ * Who decided (`'api'` for `decide()`).
+ */
+decidedBy?: string, 
+/**
+ * Milliseconds since the epoch.
+ */
+decidedAt?: number, note?: string, };
+
+/**
+ * A tool call as events show it: its record at the time of the event. A call
+ * without a record yet has only its `id`.
+ */
+export type ToolCallSnapshot = { 
+/**
+ * The model's tool-call id.
+ */
+id: string, 
+/**
+ * The tool's name.
+ */
+name?: string, state?: ToolCallState, 
+/**
+ * Whether the call needed a decision, and the decision.
+ */
+approval?: ApprovalInfo, 
+/**
+ * What the tool returned (or the error), once the call is over.
+ */
+result?: unknown, isError?: boolean, 
+/**
+ * Milliseconds since the epoch: when the tool started running.
+ */
+startedAt?: number, 
+/**
+ * Milliseconds since the epoch: when the call got its result.
+ */
+completedAt?: number, 
+/**
+ * The input as JSON text, cut to 200 characters (then `…`).
+ */
+inputPreview?: string, 
+/**
+ * Every state the call went through, oldest first.
+ */
+auditTrail?: Array<AuditEntry>, };
+
+/**
+ * A call a crash-resume sealed: its snapshot after sealing, the state it was
+ * in, and what to check before running it again.
+ */
+export type ResumedSealedCall = { priorState: ToolCallState, recommendations: Array<string>, 
+/**
+ * The model's tool-call id.
+ */
+id: string, 
+/**
+ * The tool's name.
+ */
+name?: string, state?: ToolCallState, 
+/**
+ * Whether the call needed a decision, and the decision.
+ */
+approval?: ApprovalInfo, 
+/**
+ * What the tool returned (or the error), once the call is over.
+ */
+result?: unknown, isError?: boolean, 
+/**
+ * Milliseconds since the epoch: when the tool started running.
+ */
+startedAt?: number, 
+/**
+ * Milliseconds since the epoch: when the call got its result.
+ */
+completedAt?: number, 
+/**
+ * The input as JSON text, cut to 200 characters (then `…`).
+ */
+inputPreview?: string, 
+/**
+ * Every state the call went through, oldest first.
+ */
+auditTrail?: Array<AuditEntry>, };
+
+/**
+ * A call without a result that a manual resume left open. (Members are in
+ * alphabetical order, the order the core has always written them in.)
+ */
+export type OpenToolCall = { 
+/**
+ * The arguments the model wrote.
+ */
+arguments: unknown, id: string, name: string, 
+/**
+ * The state of its record (`null`: no record yet, never started).
+ */
+state: ToolCallState | null, };
+
+/**
+ * `think_chunk_start` (`progress`): the model's answer has a thinking
+ * block; `think_chunk` and `think_chunk_end` follow. Emitted once the
+ * answer is durable.
+ */
+export type ThinkChunkStartEvent = { 
+/**
+ * The model call's number (1 for the agent's first).
+ */
+step: number, };
+
+/**
+ * `think_chunk` (`progress`): the text of a thinking block (whole, not streamed).
+ */
+export type ThinkChunkEvent = { step: number, delta: string, };
+
+/**
+ * `think_chunk_end` (`progress`): the end of a thinking block.
+ */
+export type ThinkChunkEndEvent = { step: number, };
+
+/**
+ * `text_chunk_start` (`progress`): the model's answer has a text block;
+ * `text_chunk` and `text_chunk_end` follow. Emitted once the answer is durable.
+ */
+export type TextChunkStartEvent = { step: number, };
+
+/**
+ * `text_chunk` (`progress`): the text of a text block (whole, not streamed).
+ */
+export type TextChunkEvent = { step: number, delta: string, };
+
+/**
+ * `text_chunk_end` (`progress`): the end of a text block, with its whole text.
+ */
+export type TextChunkEndEvent = { step: number, text: string, };
+
+/**
+ * `tool:start` (`progress`): a tool is about to run; its `EXECUTING`
+ * record is durable.
+ */
+export type ToolStartEvent = { call: ToolCallSnapshot, };
+
+/**
+ * `tool:end` (`progress`): a tool call got its result: completed, failed
+ * (also when the tool does not exist), denied, or `sealed: true` when
+ * forkpoint closed it after a crash or an interrupt.
+ */
+export type ToolEndEvent = { call: ToolCallSnapshot, sealed?: boolean, };
+
+/**
+ * `tool:error` (`progress`): a tool threw (after its `tool:end`);
+ * `error` is the message.
+ */
+export type ToolErrorEvent = { call: ToolCallSnapshot, error: string, };
+
+/**
+ * `done` (`progress`): a step ended: the model answered without tools
+ * (`completed`), or `interrupt()` stopped the agent (`interrupted`).
+ */
+export type DoneEvent = { step: number, reason: DoneReason, };
+
+/**
+ * `permission_required` (`control`): a tool call waits for a decision
+ * (`decide(call.id, …)`); its `APPROVAL_REQUIRED` record is durable and
+ * the agent is `PAUSED`.
+ */
+export type PermissionRequiredEvent = { call: ToolCallSnapshot, };
+
+/**
+ * `permission_decided` (`control`): a decision was recorded for a call.
+ */
+export type PermissionDecidedEvent = { callId: string, decision: PermissionDecision, 
+/**
+ * `'api'` for `decide()`.
+ */
+decidedBy: string, note?: string, };
+
+/**
+ * `agent_created` (`monitor`): the agent was created (the first event of
+ * its log).
+ */
+export type AgentCreatedEvent = { agentId: string, templateId: string | null, };
+
+/**
+ * `agent_resumed` (`monitor`): the agent was opened again. `sealed`: the
+ * calls a `crash` resume sealed; `open`: the calls a `manual` resume left
+ * without a result; `breakpoint`: where the agent was when it stopped.
+ */
+export type AgentResumedEvent = { strategy: ResumeStrategy, sealed: Array<ResumedSealedCall>, breakpoint: Breakpoint, open: Array<OpenToolCall>, };
+
+/**
+ * `agent_forked` (`monitor`): the first event of a fork's log: the agent
+ * it was forked `from`, the snapshot and the session entry it was forked
+ * at. (Members are in alphabetical order, the order the fork has always
+ * written them in.)
+ */
+export type AgentForkedEvent = { entryId: string, from: string, snapshot: string, };
+
+/**
+ * `state_changed` (`monitor`): the agent's state changed.
+ */
+export type StateChangedEvent = { state: AgentState, };
+
+/**
+ * `breakpoint_changed` (`monitor`): the loop moved to another breakpoint
+ * (durable before the step it announces). `timestamp` is the event's own
+ * time (ms), which the log keeps as the line's timestamp.
+ */
+export type BreakpointChangedEvent = { previous: Breakpoint, current: Breakpoint, timestamp: number, };
+
+/**
+ * `step_complete` (`monitor`): a step without tool calls ended; `done` is
+ * the bookmark of its `done` event.
+ */
+export type StepCompleteEvent = { step: number, done: Bookmark, };
+
+/**
+ * `error` (`monitor`): something failed (today: the model call, which
+ * ends the step).
+ */
+export type AgentErrorEvent = { severity: ErrorSeverity, phase: ErrorPhase, message: string, };
+
+/**
+ * `token_usage` (`monitor`): the tokens of one model call (from its `usage`).
+ */
+export type TokenUsageEvent = { inputTokens: number, outputTokens: number, totalTokens: number, };
+
+/**
+ * `tool_executed` (`monitor`): a tool call ran (after its `tool:end`, and
+ * its `tool:error` if it threw).
+ */
+export type ToolExecutedEvent = { call: ToolCallSnapshot, };
+
+/**
+ * `tool_custom_event` (`monitor`): a tool called `ctx.emit(eventType,
+ * data)` while running. `timestamp` is the event's own time (ms), which
+ * the log keeps as the line's timestamp.
+ */
+export type ToolCustomEvent = { toolName: string, eventType: string, data?: unknown, timestamp: number, };
+
+/**
+ * `todo_changed` (`monitor`): the todo list changed (the whole list
+ * before and after).
+ */
+export type TodoChangedEvent = { current: Array<TodoItem>, previous: Array<TodoItem>, };
+
+/**
+ * `checkpoint_restored` (`monitor`): `checkpoints.restore` moved the
+ * agent to a checkpoint.
+ */
+export type CheckpointRestoredEvent = { checkpointId: string, entryId: string, };
+
+/**
+ * An event of a durable agent, as it appears in its event log (without the
+ * log's `seq`, `timestamp` and `channel`, except where an event carries its own
+ * `timestamp`). `type` says which; each type always goes to the same channel.
+ */
+export type AgentEvent = { "type": "think_chunk_start" } & ThinkChunkStartEvent | { "type": "think_chunk" } & ThinkChunkEvent | { "type": "think_chunk_end" } & ThinkChunkEndEvent | { "type": "text_chunk_start" } & TextChunkStartEvent | { "type": "text_chunk" } & TextChunkEvent | { "type": "text_chunk_end" } & TextChunkEndEvent | { "type": "tool:start" } & ToolStartEvent | { "type": "tool:end" } & ToolEndEvent | { "type": "tool:error" } & ToolErrorEvent | { "type": "done" } & DoneEvent | { "type": "permission_required" } & PermissionRequiredEvent | { "type": "permission_decided" } & PermissionDecidedEvent | { "type": "agent_created" } & AgentCreatedEvent | { "type": "agent_resumed" } & AgentResumedEvent | { "type": "agent_forked" } & AgentForkedEvent | { "type": "state_changed" } & StateChangedEvent | { "type": "breakpoint_changed" } & BreakpointChangedEvent | { "type": "step_complete" } & StepCompleteEvent | { "type": "error" } & AgentErrorEvent | { "type": "token_usage" } & TokenUsageEvent | { "type": "tool_executed" } & ToolExecutedEvent | { "type": "tool_custom_event" } & ToolCustomEvent | { "type": "todo_changed" } & TodoChangedEvent | { "type": "checkpoint_restored" } & CheckpointRestoredEvent;
+
 /** An entry of a type this library does not know, kept as written. */
 export type UnknownEntry = EntryBase & { type: string; [key: string]: unknown };
 
 /** Any entry a session file may hold. */
 export type AnySessionEntry = SessionEntry | UnknownEntry;
+
+/** The `type` of every agent event. */
+export type AgentEventType = AgentEvent["type"];

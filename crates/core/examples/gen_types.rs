@@ -111,12 +111,51 @@ fn main() {
         forkpoint_core::agent::SnapshotInfo,
         forkpoint_core::agent::CheckpointInfo,
         forkpoint_core::agent::SealedCall,
+        forkpoint_core::agent_events::AgentState,
+        forkpoint_core::agent_events::ResumeStrategy,
+        forkpoint_core::agent_events::DoneReason,
+        forkpoint_core::agent_events::PermissionDecision,
+        forkpoint_core::agent_events::ErrorSeverity,
+        forkpoint_core::agent_events::ErrorPhase,
+        forkpoint_core::agent_events::TodoStatus,
+        forkpoint_core::agent_events::TodoItem,
+        forkpoint_core::agent_events::ApprovalInfo,
+        forkpoint_core::agent_events::ToolCallSnapshot,
+        forkpoint_core::agent_events::ResumedSealedCall,
+        forkpoint_core::agent_events::OpenToolCall,
+        forkpoint_core::agent_events::ThinkChunkStartEvent,
+        forkpoint_core::agent_events::ThinkChunkEvent,
+        forkpoint_core::agent_events::ThinkChunkEndEvent,
+        forkpoint_core::agent_events::TextChunkStartEvent,
+        forkpoint_core::agent_events::TextChunkEvent,
+        forkpoint_core::agent_events::TextChunkEndEvent,
+        forkpoint_core::agent_events::ToolStartEvent,
+        forkpoint_core::agent_events::ToolEndEvent,
+        forkpoint_core::agent_events::ToolErrorEvent,
+        forkpoint_core::agent_events::DoneEvent,
+        forkpoint_core::agent_events::PermissionRequiredEvent,
+        forkpoint_core::agent_events::PermissionDecidedEvent,
+        forkpoint_core::agent_events::AgentCreatedEvent,
+        forkpoint_core::agent_events::AgentResumedEvent,
+        forkpoint_core::agent_events::AgentForkedEvent,
+        forkpoint_core::agent_events::StateChangedEvent,
+        forkpoint_core::agent_events::BreakpointChangedEvent,
+        forkpoint_core::agent_events::StepCompleteEvent,
+        forkpoint_core::agent_events::AgentErrorEvent,
+        forkpoint_core::agent_events::TokenUsageEvent,
+        forkpoint_core::agent_events::ToolExecutedEvent,
+        forkpoint_core::agent_events::ToolCustomEvent,
+        forkpoint_core::agent_events::TodoChangedEvent,
+        forkpoint_core::agent_events::CheckpointRestoredEvent,
+        forkpoint_core::agent_events::AgentEvent,
     );
     out.push_str(
         "/** An entry of a type this library does not know, kept as written. */\n\
          export type UnknownEntry = EntryBase & { type: string; [key: string]: unknown };\n\n\
          /** Any entry a session file may hold. */\n\
-         export type AnySessionEntry = SessionEntry | UnknownEntry;\n",
+         export type AnySessionEntry = SessionEntry | UnknownEntry;\n\n\
+         /** The `type` of every agent event. */\n\
+         export type AgentEventType = AgentEvent[\"type\"];\n",
     );
     print!("{out}");
 }

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod agent_events;
 pub mod context;
 pub mod entry;
 pub mod error;
@@ -32,6 +33,7 @@ pub mod store;
 pub mod time;
 pub mod tree;
 pub mod types;
+pub mod validate;
 pub mod writer;
 
 pub use error::{Error, ErrorCode, Result};
