@@ -981,6 +981,26 @@ impl AgentMachine {
             )?;
             return Ok(false);
         };
+        // An input its tool's schema refuses is an error the model sees, before
+        // anyone is asked to approve it.
+        if state == ToolCallState::Pending
+            && !spec.input_schema.is_null()
+            && let Err(why) = crate::validate::check_tool_input(&spec.input_schema, &args)
+        {
+            let message = format!("invalid input for tool '{name}': {why}");
+            self.finish_call(
+                &id,
+                &name,
+                ToolCallState::Failed,
+                &format!("Error: {message}"),
+                true,
+                json!({ "ok": false, "error": message }),
+                json!({ "note": "invalid input" }),
+            )?;
+            let call = self.call_snapshot(&id)?;
+            self.emit(json!({ "type": "tool:error", "call": call, "error": message }))?;
+            return Ok(false);
+        }
         if state == ToolCallState::Pending
             && self.meta.needs_approval(&name, spec.requires_approval)
         {

@@ -504,3 +504,77 @@ fn crash_points_are_all_recovered() {
         eprintln!("crash points covered: {covered} ({total} operations × 3 faults)");
     });
 }
+
+#[test]
+fn every_event_is_a_typed_agent_event() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut acked = Acked::default();
+        scenario(store.clone(), &mut acked).await.unwrap();
+        let mut ids = vec![ID.to_string()];
+        ids.extend(acked.forks.clone());
+        let mut kinds = std::collections::BTreeSet::new();
+        for id in ids {
+            for l in store.read_events(&id, None, usize::MAX).await.unwrap() {
+                let e = forkpoint_core::agent_events::AgentEvent::from_json(&l)
+                    .unwrap_or_else(|e| panic!("{l}: {e}"));
+                kinds.insert(e.kind());
+            }
+        }
+        assert!(kinds.len() >= 18, "{kinds:?}");
+    });
+}
+
+#[test]
+fn an_input_the_schema_refuses_is_an_error_the_model_sees() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut m = meta("strict-bot");
+        m.tools = vec!["strict".into()];
+        let strict = vec![ToolSpec {
+            name: "strict".into(),
+            description: "needs a path".into(),
+            input_schema: json!({ "type": "object", "required": ["path"], "properties": { "path": { "type": "string" } } }),
+            requires_approval: false,
+        }];
+        let mut rt = AgentRuntime::create(store.clone(), m, strict, 1, 1.0)
+            .await
+            .unwrap();
+        let s = rt
+            .handle(
+                Input::Send {
+                    content: json!("go"),
+                },
+                2.0,
+            )
+            .await
+            .unwrap();
+        let Some(Command::CallModel { ticket, .. }) = s.commands.first().cloned() else {
+            panic!("no model call")
+        };
+        let s = rt
+            .handle(
+                Input::ModelReply {
+                    ticket,
+                    reply: calls(&[("bad", "strict", json!({ "path": 5 }))]),
+                },
+                3.0,
+            )
+            .await
+            .unwrap();
+        // The tool is not run: the model is asked again, with the error.
+        let Some(Command::CallModel { request, .. }) = s.commands.first().cloned() else {
+            panic!("expected a model call, got {:?}", s.commands)
+        };
+        assert!(
+            request.messages.contains(
+                "invalid input for tool 'strict': input.path: expected string, got number"
+            ),
+            "{}",
+            request.messages
+        );
+        let rec = rt.machine().core().record("bad").unwrap().unwrap().clone();
+        assert_eq!(rec.state, ToolCallState::Failed);
+        rt.close().await.unwrap();
+    });
+}
