@@ -460,9 +460,9 @@ shape! {
     /// at. (Members are in alphabetical order, the order the fork has always
     /// written them in.)
     pub struct AgentForkedEvent {
-        pub entry_id: String,
         pub from: String,
         pub snapshot: String,
+        pub entry_id: String,
     }
 }
 
@@ -759,7 +759,7 @@ mod tests {
             ),
             r#"{"type":"agent_resumed","strategy":"crash","sealed":[{"id":"call-7","priorState":"PENDING","recommendations":[]}],"breakpoint":"TOOL_PENDING","open":[]}"#.into(),
             r#"{"type":"agent_resumed","strategy":"manual","sealed":[],"breakpoint":"AWAITING_APPROVAL","open":[{"arguments":{"path":"a.txt"},"id":"call-2","name":"write","state":"APPROVAL_REQUIRED"},{"arguments":{},"id":"call-3","name":"read","state":null}]}"#.into(),
-            r#"{"type":"agent_forked","channel":"monitor","entryId":"a1b2c3d4","from":"agt-1","snapshot":"sfp:3"}"#.into(),
+            r#"{"type":"agent_forked","channel":"monitor","from":"agt-1","snapshot":"sfp:3","entryId":"a1b2c3d4"}"#.into(),
             r#"{"type":"state_changed","state":"PAUSED"}"#.into(),
             r#"{"type":"breakpoint_changed","previous":"READY","current":"PRE_MODEL","timestamp":1700000000000}"#.into(),
             r#"{"type":"step_complete","step":2,"done":{"seq":41,"timestamp":1700000000400}}"#.into(),
@@ -922,16 +922,16 @@ mod tests {
     }
 
     #[test]
-    fn free_form_members_come_back_sorted() {
-        // serde_json's `Value` keeps object members sorted (the workspace does
-        // not enable `preserve_order`): same JSON value, other member order.
+    fn free_form_members_keep_their_order() {
+        // The workspace enables serde_json's `preserve_order`: a tool's data
+        // comes back with its members in the order it gave them.
         let ev = AgentEvent::from_json(
             r#"{"type":"tool_custom_event","toolName":"t","eventType":"e","data":{"z":1,"a":2},"timestamp":1}"#,
         )
         .unwrap();
         assert_eq!(
             serde_json::to_string(&ev).unwrap(),
-            r#"{"type":"tool_custom_event","toolName":"t","eventType":"e","data":{"a":2,"z":1},"timestamp":1}"#
+            r#"{"type":"tool_custom_event","toolName":"t","eventType":"e","data":{"z":1,"a":2},"timestamp":1}"#
         );
     }
 

@@ -509,7 +509,10 @@ fn token_spans(s: &str, cuts: &[usize], out: &mut Vec<(usize, usize)>) {
             .first()
             .copied()
             .unwrap_or(b.len());
-        while i < limit && is_run(b[i]) {
+        // A PEM boundary (`-----`) ends a run: a token never swallows it, so a
+        // redacted token cannot make a `-----BEGIN … PRIVATE KEY-----` header
+        // appear on a second pass.
+        while i < limit && is_run(b[i]) && !(i > start && s[i..].starts_with("-----")) {
             i += 1;
         }
         // The run's words between dots, with their offsets; three in a row may be a JWT.

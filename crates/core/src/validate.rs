@@ -926,9 +926,9 @@ mod tests {
             ),
             concat!(
                 "input.cmd: must be at least 1 character long, got 0; ",
-                r#"input: unexpected property "extra" (allowed: cmd, env, mode, path, timeoutMs); "#,
+                "input.timeoutMs: expected integer, got number 1.5; ",
                 "input.mode: expected one of \"run\", \"dry-run\", got \"fast\"; ",
-                "input.timeoutMs: expected integer, got number 1.5"
+                r#"input: unexpected property "extra" (allowed: cmd, path, timeoutMs, env, mode)"#
             )
         );
         assert_eq!(
