@@ -1353,6 +1353,97 @@ recorded: boolean, note: string, recommendations: Array<string>,
 message: AgentMessage, };
 
 /**
+ * What `meta.json` keeps of a model provider (never credentials).
+ */
+export type AgentModelRef = { 
+/**
+ * The provider, e.g. `anthropic`.
+ */
+provider: string, 
+/**
+ * The model, e.g. `claude-sonnet-4-5`.
+ */
+model: string, 
+/**
+ * The wire API, e.g. `anthropic-messages`.
+ */
+api?: string, };
+
+/**
+ * When a tool call needs a decision.
+ */
+export type PermissionMode = "auto" | "approval";
+
+/**
+ * Permission mode: `auto` runs every call; `approval` asks first (every call, or the tools listed).
+ */
+export type Permission = { mode: PermissionMode, 
+/**
+ * With `approval`: only these tools ask (all when absent).
+ */
+requireApprovalTools?: Array<string>, };
+
+/**
+ * Where a fork came from.
+ */
+export type ForkedFrom = { 
+/**
+ * The parent agent.
+ */
+agentId: string, 
+/**
+ * The snapshot the fork was made from.
+ */
+snapshot: string, 
+/**
+ * The parent's session entry the fork's history ends with.
+ */
+entryId: string, };
+
+/**
+ * An agent's `meta.json`. Members this version does not know are kept as they are.
+ */
+export type AgentMeta = { agentId: string, templateId: string | null, 
+/**
+ * ISO 8601.
+ */
+createdAt: string, 
+/**
+ * ISO 8601.
+ */
+updatedAt: string, 
+/**
+ * Ancestors, oldest first (a fork's parent last).
+ */
+lineage: Array<string>, configVersion: string, model: AgentModelRef, 
+/**
+ * Names of the tools the agent may call.
+ */
+tools: Array<string>, permission: Permission, systemPrompt: string | null, metadata: Record<string, unknown>, forkedFrom?: ForkedFrom, };
+
+/**
+ * What `resume` / `resumeFromStore` may change, and what `create` starts from.
+ */
+export type MetaChanges = { model?: AgentModelRef, permission?: Permission, tools?: Array<string>, 
+/**
+ * `null` clears it; absent keeps it.
+ */
+systemPrompt?: string | null, 
+/**
+ * Merged into the stored metadata.
+ */
+metadata?: Record<string, unknown>, };
+
+/**
+ * A tool the driver can run: what the model sees, and whether it always asks.
+ */
+export type ToolSpec = { name: string, description: string, inputSchema: Record<string, unknown>, 
+/**
+ * Always ask for a decision before running it.
+ */
+requiresApproval: boolean, };
+
+/**
  * Whether the agent is idle, working, or waiting for a decision.
  */
 export type AgentState = "READY" | "WORKING" | "PAUSED";
@@ -1391,8 +1482,7 @@ export type TodoStatus = "pending" | "in_progress" | "completed";
 
 /**
  * A todo item (at most one `in_progress`). Members this version does not
- * know are kept as they are. (Members are in alphabetical order, the order
- * the core has always written todo lists in.)
+ * know are kept as they are.
  */
 export type TodoItem = { assignee?: string, 
 /**
@@ -1502,8 +1592,7 @@ inputPreview?: string,
 auditTrail?: Array<AuditEntry>, };
 
 /**
- * A call without a result that a manual resume left open. (Members are in
- * alphabetical order, the order the core has always written them in.)
+ * A call without a result that a manual resume left open.
  */
 export type OpenToolCall = { 
 /**
@@ -1609,10 +1698,9 @@ export type AgentResumedEvent = { strategy: ResumeStrategy, sealed: Array<Resume
 /**
  * `agent_forked` (`monitor`): the first event of a fork's log: the agent
  * it was forked `from`, the snapshot and the session entry it was forked
- * at. (Members are in alphabetical order, the order the fork has always
- * written them in.)
+ * at.
  */
-export type AgentForkedEvent = { entryId: string, from: string, snapshot: string, };
+export type AgentForkedEvent = { from: string, snapshot: string, entryId: string, };
 
 /**
  * `state_changed` (`monitor`): the agent's state changed.

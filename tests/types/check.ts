@@ -134,3 +134,25 @@ export function redactHook(dir: string) {
   const kept: { model: string } = node.redactSecrets({ model: 'gpt-4o' });
   void [store.redact, kept];
 }
+
+// The Agent's events are typed by their type; tool input by the tool.
+export async function agentEvents(agent: node.Agent, registry: node.ToolRegistry): Promise<void> {
+  agent.on('tool:end', (e) => e.call.name);
+  agent.on('done', (e) => void [e.reason, e.step, e.seq]);
+  agent.on('monitor', (e) => void e.type);
+  // @ts-expect-error: there is no 'tool:endd' event
+  agent.on('tool:endd', () => undefined);
+  registry.register<{ path: string }>({
+    name: 'read',
+    description: 'reads a file',
+    inputSchema: { type: 'object', required: ['path'], properties: { path: { type: 'string' } } },
+    run: (input) => input.path.length,
+  });
+  registry.register<{ path: string }>({
+    name: 'bad',
+    description: 'uses a member the input type does not have',
+    inputSchema: { type: 'object' },
+    // @ts-expect-error: 'count' is not in the input type
+    run: (input) => input.count,
+  });
+}

@@ -30,10 +30,11 @@ pub enum AgentState {
 
 /// How a resume treated calls left without a result: `crash` sealed them,
 /// `manual` left them open and reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum ResumeStrategy {
+    #[default]
     Manual,
     Crash,
 }
@@ -95,8 +96,7 @@ pub enum TodoStatus {
 }
 
 /// A todo item (at most one `in_progress`). Members this version does not
-/// know are kept as they are. (Members are in alphabetical order, the order
-/// the core has always written todo lists in.)
+/// know are kept as they are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -243,8 +243,7 @@ pub struct ResumedSealedCall {
     pub recommendations: Vec<String>,
 }
 
-/// A call without a result that a manual resume left open. (Members are in
-/// alphabetical order, the order the core has always written them in.)
+/// A call without a result that a manual resume left open.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OpenToolCall {
@@ -457,8 +456,7 @@ shape! {
 shape! {
     /// `agent_forked` (`monitor`): the first event of a fork's log: the agent
     /// it was forked `from`, the snapshot and the session entry it was forked
-    /// at. (Members are in alphabetical order, the order the fork has always
-    /// written them in.)
+    /// at.
     pub struct AgentForkedEvent {
         pub from: String,
         pub snapshot: String,
@@ -723,8 +721,8 @@ mod tests {
     use crate::events::build_event_line;
 
     // The snapshot `snapshotOf` in agent.ts builds for a call with a record
-    // (free-form values are written with their members in alphabetical order,
-    // see `free_form_members_come_back_sorted`).
+    // (free-form values keep their members' order, see
+    // `free_form_members_keep_their_order`).
     const CALL: &str = r#"{"id":"call-1","name":"bash","state":"COMPLETED","approval":{"required":true,"decision":"allow","decidedBy":"api","decidedAt":1700000000100,"note":"go"},"result":{"ok":true,"stdout":"a\nb"},"isError":false,"startedAt":1700000000200,"completedAt":1700000000300,"inputPreview":"{\"cmd\":\"ls\"}","auditTrail":[{"state":"PENDING","at":1700000000000},{"state":"APPROVAL_REQUIRED","at":1700000000050,"note":"awaiting approval"},{"state":"APPROVED","at":1700000000100,"note":"go"},{"state":"EXECUTING","at":1700000000200,"note":"execution start"},{"state":"COMPLETED","at":1700000000300,"note":"execution complete"}]}"#;
     const PENDING_CALL: &str = r#"{"id":"call-2","name":"write","state":"APPROVAL_REQUIRED","approval":{"required":true},"inputPreview":"{\"path\":\"a.txt\"}","auditTrail":[{"state":"PENDING","at":1700000000000},{"state":"APPROVAL_REQUIRED","at":1700000000001,"note":"awaiting approval"}]}"#;
     const EXECUTING_CALL: &str = r#"{"id":"call-3","name":"bash","state":"EXECUTING","startedAt":1700000000200,"inputPreview":"{}","auditTrail":[{"state":"PENDING","at":1700000000000},{"state":"EXECUTING","at":1700000000200,"note":"execution start"}]}"#;

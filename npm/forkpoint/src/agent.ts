@@ -10,6 +10,7 @@ import { EventLog } from './eventlog.js';
 
 export { Agent, ToolRegistry, TemplateRegistry, ScriptedProvider } from '@forkpoint/shared';
 export type {
+  AgentLoggedEvent,
   AgentConfig,
   AgentDependencies,
   AgentInfo,

@@ -190,6 +190,7 @@ export {
   redactSecrets,
 } from './agent.js';
 export type {
+  AgentLoggedEvent,
   AgentConfig,
   AgentDependencies,
   AgentInfo,

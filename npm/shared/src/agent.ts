@@ -8,10 +8,17 @@
  * effect it precedes. The same class runs in Node (over `JSONStore`) and in
  * browsers (over IndexedDB).
  */
-import type { AgentMessage, Bookmark, Breakpoint, Channel, CheckpointInfo, ToolCallRecord, ToolCallState } from '@forkpoint/types';
+import type { AgentEvent, AgentEventType, AgentMessage, AgentMeta, AgentModelRef, Permission as MetaPermission, Bookmark, Breakpoint, Channel, CheckpointInfo, ToolCallRecord, ToolCallState } from '@forkpoint/types';
 import { ForkpointError, call, callAsync } from './errors.js';
 import { EventBus } from './events.js';
 import type { BookmarkedEvent, EventLog, LoggedEvent } from './events.js';
+
+/** An agent's event as the log keeps it: its members, and `seq`, `timestamp`, `channel`. */
+export type AgentLoggedEvent<K extends AgentEventType = AgentEventType> = Extract<AgentEvent, { type: K }> & {
+  seq: number;
+  timestamp: number;
+  channel: Channel;
+};
 
 // ---------------------------------------------------------------------------
 // Models
@@ -43,11 +50,7 @@ export interface ModelProvider {
 }
 
 /** What `meta.json` keeps of a provider (never credentials). */
-export interface ModelRef {
-  provider: string;
-  model: string;
-  api?: string;
-}
+export type ModelRef = AgentModelRef;
 
 /** A scripted turn: text, thinking and tool calls the "model" answers with. */
 export interface ScriptedTurn {
@@ -151,10 +154,7 @@ export class ToolRegistry {
 }
 
 /** Permission modes: `auto` runs every call; `approval` asks first (every call, or the tools listed). */
-export interface Permission {
-  mode: 'auto' | 'approval';
-  requireApprovalTools?: string[];
-}
+export type Permission = MetaPermission;
 
 /** A template: defaults an agent is created from, looked up again on resume. */
 export interface AgentTemplate {
@@ -346,21 +346,8 @@ export interface CheckpointArgs {
   status?: string;
 }
 
-/** An agent's `meta.json` as the store keeps it. */
-export interface StoredMeta {
-  agentId: string;
-  templateId: string | null;
-  createdAt: string;
-  updatedAt: string;
-  lineage: string[];
-  configVersion: string;
-  model: ModelRef;
-  tools: string[];
-  permission: Permission;
-  systemPrompt: string | null;
-  metadata: Record<string, unknown>;
-  forkedFrom?: { agentId: string; snapshot: string; entryId: string };
-}
+/** An agent's `meta.json` as the store keeps it (generated from the core's `AgentMeta`). */
+export type StoredMeta = AgentMeta;
 
 type Cmd =
   | { kind: 'callModel'; ticket: number; system: string | null; messages: string; tools: string }
@@ -692,9 +679,14 @@ export class Agent {
 
   // -- events ----------------------------------------------------------------
 
-  /** Calls `handler` for each live event of a type (or a whole channel); returns the unsubscribe function. */
-  on(type: string, handler: (event: LoggedEvent) => void): () => void {
-    return this.bus.on(type, handler);
+  /**
+   * Calls `handler` for each live event of a type (typed by the event), or of a
+   * whole channel; returns the unsubscribe function.
+   */
+  on<K extends AgentEventType>(type: K, handler: (event: AgentLoggedEvent<K>) => void): () => void;
+  on(channel: Channel, handler: (event: AgentLoggedEvent) => void): () => void;
+  on(type: string, handler: (event: AgentLoggedEvent) => void): () => void {
+    return this.bus.on(type, handler as (event: LoggedEvent) => void);
   }
 
   /**

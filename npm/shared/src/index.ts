@@ -8,6 +8,7 @@ export type { NativeNormalizerLike, Normalizer, ProviderConversion, FromProvider
 export { Agent, ToolRegistry, TemplateRegistry, ScriptedProvider } from './agent.js';
 export type {
   AgentBackend,
+  AgentLoggedEvent,
   AgentConfig,
   AgentDependencies,
   AgentInfo,

@@ -24,28 +24,7 @@ use crate::storage::{EventLine, WriteBatch};
 use crate::writer::{IdRng, WriterCore};
 use crate::{Error, ErrorCode, LoadOptions, Result, Session, time};
 
-/// Where the agent is, as users see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub enum AgentState {
-    /// Idle.
-    Ready,
-    /// Calling the model or running tools.
-    Working,
-    /// Waiting for a decision.
-    Paused,
-}
-
-/// How to resume: `crash` seals every call left without a result; `manual`
-/// seals nothing and reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ResumeStrategy {
-    #[default]
-    Manual,
-    Crash,
-}
+pub use crate::agent_events::{AgentState, ResumeStrategy};
 
 /// A tool the driver can run: what the model sees, and whether it always asks.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]

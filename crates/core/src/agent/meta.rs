@@ -14,6 +14,7 @@ pub const CONFIG_VERSION: &str = "forkpoint-1";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "AgentModelRef"))]
 pub struct ModelRef {
     /// The provider, e.g. `anthropic`.
     pub provider: String,
