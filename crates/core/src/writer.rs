@@ -64,6 +64,10 @@ pub struct WriterCore {
     rng: IdRng,
     failed: Option<Error>,
     hint_dirty: bool,
+    /// Whether this writer holds the whole session (false: only its tail, read
+    /// for an agent's resume; then it writes no hints and mints long ids, since
+    /// it cannot see every id in use).
+    whole: bool,
     message_count: u64,
     max_line_bytes: u64,
     max_depth: usize,
@@ -109,6 +113,7 @@ impl WriterCore {
             rng: IdRng::new(seed),
             failed: None,
             hint_dirty: true,
+            whole: true,
             message_count,
             max_line_bytes: opts.max_line_bytes,
             max_depth: opts.max_depth as usize,
@@ -160,6 +165,10 @@ impl WriterCore {
     }
 
     fn new_id(&mut self) -> String {
+        if !self.whole {
+            // 128 random bits: unique without seeing the ids before the tail.
+            return format!("{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64());
+        }
         for _ in 0..100 {
             let id = format!("{:08x}", self.rng.next_u64() as u32);
             if self.idx.get(&self.entries, &id).is_none() {
@@ -497,6 +506,16 @@ impl WriterCore {
         self.durable_ticket = self.durable_ticket.max(batch.last_ticket);
     }
 
+    /// Marks this writer as holding only the session's tail (see `whole`).
+    pub fn set_tail_only(&mut self) {
+        self.whole = false;
+    }
+
+    /// The content's length, queued lines included.
+    pub fn logical_len(&self) -> u64 {
+        self.logical_len
+    }
+
     /// The last ticket that is durable.
     pub fn durable_ticket(&self) -> u64 {
         self.durable_ticket
@@ -516,7 +535,7 @@ impl WriterCore {
     /// appended since the last one (`force`: regardless). `file_len` is the length
     /// the hint describes (all queued lines written).
     pub fn take_hint(&mut self, force: bool) -> Option<Hint> {
-        if !force && !self.hint_dirty {
+        if !self.whole || (!force && !self.hint_dirty) {
             return None;
         }
         self.hint_dirty = false;

@@ -48,6 +48,19 @@ const LOCK: &str = "LOCK";
 
 /// Longest `LOCK` text read.
 const LOCK_TEXT_MAX: u64 = 4096;
+/// The agent's resume state (FORMAT.md §14.2), a cache.
+const STATE: &str = "state.json";
+
+/// Writes `data` to a temporary file renamed over `path`, without syncing.
+fn replace_unsynced(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    let tmp = crate::place::temp_path(path, "tmp");
+    let r = fs::write(&tmp, data).and_then(|()| fs::rename(&tmp, path));
+    if r.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    r
+}
+
 /// Longest resume hint read.
 const HINT_MAX: u64 = 16 << 20;
 /// Bytes read per step when looking back for a line's start.
@@ -422,6 +435,10 @@ impl FileStorage {
             // A cache: failing to write it loses nothing.
             let _ = replace_atomic(Path::new(&hint_path(&path.display().to_string())), hint);
         }
+        if let Some(state) = &batch.state {
+            // A cache checked when read: renamed into place, not synced.
+            let _ = replace_unsynced(&held.dir.join(STATE), state);
+        }
         Ok(())
     }
 
@@ -567,6 +584,7 @@ impl AgentStorage for FileStorage {
             session_len,
             last_event: held.events.last_bookmark()?,
             hint: read_small(Path::new(&hint_file), HINT_MAX).map(String::into_bytes),
+            state: read_small(&held.dir.join(STATE), HINT_MAX).map(String::into_bytes),
         })
     }
 

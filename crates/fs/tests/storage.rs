@@ -641,6 +641,7 @@ fn check_0_1_0_store(root: &Path, id: &str) {
         }],
         meta: Some(new_meta.clone()),
         hint: None,
+        state: None,
     };
     block_on(s.write(&lease, &batch)).unwrap();
     let h2 = block_on(s.head(&lease)).unwrap();

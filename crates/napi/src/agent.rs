@@ -284,7 +284,9 @@ impl NativeAgent {
     pub fn query(&self, query_json: String) -> napi::Result<String> {
         guard(|| {
             let q: Query = parse("agent query", &query_json)?;
-            lock(&self.rt)?.machine().query(&q)
+            // After a resume from the tail, the first query that needs the
+            // whole session loads it (the file store completes at once).
+            pollster::block_on(lock(&self.rt)?.query(&q))
         })
     }
 

@@ -18,7 +18,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::meta::{AgentMeta, MetaChanges};
-use super::{AgentCore, Breakpoint, SealedCall, ToolCallRecord, ToolCallState};
+use super::{
+    AgentCore, Breakpoint, PathCounts, SealedCall, TailMarks, ToolCallRecord, ToolCallState,
+};
 use crate::events::{Bookmark, build_event_line};
 use crate::storage::{EventLine, WriteBatch};
 use crate::writer::{IdRng, WriterCore};
@@ -187,6 +189,25 @@ pub struct AgentMachine {
     /// The model's error, for the caller waiting on `idle()`.
     failure: Option<String>,
     closed: bool,
+    /// Whether the whole session is loaded (false after a resume from the tail:
+    /// only resume and some queries are answered until `load_whole`).
+    whole: bool,
+    /// Where a resume from the tail starts (`None` before the first safe-fork-point).
+    marks: Option<TailMarks>,
+    /// The marks of the last resume state written.
+    marks_written: Option<TailMarks>,
+}
+
+/// The agent's resume state (FORMAT.md §14.2): a cache in the store, written
+/// as the marks change, checked when read.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeState {
+    /// Format version (1).
+    pub v: u32,
+    /// The session's length when it was written.
+    pub session_len: u64,
+    pub marks: TailMarks,
 }
 
 /// What opening an agent found.
@@ -238,8 +259,94 @@ impl AgentMachine {
     ) -> Result<AgentMachine> {
         let core = AgentCore::from_session(&session)?;
         let messages = Self::context_of(&session)?;
+        let marks = core.tail_marks(&session, 0, PathCounts::default(), None);
         let writer = WriterCore::from_session(session, session_len, seed, &LoadOptions::default())?;
-        Ok(AgentMachine {
+        let mut m = Self::new_parts(
+            meta,
+            writer,
+            core,
+            messages,
+            session_len,
+            last_event,
+            bp,
+            tools,
+            seed,
+        );
+        m.marks_written = marks.clone();
+        m.marks = marks;
+        Ok(m)
+    }
+
+    /// The machine of an agent resumed from the tail of its session: `tail` is
+    /// the session's header followed by its lines from `state.marks.sfp_offset`
+    /// (`header_len` bytes of header); `todos` and `queued` are the lines
+    /// before the tail that the marks point to. Only resume and the queries
+    /// that need no history work until [`load_whole`](Self::load_whole).
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_tail(
+        meta: AgentMeta,
+        tail: Session,
+        header_len: u64,
+        state: &ResumeState,
+        session_len: u64,
+        last_event: Option<Bookmark>,
+        bp: Breakpoint,
+        tools: Vec<ToolSpec>,
+        seed: u64,
+        todos: Option<String>,
+        queued: Vec<(String, Value)>,
+    ) -> Result<AgentMachine> {
+        let from = state.marks.sfp_offset;
+        let mut core = AgentCore::from_session(&tail)?;
+        let prior = TailMarks {
+            todos: state.marks.todos.filter(|t| t.0 < from),
+            queued: state
+                .marks
+                .queued
+                .iter()
+                .filter(|q| q.1 < from)
+                .cloned()
+                .collect(),
+            ..TailMarks::default()
+        };
+        let shift = from
+            .checked_sub(header_len)
+            .ok_or_else(|| Error::internal("a tail before the header"))?;
+        let marks = core.tail_marks(&tail, shift, state.marks.before, Some(&prior));
+        core.rebase(state.marks.before, todos.as_deref(), queued)?;
+        let mut writer =
+            WriterCore::from_session(tail, session_len, seed, &LoadOptions::default())?;
+        writer.set_tail_only();
+        let mut m = Self::new_parts(
+            meta,
+            writer,
+            core,
+            Vec::new(),
+            session_len,
+            last_event,
+            bp,
+            tools,
+            seed,
+        );
+        m.whole = false;
+        m.marks_written = Some(state.marks.clone());
+        m.marks = marks;
+        Ok(m)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn new_parts(
+        meta: AgentMeta,
+        writer: WriterCore,
+        core: AgentCore,
+        messages: Vec<Box<RawValue>>,
+        session_len: u64,
+        last_event: Option<Bookmark>,
+        bp: Breakpoint,
+        tools: Vec<ToolSpec>,
+        seed: u64,
+    ) -> AgentMachine {
+        AgentMachine {
             meta,
             writer,
             core,
@@ -261,7 +368,34 @@ impl AgentMachine {
             now: 0.0,
             failure: None,
             closed: false,
-        })
+            whole: true,
+            marks: None,
+            marks_written: None,
+        }
+    }
+
+    /// Whether the whole session is loaded.
+    pub fn is_whole(&self) -> bool {
+        self.whole
+    }
+
+    /// Loads the whole session (`session`, as the store has it now) into a
+    /// machine resumed from the tail; what it decided since is kept.
+    pub fn load_whole(&mut self, session: Session) -> Result<()> {
+        if self.whole {
+            return Ok(());
+        }
+        let core = AgentCore::from_session(&session)?;
+        let messages = Self::context_of(&session)?;
+        let marks = core.tail_marks(&session, 0, PathCounts::default(), None);
+        let seed = self.rng.next_u64();
+        self.writer =
+            WriterCore::from_session(session, self.session_len, seed, &LoadOptions::default())?;
+        self.core = core;
+        self.messages = messages;
+        self.marks = marks;
+        self.whole = true;
+        Ok(())
     }
 
     fn context_of(session: &Session) -> Result<Vec<Box<RawValue>>> {
@@ -394,6 +528,11 @@ impl AgentMachine {
     pub fn handle(&mut self, input: Input, now: f64) -> Result<Reply> {
         if self.closed {
             return Err(Error::new(ErrorCode::Closed, "the agent is closed"));
+        }
+        if !self.whole {
+            return Err(Error::internal(
+                "the agent's session is not loaded whole yet",
+            ));
         }
         self.now = now;
         let reply = self.input(input);
@@ -535,6 +674,9 @@ impl AgentMachine {
         self.now = now;
         self.core = AgentCore::from_session(session)?;
         self.messages = Self::context_of(session)?;
+        self.marks = self
+            .core
+            .tail_marks(session, 0, PathCounts::default(), None);
         self.pending.clear();
         for (id, _, _, r) in self.core.open_calls()? {
             if r.is_some_and(|r| r.state == ToolCallState::ApprovalRequired) {
@@ -1278,10 +1420,52 @@ impl AgentMachine {
     fn append(&mut self, entries: &[String]) -> Result<()> {
         self.check_entries(entries)?;
         for e in entries {
+            let off = self.writer.logical_len();
+            let before = self.core.counts();
+            let sfp = self.core.last_sfp().map(|(i, _)| i);
             let (id, _) = self.writer.append(e, self.now as i64)?;
+            let len = self.writer.logical_len() - off - 1;
             self.core.observe(e, &id)?;
+            self.mark(e, &id, off, len, before, sfp);
         }
         Ok(())
+    }
+
+    /// Keeps the resume marks up to date with an appended entry.
+    fn mark(
+        &mut self,
+        e: &str,
+        id: &str,
+        off: u64,
+        len: u64,
+        before: PathCounts,
+        sfp: Option<u64>,
+    ) {
+        let now_sfp = self.core.last_sfp();
+        let m = self.marks.get_or_insert_with(TailMarks::default);
+        if let Some((i, sid)) = now_sfp
+            && Some(i) != sfp
+            && sid == id
+        {
+            m.sfp_offset = off;
+            m.sfp_id = id.to_string();
+            m.before = before;
+        }
+        // The entries this machine builds start with their type (and custom type).
+        if e.starts_with("{\"type\":\"custom\",\"customType\":\"forkpoint.todos\"") {
+            m.todos = Some((off, len));
+        } else if e.starts_with("{\"type\":\"custom\",\"customType\":\"forkpoint.queued\"") {
+            if let Ok(v) = serde_json::from_str::<Value>(e)
+                && let Some(q) = v["data"]["queueId"].as_str()
+            {
+                m.queued.push((q.to_string(), off, len));
+            }
+        } else if e.starts_with("{\"type\":\"message\",\"queueId\"")
+            && let Ok(v) = serde_json::from_str::<Value>(e)
+            && let Some(q) = v["queueId"].as_str()
+        {
+            m.queued.retain(|x| x.0 != q);
+        }
     }
 
     /// Appends an event; returns its bookmark (durable with the next persist).
@@ -1337,6 +1521,19 @@ impl AgentMachine {
         }
         if let Some(h) = self.writer.take_hint(false) {
             batch.hint = Some(h.to_json().into_bytes());
+        }
+        if let Some(m) = self.marks.as_ref().filter(|m| !m.sfp_id.is_empty())
+            && self.marks_written.as_ref() != Some(m)
+        {
+            let st = ResumeState {
+                v: 1,
+                session_len: self.session_len + batch.session.len() as u64,
+                marks: m.clone(),
+            };
+            if let Ok(t) = serde_json::to_vec(&st) {
+                batch.state = Some(t);
+                self.marks_written = Some(m.clone());
+            }
         }
         if batch.is_empty() {
             return;
@@ -1436,13 +1633,29 @@ pub enum Query {
     LastText,
 }
 
+impl Query {
+    /// Whether the answer needs the whole session (not only a resume's tail).
+    pub fn needs_whole(&self) -> bool {
+        !matches!(
+            self,
+            Query::Status | Query::Meta | Query::OpenCalls | Query::Todos
+        )
+    }
+}
+
 fn to_text<T: Serialize + ?Sized>(v: &T) -> Result<String> {
     crate::types::to_json_text(v)
 }
 
 impl AgentMachine {
-    /// Answers a query (JSON text).
+    /// Answers a query (JSON text); one that [needs the whole
+    /// session](Query::needs_whole) is `INTERNAL` before `load_whole`.
     pub fn query(&mut self, q: &Query) -> Result<String> {
+        if q.needs_whole() && !self.whole {
+            return Err(Error::internal(
+                "this query needs the whole session: load it first",
+            ));
+        }
         match q {
             Query::Status => {
                 let failure = self.failure.clone();

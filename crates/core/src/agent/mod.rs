@@ -244,6 +244,30 @@ pub struct AgentCore {
     todos: Option<Box<RawValue>>,
 }
 
+/// Counts of the current path's messages (all, the user's, the assistant's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathCounts {
+    pub messages: u64,
+    pub users: u64,
+    pub assistants: u64,
+}
+
+/// Where an agent's resume from the tail starts, and what lies before it that
+/// it needs (FORMAT.md §14.2): found by [`AgentCore::tail_marks`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TailMarks {
+    /// The last safe-fork-point's entry: its offset and id, and the path's
+    /// counts before it.
+    pub sfp_offset: u64,
+    pub sfp_id: String,
+    pub before: PathCounts,
+    /// The last todo list entry on the path: offset and length.
+    pub todos: Option<(u64, u64)>,
+    /// Queued messages not yet delivered: queue id, offset, length.
+    pub queued: Vec<(String, u64, u64)>,
+}
+
 impl AgentCore {
     /// The state of a loaded session: the current leaf's path, and every
     /// snapshot and checkpoint in the file.
@@ -312,6 +336,100 @@ impl AgentCore {
             }
         }
         Ok(core)
+    }
+
+    /// The path's message counts.
+    pub fn counts(&self) -> PathCounts {
+        PathCounts {
+            messages: self.messages,
+            users: self.user_messages,
+            assistants: self.assistant_messages,
+        }
+    }
+
+    /// For a state built from a session's tail: adds the counts of the path
+    /// before it (safe-fork-point indexes included), the todo list and the
+    /// queued messages found before it.
+    pub fn rebase(
+        &mut self,
+        before: PathCounts,
+        todos: Option<&str>,
+        queued: Vec<(String, Value)>,
+    ) -> Result<()> {
+        self.messages += before.messages;
+        self.user_messages += before.users;
+        self.assistant_messages += before.assistants;
+        for s in &mut self.sfps {
+            s.0 += before.messages;
+        }
+        if self.todos.is_none()
+            && let Some(line) = todos
+        {
+            let h = head(line)?;
+            if h.custom_type.as_deref() == Some(TODOS) {
+                self.todos = h.data.map(|d| d.to_owned());
+            }
+        }
+        let mut q = queued;
+        q.append(&mut self.queued);
+        self.queued = q;
+        Ok(())
+    }
+
+    /// The marks a resume from the tail needs, found on the current path of
+    /// `s` (whose line `i` starts at `s.entries()[i].offset + shift` in the
+    /// real file, and whose path is preceded by `before`); `prior` gives what
+    /// lies before `s` (a tail's todos and queued messages).
+    pub fn tail_marks(
+        &self,
+        s: &Session,
+        shift: u64,
+        before: PathCounts,
+        prior: Option<&TailMarks>,
+    ) -> Option<TailMarks> {
+        let (_, sfp_id) = self.last_sfp()?;
+        let mut marks = TailMarks {
+            todos: prior.and_then(|p| p.todos),
+            queued: prior.map(|p| p.queued.clone()).unwrap_or_default(),
+            ..TailMarks::default()
+        };
+        let mut counts = before;
+        let mut found = false;
+        for i in s.leaf_path() {
+            let e = &s.entries()[i as usize];
+            let off = e.offset + shift;
+            let text = s.entry_text(i);
+            if !found && *e.id == *sfp_id {
+                marks.sfp_offset = off;
+                marks.sfp_id = sfp_id.to_string();
+                marks.before = counts;
+                found = true;
+            }
+            match e.kind {
+                EntryKind::Message => {
+                    counts.messages += 1;
+                    match e.role {
+                        Role::User => counts.users += 1,
+                        Role::Assistant => counts.assistants += 1,
+                        _ => {}
+                    }
+                    if let Some(q) = member_str(text, "queueId") {
+                        marks.queued.retain(|(id, _, _)| *id != q);
+                    }
+                }
+                EntryKind::Custom => match custom_parts(text) {
+                    Some((ty, _)) if ty == TODOS => marks.todos = Some((off, u64::from(e.len))),
+                    Some((ty, data)) if ty == QUEUED => {
+                        if let Some(q) = member_str(data, "queueId") {
+                            marks.queued.push((q, off, u64::from(e.len)));
+                        }
+                    }
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+        found.then_some(marks)
     }
 
     /// Checks an entry the way [`observe`](Self::observe) will read it (before it

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::machine::{AgentMachine, Command, Input, Opened, Reply, ResumeStrategy, ToolSpec};
+use super::machine::{
+    AgentMachine, Command, Input, Opened, Query, Reply, ResumeState, ResumeStrategy, ToolSpec,
+};
 use super::meta::{AgentMeta, MetaChanges};
 use super::{AgentCore, Breakpoint, CheckpointInfo};
 use crate::events::{Bookmark, build_event_line, parse_envelope};
@@ -160,6 +162,9 @@ impl<S: AgentStorage> AgentRuntime<S> {
         now: f64,
     ) -> Result<(Step, Opened)> {
         self.check()?;
+        if auto_run {
+            self.ensure_whole().await?;
+        }
         let opened = self.machine.resume(strategy, changes, auto_run, now);
         let step = self.run(Reply::default()).await?;
         Ok((step, opened?))
@@ -173,13 +178,133 @@ impl<S: AgentStorage> AgentRuntime<S> {
     ) -> Result<AgentMachine> {
         let head = store.head(lease).await?;
         let meta = AgentMeta::parse(&head.meta, &lease.agent_id)?;
+        let bp = last_breakpoint(store, &lease.agent_id, head.last_event).await?;
+        if let Some(state) = head
+            .state
+            .as_deref()
+            .and_then(|t| serde_json::from_slice::<ResumeState>(t).ok())
+            && let Some(m) =
+                Self::open_tail(store, lease, &state, &head, &meta, bp, &tools, seed).await?
+        {
+            return Ok(m);
+        }
         let bytes = store
             .read_session(&lease.agent_id, 0, head.session_len)
             .await?;
         let len = bytes.len() as u64;
         let session = load(bytes)?;
-        let bp = last_breakpoint(store, &lease.agent_id, head.last_event).await?;
         AgentMachine::new(meta, session, len, head.last_event, bp, tools, seed)
+    }
+
+    /// The machine from the session's tail, if the resume state holds for the
+    /// session as it is (`None`: load it whole).
+    #[allow(clippy::too_many_arguments)]
+    async fn open_tail(
+        store: &S,
+        lease: &Lease,
+        state: &ResumeState,
+        head: &crate::storage::AgentHead,
+        meta: &AgentMeta,
+        bp: Breakpoint,
+        tools: &[ToolSpec],
+        seed: u64,
+    ) -> Result<Option<AgentMachine>> {
+        let id = &lease.agent_id;
+        let len = head.session_len;
+        let from = state.marks.sfp_offset;
+        if state.v != 1 || state.session_len > len || from >= state.session_len || from == 0 {
+            return Ok(None);
+        }
+        // The header line (a resume reads at most 64 KiB of it).
+        let first = store.read_session(id, 0, from.min(64 << 10)).await?;
+        let Some(nl) = first.iter().position(|&b| b == b'\n') else {
+            return Ok(None);
+        };
+        let mut bytes = first[..=nl].to_vec();
+        let header_len = bytes.len() as u64;
+        bytes.extend(store.read_session(id, from, len).await?);
+        let Ok(tail) = load(bytes) else {
+            return Ok(None);
+        };
+        // The tail must start with the marked entry and be one branch without
+        // leaf moves (a restore since: load it whole).
+        let entries = tail.entries();
+        let starts_right = entries
+            .first()
+            .is_some_and(|e| *e.id == *state.marks.sfp_id && e.offset == header_len);
+        let one_branch = tail.leaf_path().len() == entries.len()
+            && !entries.iter().any(|e| {
+                matches!(
+                    e.kind,
+                    crate::entry::EntryKind::Leaf | crate::entry::EntryKind::Label
+                )
+            });
+        if !starts_right || !one_branch {
+            return Ok(None);
+        }
+        let line = |(off, n): (u64, u64)| async move {
+            let b = store.read_session(id, off, off + n).await?;
+            String::from_utf8(b).map_err(|_| Error::corrupted("a resume mark points into a line"))
+        };
+        let todos = match state.marks.todos.filter(|t| t.0 < from) {
+            Some(t) => Some(line(t).await?),
+            None => None,
+        };
+        let mut queued = Vec::new();
+        for (q, off, n) in state.marks.queued.iter().filter(|q| q.1 < from) {
+            let text = line((*off, *n)).await?;
+            let Ok(v) = super::parse_json::<Value>(&text, "queued message") else {
+                return Ok(None);
+            };
+            if v["data"]["queueId"].as_str() != Some(q.as_str()) {
+                return Ok(None);
+            }
+            queued.push((q.clone(), v["data"].clone()));
+        }
+        if todos
+            .as_deref()
+            .is_some_and(|t| !t.contains("\"forkpoint.todos\""))
+        {
+            return Ok(None);
+        }
+        AgentMachine::from_tail(
+            meta.clone(),
+            tail,
+            header_len,
+            state,
+            len,
+            head.last_event,
+            bp,
+            tools.to_vec(),
+            seed,
+            todos,
+            queued,
+        )
+        .map(Some)
+    }
+
+    /// Loads the whole session into a machine resumed from the tail (the first
+    /// input that needs more than the tail does it).
+    pub async fn ensure_whole(&mut self) -> Result<()> {
+        if self.machine.is_whole() {
+            return Ok(());
+        }
+        self.check()?;
+        let len = self.machine.session_len();
+        let session = load(
+            self.store
+                .read_session(&self.lease.agent_id, 0, len)
+                .await?,
+        )?;
+        self.machine.load_whole(session)
+    }
+
+    /// Answers a query, loading the whole session first if it needs it.
+    pub async fn query(&mut self, q: &Query) -> Result<String> {
+        if q.needs_whole() {
+            self.ensure_whole().await?;
+        }
+        self.machine.query(q)
     }
 
     /// The machine (for queries).
@@ -239,6 +364,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
     /// Feeds an input at time `now`; durable what it wrote when it returns.
     pub async fn handle(&mut self, input: Input, now: f64) -> Result<Step> {
         self.check()?;
+        self.ensure_whole().await?;
         let r = self.machine.handle(input, now);
         let step = self.run(Reply::default()).await?;
         Ok(Step { reply: r?, ..step })
@@ -254,6 +380,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
     /// Restores checkpoint `id`: moves the leaf to its entry, rebuilds the state there.
     pub async fn restore(&mut self, id: &str, now: f64) -> Result<(CheckpointInfo, Step)> {
         self.check()?;
+        self.ensure_whole().await?;
         let cp = self.machine.begin_restore(id, now)?;
         let mut step = self.run(Reply::default()).await?;
         let len = self.machine.session_len();
@@ -284,6 +411,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
         now: f64,
     ) -> Result<(AgentRuntime<T>, Step)> {
         self.check()?;
+        self.ensure_whole().await?;
         let mut step = Step::default();
         let sel = match snapshot {
             Some(s) => s.to_string(),

@@ -60,6 +60,7 @@ fn torn(batch: &WriteBatch) -> WriteBatch {
         events: batch.events[..batch.events.len() / 2].to_vec(),
         meta: None,
         hint: None,
+        state: None,
     }
 }
 

@@ -14,6 +14,7 @@ struct Agent {
     /// Event lines, each with its newline (a torn last line has none).
     events: Vec<u8>,
     hint: Option<Vec<u8>>,
+    state: Option<Vec<u8>>,
     /// The last token handed out.
     generation: u64,
     /// The token of the current holder.
@@ -113,6 +114,9 @@ impl MemoryStorage {
         if let Some(h) = &batch.hint {
             a.hint = Some(h.clone());
         }
+        if let Some(st) = &batch.state {
+            a.state = Some(st.clone());
+        }
     }
 
     fn check(a: &Agent, lease: &Lease) -> Result<()> {
@@ -187,6 +191,7 @@ impl AgentStorage for MemoryStorage {
             session_len: a.session.len() as u64,
             last_event,
             hint: a.hint.clone(),
+            state: a.state.clone(),
         })
     }
 

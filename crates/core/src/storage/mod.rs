@@ -66,6 +66,9 @@ pub struct WriteBatch {
     pub meta: Option<Vec<u8>>,
     /// Replaces the session's resume hint (a cache: a store may drop it).
     pub hint: Option<Vec<u8>>,
+    /// Replaces the agent's resume state (a cache, checked when read: a store
+    /// may write it without syncing, or drop it).
+    pub state: Option<Vec<u8>>,
 }
 
 impl WriteBatch {
@@ -90,6 +93,8 @@ pub struct AgentHead {
     pub last_event: Option<Bookmark>,
     /// The session's resume hint, if the store keeps one.
     pub hint: Option<Vec<u8>>,
+    /// The agent's resume state, if the store keeps one.
+    pub state: Option<Vec<u8>>,
 }
 
 /// One agent of a store, as `list` reports it.

@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use forkpoint_core::agent::machine::{Command, Input, ResumeStrategy, ToolOutcome, ToolSpec};
+use forkpoint_core::agent::machine::{
+    Command, Input, Query, ResumeStrategy, ToolOutcome, ToolSpec,
+};
 use forkpoint_core::agent::meta::AgentMeta;
 use forkpoint_core::agent::runtime::{AgentRuntime, Step};
 use forkpoint_core::agent::{Breakpoint, ToolCallState};
@@ -19,6 +21,9 @@ fn rv(v: Value) -> Value {
 }
 
 const ID: &str = "bot";
+
+/// Crash resumes that read only the tail (the rest fell back to a whole load).
+static TAIL_RESUMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 fn meta(id: &str) -> AgentMeta {
     serde_json::from_value(json!({
@@ -313,6 +318,22 @@ async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
         rt.machine().core().open_calls().unwrap().is_empty(),
         "{label}: a call without a result"
     );
+    // A resume from the tail knows what a whole load knows.
+    let q = |k: &str| serde_json::from_value::<Query>(json!({ "kind": k })).unwrap();
+    let tail = (
+        rt.machine().query(&q("status")).unwrap(),
+        rt.machine().query(&q("todos")).unwrap(),
+    );
+    let from_tail = !rt.machine().is_whole();
+    rt.ensure_whole().await.unwrap();
+    let whole = (
+        rt.machine().query(&q("status")).unwrap(),
+        rt.machine().query(&q("todos")).unwrap(),
+    );
+    assert_eq!(tail, whole, "{label}: tail and whole disagree");
+    if from_tail {
+        TAIL_RESUMES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let lines = store.read_events(ID, None, usize::MAX).await.unwrap();
     let mut last = 0;
     let mut by_seq = BTreeMap::new();
@@ -454,6 +475,26 @@ fn scripted_run_on_memory() {
             .unwrap();
         assert_eq!(opened.breakpoint, Breakpoint::Ready);
         assert!(rt.machine().core().open_calls().unwrap().is_empty());
+        // Resumed from the tail; its counts and todos are those of the whole session.
+        assert!(!rt.machine().is_whole(), "the resume read only the tail");
+        let q = |k: &str| serde_json::from_value::<Query>(json!({ "kind": k })).unwrap();
+        let tail_status: Value =
+            serde_json::from_str(&rt.machine().query(&q("status")).unwrap()).unwrap();
+        let tail_todos = rt.machine().query(&q("todos")).unwrap();
+        rt.ensure_whole().await.unwrap();
+        let whole_status: Value =
+            serde_json::from_str(&rt.machine().query(&q("status")).unwrap()).unwrap();
+        for k in [
+            "stepCount",
+            "messageCount",
+            "lastSfpIndex",
+            "pending",
+            "breakpoint",
+        ] {
+            assert_eq!(tail_status[k], whole_status[k], "{k}");
+        }
+        assert_eq!(tail_todos, rt.machine().query(&q("todos")).unwrap());
+        assert!(tail_todos.contains("ship"));
         let recs = rt.machine().core().records().unwrap();
         assert!(
             recs.iter()
@@ -501,7 +542,14 @@ fn crash_points_are_all_recovered() {
                 covered += 1;
             }
         }
-        eprintln!("crash points covered: {covered} ({total} operations × 3 faults)");
+        let tails = TAIL_RESUMES.load(std::sync::atomic::Ordering::Relaxed);
+        eprintln!(
+            "crash points covered: {covered} ({total} operations × 3 faults); {tails} resumed from the tail"
+        );
+        assert!(
+            tails > covered / 2,
+            "most crash resumes read only the tail ({tails} of {covered})"
+        );
     });
 }
 
