@@ -52,6 +52,65 @@ async function fpRun() {
   return { ms, bytes, storeBytes: dirSize(join(dir, 'bench')) };
 }
 
+// A long agent built by appending: `steps` steps written as the agent writes
+// them (messages, tool-call records, events), then a few real steps on top, so
+// the store ends as a running agent leaves it (resume state included).
+async function fpBig() {
+  const store = new JSONStore(dir);
+  const seed = await Agent.create({ agentId: 'bench', model: model(), tools: ['read_file'] }, { store, toolRegistry: tools() });
+  await seed.close();
+  const base = join(dir, 'bench');
+  const iso = (t) => new Date(t).toISOString();
+  const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+  let parent = null;
+  let seq = readFileSync(join(base, 'events.jsonl'), 'utf8').trim().split('\n').length;
+  let t = Date.now() - steps * 1000;
+  const lines = [];
+  const events = [];
+  const entry = (id, e) => {
+    lines.push(JSON.stringify({ type: e.type, id, parentId: parent, timestamp: iso(t), ...e, type: undefined }).replace('{', `{"type":${JSON.stringify(e.type)},`).replace(',"type":undefined', ''));
+    parent = id;
+  };
+  const ev = (channel, e) => events.push(JSON.stringify({ seq: ++seq, timestamp: t, channel, ...e }));
+  const rec = (i, state, extra) => ({ type: 'custom', customType: 'forkpoint.toolcall', data: { id: `call_${i}`, name: 'read_file', state, at: t, ...extra } });
+  const flush = () => {
+    appendFileSync(join(base, 'session.jsonl'), lines.join('\n') + '\n');
+    appendFileSync(join(base, 'events.jsonl'), events.join('\n') + '\n');
+    lines.length = 0;
+    events.length = 0;
+  };
+  for (let i = 0; i < steps; i++, t += 1000) {
+    const n = i.toString(16).padStart(6, '0');
+    entry(`u${n}`, { type: 'message', queueId: `msg-${n}`, message: { role: 'user', content: [{ type: 'text', text: question(i) }], timestamp: t } });
+    ev('monitor', { type: 'state_changed', state: 'WORKING' });
+    ev('monitor', { type: 'breakpoint_changed', previous: 'READY', current: 'PRE_MODEL', timestamp: t });
+    ev('monitor', { type: 'breakpoint_changed', previous: 'PRE_MODEL', current: 'STREAMING_MODEL', timestamp: t });
+    entry(`a${n}`, { type: 'message', message: { role: 'assistant', api: 'scripted', provider: 'scripted', model: 'scripted-1', usage, stopReason: 'toolUse', timestamp: t, content: [{ type: 'toolCall', id: `call_${i}`, name: 'read_file', arguments: args(i) }] } });
+    entry(`p${n}`, rec(i, 'PENDING', { input: args(i) }));
+    ev('progress', { type: 'token_usage', inputTokens: 0, outputTokens: 0, totalTokens: 0 });
+    ev('monitor', { type: 'breakpoint_changed', previous: 'STREAMING_MODEL', current: 'TOOL_PENDING', timestamp: t });
+    entry(`e${n}`, rec(i, 'EXECUTING', { note: 'execution start' }));
+    ev('progress', { type: 'tool:start', call: { id: `call_${i}`, name: 'read_file', state: 'EXECUTING' } });
+    const r = result(i);
+    entry(`r${n}`, { type: 'message', message: { role: 'toolResult', toolCallId: `call_${i}`, toolName: 'read_file', content: [{ type: 'text', text: JSON.stringify(r) }], isError: false, timestamp: t } });
+    entry(`c${n}`, rec(i, 'COMPLETED', { note: 'execution complete', durationMs: 1, result: r, isError: false }));
+    ev('progress', { type: 'tool:end', call: { id: `call_${i}`, name: 'read_file', state: 'COMPLETED' } });
+    ev('monitor', { type: 'breakpoint_changed', previous: 'TOOL_EXECUTING', current: 'POST_TOOL', timestamp: t });
+    entry(`t${n}`, { type: 'message', message: { role: 'assistant', api: 'scripted', provider: 'scripted', model: 'scripted-1', usage, stopReason: 'stop', timestamp: t, content: [{ type: 'text', text: answer(i) }] } });
+    ev('progress', { type: 'text_chunk', step: i + 1, delta: answer(i) });
+    ev('control', { type: 'done', step: i + 1, reason: 'completed' });
+    ev('monitor', { type: 'breakpoint_changed', previous: 'POST_TOOL', current: 'READY', timestamp: t });
+    ev('monitor', { type: 'state_changed', state: 'READY' });
+    if (lines.length > 20000) flush();
+  }
+  flush();
+  // A few real steps: the agent loads it whole once and writes its resume state.
+  const agent = await Agent.resume('bench', { model: model() }, { store, toolRegistry: tools() }, { strategy: 'crash' });
+  for (let i = 0; i < 5; i++) await agent.chat(question(steps + i));
+  await agent.close();
+  return { ms: [], bytes: [], storeBytes: dirSize(base) };
+}
+
 async function fpResume() {
   const store = new JSONStore(dir);
   const t0 = performance.now();
@@ -135,7 +194,7 @@ async function jsResume() {
 void fsyncSync;
 void openSync;
 void closeSync;
-const ops = { 'fp-run': fpRun, 'fp-resume': fpResume, 'js-run': jsRun, 'js-resume': jsResume };
+const ops = { 'fp-big': fpBig, 'fp-run': fpRun, 'fp-resume': fpResume, 'js-run': jsRun, 'js-resume': jsResume };
 try {
   const r = await ops[mode]();
   process.stdout.write(JSON.stringify({ ...r, rssPeakKb: peakKb() }) + '\n');
