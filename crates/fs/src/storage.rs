@@ -107,28 +107,15 @@ fn poisoned() -> Error {
 }
 
 fn not_found(id: &str, root: &Path) -> Error {
-    Error::new(
-        ErrorCode::AgentNotFound,
-        format!("no agent '{id}' in the store"),
-    )
-    .with_path(root.display().to_string())
+    forkpoint_core::storage::agent_not_found(id).with_path(root.display().to_string())
 }
 
 fn lease_lost(id: &str) -> Error {
-    Error::new(
-        ErrorCode::LeaseLost,
-        format!(
-            "the lease on agent '{id}' was lost: another writer took it over, or it was released"
-        ),
-    )
+    forkpoint_core::storage::lease_lost(id)
 }
 
 fn already_exists(id: &str, dir: &Path) -> Error {
-    Error::new(
-        ErrorCode::AlreadyExists,
-        format!("an agent '{id}' already exists in the store"),
-    )
-    .with_path(dir.display().to_string())
+    forkpoint_core::storage::already_exists(id).with_path(dir.display().to_string())
 }
 
 fn held_here(id: &str) -> Error {

@@ -1109,15 +1109,7 @@ impl AgentMachine {
             && let Err(why) = crate::validate::check_tool_input(&spec.input_schema, &args)
         {
             let message = format!("invalid input for tool '{name}': {why}");
-            self.finish_call(
-                &id,
-                &name,
-                ToolCallState::Failed,
-                &format!("Error: {message}"),
-                true,
-                json!({ "ok": false, "error": message }),
-                json!({ "note": "invalid input" }),
-            )?;
+            self.fail_call(&id, &name, &message, "invalid input")?;
             let call = self.call_snapshot(&id)?;
             self.emit(json!({ "type": "tool:error", "call": call, "error": message }))?;
             return Ok(false);
@@ -1170,27 +1162,24 @@ impl AgentMachine {
             .record(id)?
             .map(|r| r.name.clone())
             .unwrap_or_default();
-        match outcome {
-            ToolOutcome::Value { value } => {
-                let value: Value = match super::parse_json(&value, "the tool's result") {
-                    Ok(v) => v,
-                    Err(e) => {
-                        let why = format!("the tool's result cannot be stored: {}", e.message);
-                        self.finish_call(
-                            id,
-                            &name,
-                            ToolCallState::Failed,
-                            &format!("Error: {why}"),
-                            true,
-                            json!({ "ok": false, "error": why }),
-                            json!({ "note": "result not storable" }),
-                        )?;
-                        let call = self.call_snapshot(id)?;
-                        self.emit(json!({ "type": "tool_executed", "call": call }))?;
-                        self.set_breakpoint(Breakpoint::PostTool)?;
-                        return Ok(());
-                    }
-                };
+        let value = match outcome {
+            ToolOutcome::Value { value } => super::parse_json::<Value>(&value, "the tool's result")
+                .map_err(|e| {
+                    (
+                        format!("the tool's result cannot be stored: {}", e.message),
+                        "result not storable",
+                        false,
+                    )
+                }),
+            ToolOutcome::Error { message } => Err((message, "execution failed", true)),
+            ToolOutcome::NotJson { message } => Err((
+                format!("the tool's result cannot be stored as JSON: {message}"),
+                "execution complete",
+                false,
+            )),
+        };
+        match value {
+            Ok(value) => {
                 let duration = (self.now - started) as i64;
                 self.finish_call(
                     id,
@@ -1202,36 +1191,31 @@ impl AgentMachine {
                     json!({ "note": "execution complete", "durationMs": duration }),
                 )?;
             }
-            ToolOutcome::Error { message } => {
-                self.finish_call(
-                    id,
-                    &name,
-                    ToolCallState::Failed,
-                    &format!("Error: {message}"),
-                    true,
-                    json!({ "ok": false, "error": message }),
-                    json!({ "note": "execution failed" }),
-                )?;
-                let call = self.call_snapshot(id)?;
-                self.emit(json!({ "type": "tool:error", "call": call, "error": message }))?;
-            }
-            ToolOutcome::NotJson { message } => {
-                let why = format!("the tool's result cannot be stored as JSON: {message}");
-                self.finish_call(
-                    id,
-                    &name,
-                    ToolCallState::Failed,
-                    &format!("Error: {why}"),
-                    true,
-                    json!({ "ok": false, "error": why }),
-                    json!({ "note": "execution complete" }),
-                )?;
+            Err((message, note, tool_error)) => {
+                self.fail_call(id, &name, &message, note)?;
+                if tool_error {
+                    let call = self.call_snapshot(id)?;
+                    self.emit(json!({ "type": "tool:error", "call": call, "error": message }))?;
+                }
             }
         }
         let call = self.call_snapshot(id)?;
         self.emit(json!({ "type": "tool_executed", "call": call }))?;
         self.set_breakpoint(Breakpoint::PostTool)?;
         Ok(())
+    }
+
+    /// Fails a call with `message` (the text the model sees is `Error: {message}`).
+    fn fail_call(&mut self, id: &str, name: &str, message: &str, note: &str) -> Result<()> {
+        self.finish_call(
+            id,
+            name,
+            ToolCallState::Failed,
+            &format!("Error: {message}"),
+            true,
+            json!({ "ok": false, "error": message }),
+            json!({ "note": note }),
+        )
     }
 
     /// Finishes a call: its result message and terminal record, durable together.

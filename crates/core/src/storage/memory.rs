@@ -29,20 +29,10 @@ pub struct MemoryStorage {
     agents: Arc<Mutex<BTreeMap<String, Agent>>>,
 }
 
-fn not_found(id: &str) -> Error {
-    Error::new(
-        ErrorCode::AgentNotFound,
-        format!("no agent '{id}' in the store"),
-    )
-}
+use super::{already_exists, lease_lost};
 
-fn lease_lost(id: &str) -> Error {
-    Error::new(
-        ErrorCode::LeaseLost,
-        format!(
-            "the lease on agent '{id}' was lost: another writer took it over, or it was released"
-        ),
-    )
+fn not_found(id: &str) -> Error {
+    super::agent_not_found(id)
 }
 
 /// Cuts a last line without its newline.
@@ -134,10 +124,7 @@ impl AgentStorage for MemoryStorage {
         };
         let mut s = self.state()?;
         if s.contains_key(id) {
-            return Err(Error::new(
-                ErrorCode::AlreadyExists,
-                format!("an agent '{id}' already exists in the store"),
-            ));
+            return Err(already_exists(id));
         }
         let mut a = Agent {
             meta: meta.clone(),

@@ -26,6 +26,32 @@ mod memory;
 pub use fault::{Fault, FaultPlan, FaultStorage};
 pub use memory::MemoryStorage;
 
+/// `AGENT_NOT_FOUND` for agent `id`.
+pub fn agent_not_found(id: &str) -> crate::Error {
+    crate::Error::new(
+        crate::ErrorCode::AgentNotFound,
+        format!("no agent '{id}' in the store"),
+    )
+}
+
+/// `LEASE_LOST` for agent `id`.
+pub fn lease_lost(id: &str) -> crate::Error {
+    crate::Error::new(
+        crate::ErrorCode::LeaseLost,
+        format!(
+            "the lease on agent '{id}' was lost: another writer took it over, or it was released"
+        ),
+    )
+}
+
+/// `ALREADY_EXISTS` for agent `id`.
+pub fn already_exists(id: &str) -> crate::Error {
+    crate::Error::new(
+        crate::ErrorCode::AlreadyExists,
+        format!("an agent '{id}' already exists in the store"),
+    )
+}
+
 /// Proof of holding an agent's lease: the agent and the fencing token every
 /// write carries. Tokens of one agent strictly increase with each acquisition;
 /// a write whose token is not the current one fails with `LEASE_LOST` and
