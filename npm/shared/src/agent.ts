@@ -350,7 +350,7 @@ export interface CheckpointArgs {
 export type StoredMeta = AgentMeta;
 
 type Cmd =
-  | { kind: 'callModel'; ticket: number; system: string | null; messages: string; tools: string }
+  | { kind: 'callModel'; ticket: number; system: string | null; messageCount: number; tools: string }
   | { kind: 'runTool'; ticket: number; callId: string; name: string; input: string }
   | { kind: 'abort' };
 
@@ -383,14 +383,14 @@ function refOf(m: ModelProvider | ModelRef): ModelRef {
   return r;
 }
 
-/** A request whose messages are parsed from the machine's JSON when first read. */
-function request(c: Extract<Cmd, { kind: 'callModel' }>): ModelRequest {
+/** A request whose messages are read from the machine when first asked for. */
+function request(c: Extract<Cmd, { kind: 'callModel' }>, read: (upTo: number) => AgentMessage[]): ModelRequest {
   let messages: AgentMessage[] | undefined;
   const r = { tools: JSON.parse(c.tools) as ToolDefinition[] } as ModelRequest;
   if (c.system !== null) r.system = c.system;
   Object.defineProperty(r, 'messages', {
     enumerable: true,
-    get: () => (messages ??= JSON.parse(c.messages) as AgentMessage[]),
+    get: () => (messages ??= read(c.messageCount)),
     set: (v: AgentMessage[]) => {
       messages = v;
     },
@@ -591,7 +591,8 @@ export class Agent {
     this.aborts.add(ac);
     let reply: AssistantReply;
     try {
-      const pending = this.provider.complete(request(c), { signal: ac.signal });
+      const read = (upTo: number) => this.query<AgentMessage[]>({ kind: 'messages', upTo });
+      const pending = this.provider.complete(request(c, read), { signal: ac.signal });
       // A provider that ignores the signal does not hold up an interrupt.
       reply = await Promise.race([
         pending,

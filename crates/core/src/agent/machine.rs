@@ -112,8 +112,10 @@ pub enum Input {
 pub struct ModelRequest {
     /// The system prompt.
     pub system: Option<String>,
-    /// The context's messages, as JSON text of an array.
-    pub messages: String,
+    /// How many messages of the context the call sees (the first `message_count`:
+    /// read them with [`AgentMachine::messages_json`] or `Query::Messages`;
+    /// the context only grows while a call runs, so they stay the same).
+    pub message_count: usize,
     /// The tools the model may call (JSON text of an array of `{name, description, inputSchema}`).
     pub tools: String,
 }
@@ -456,7 +458,9 @@ impl AgentMachine {
     }
 
     /// The context's messages (JSON array text).
-    pub fn messages_json(&self) -> String {
+    pub fn messages_json(&self, up_to: Option<usize>) -> String {
+        let n = up_to.map_or(self.messages.len(), |n| n.min(self.messages.len()));
+        let messages = &self.messages[..n];
         let mut s = String::with_capacity(
             self.messages
                 .iter()
@@ -465,7 +469,7 @@ impl AgentMachine {
                 + 2,
         );
         s.push('[');
-        for (i, m) in self.messages.iter().enumerate() {
+        for (i, m) in messages.iter().enumerate() {
             if i > 0 {
                 s.push(',');
             }
@@ -945,7 +949,7 @@ impl AgentMachine {
         self.phase = Phase::Model { ticket, step };
         let request = ModelRequest {
             system: self.meta.system_prompt.clone(),
-            messages: self.messages_json(),
+            message_count: self.messages.len(),
             tools: self.tool_defs(),
         };
         self.out.push(Command::CallModel { ticket, request });
@@ -1591,8 +1595,11 @@ pub enum Query {
     Status,
     /// The meta.
     Meta,
-    /// The context's messages.
-    Messages,
+    /// The context's messages (the first `up_to` of them, when given).
+    Messages {
+        #[serde(default)]
+        up_to: Option<usize>,
+    },
     /// Every tool-call record of the path.
     Records,
     /// One record (or `null`).
@@ -1658,7 +1665,7 @@ impl AgentMachine {
                 }))
             }
             Query::Meta => to_text(&self.meta),
-            Query::Messages => Ok(self.messages_json()),
+            Query::Messages { up_to } => Ok(self.messages_json(*up_to)),
             Query::Records => to_text(&self.core.records()?),
             Query::Record { id } => to_text(&self.core.record(id)?),
             Query::OpenCalls => to_text(&self.open_calls_json()?),

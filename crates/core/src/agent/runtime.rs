@@ -512,8 +512,9 @@ pub fn iso(now: f64) -> String {
 
 impl Step {
     /// The step as JSON for a binding: `{commands, value, bookmark, events?}`.
-    /// A model request's `messages` and `tools` are JSON text inside (a string
-    /// member), so a driver parses them only if its provider reads them.
+    /// A model request names how many messages of the context it sees
+    /// (`messageCount`; a driver reads them with `Query::Messages` only if its
+    /// provider does) and carries its tools as JSON text.
     /// `events` (the durable lines, as objects) only with `with_events`.
     pub fn to_json(&self, with_events: bool) -> String {
         let mut cmds = Vec::with_capacity(self.commands.len());
@@ -521,7 +522,7 @@ impl Step {
             cmds.push(match c {
                 Command::CallModel { ticket, request } => json!({
                     "kind": "callModel", "ticket": ticket, "system": request.system,
-                    "messages": request.messages, "tools": request.tools,
+                    "messageCount": request.message_count, "tools": request.tools,
                 }),
                 Command::RunTool { ticket, call_id, name, input } => json!({
                     "kind": "runTool", "ticket": ticket, "callId": call_id, "name": name, "input": input,

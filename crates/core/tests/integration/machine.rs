@@ -108,7 +108,10 @@ impl<S: AgentStorage> Run<'_, S> {
             match c {
                 Command::CallModel { ticket, request } => {
                     self.model_calls += 1;
-                    let msgs: Vec<Value> = serde_json::from_str(&request.messages).unwrap();
+                    let msgs: Vec<Value> = serde_json::from_str(
+                        &self.rt.machine().messages_json(Some(request.message_count)),
+                    )
+                    .unwrap();
                     assert!(!msgs.is_empty());
                     assert_eq!(request.system.as_deref(), Some("be brief"));
                     let reply = self
@@ -614,12 +617,12 @@ fn an_input_the_schema_refuses_is_an_error_the_model_sees() {
         let Some(Command::CallModel { request, .. }) = s.commands.first().cloned() else {
             panic!("expected a model call, got {:?}", s.commands)
         };
+        let messages = rt.machine().messages_json(Some(request.message_count));
         assert!(
-            request.messages.contains(
+            messages.contains(
                 "invalid input for tool 'strict': input.path: expected string, got number"
             ),
-            "{}",
-            request.messages
+            "{messages}"
         );
         let rec = rt.machine().core().record("bad").unwrap().unwrap().clone();
         assert_eq!(rec.state, ToolCallState::Failed);
