@@ -236,6 +236,8 @@ export interface NativeAgentLike {
   setTools(toolsJson: string): void;
   changeMeta(changesJson: string): Promise<string>;
   restore(id: string): Promise<string>;
+  /** Loads the whole session after a resume from the tail (off the main thread where it can). */
+  loadWhole?(): Promise<unknown>;
   close(): Promise<unknown>;
 }
 
@@ -416,6 +418,7 @@ export class Agent {
   private interrupting: Promise<void> | null = null;
   private closed = false;
   private restored: { variables?: Record<string, unknown>; state?: unknown } = {};
+  private whole = false;
   /** The unfiltered inputs of the latest answer's calls, for their runs in this process (with a `redact` hook). */
   private readonly liveInputs = new Map<string, unknown>();
 
@@ -549,6 +552,14 @@ export class Agent {
 
   private query<T>(q: Record<string, unknown>): T {
     return JSON.parse(call(() => this.n.query(JSON.stringify(q)))) as T;
+  }
+
+  /** Loads the whole session (once) before a query that needs the history. */
+  private async loadWhole(): Promise<void> {
+    if (this.whole) return;
+    const n = this.n;
+    if (n.loadWhole) await callAsync(() => n.loadWhole!());
+    this.whole = true;
   }
 
   private status_(): Status {
@@ -806,11 +817,13 @@ export class Agent {
 
   /** The conversation at the current leaf (pi message shapes). */
   async messages(): Promise<AgentMessage[]> {
+    await this.loadWhole();
     return this.query<AgentMessage[]>({ kind: 'messages' });
   }
 
   /** Every tool call of the current branch with its audit trail. */
   async toolCalls(): Promise<ToolCallView[]> {
+    await this.loadWhole();
     return this.query<ToolCallRecord[]>({ kind: 'records' }).map((r) => ({
       id: r.id,
       name: r.name,
