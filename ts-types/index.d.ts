@@ -1444,6 +1444,17 @@ export type ToolSpec = { name: string, description: string, inputSchema: Record<
 requiresApproval: boolean, };
 
 /**
+ * What a streamed piece of the model's answer is.
+ */
+export type DeltaKind = "text" | "thinking";
+
+/**
+ * A piece of the model's answer as it streams: text or thinking of content
+ * block `index` (the index it will have in the answer).
+ */
+export type ModelDelta = { index: number, kind: DeltaKind, text: string, };
+
+/**
  * Whether the agent is idle, working, or waiting for a decision.
  */
 export type AgentState = "READY" | "WORKING" | "PAUSED";

@@ -801,3 +801,50 @@ test('redactSecrets: the meta.json filter for any JSON value', () => {
   assert.equal(redactSecrets(undefined), undefined);
   assert.equal(redactSecrets('claude-sonnet-4'), 'claude-sonnet-4');
 });
+
+test('a streaming provider: pieces are text_chunk events as they come, durable before the answer, and not repeated', async () => {
+  const store = freshStore();
+  const model = new ScriptedProvider([{ thinking: 'let me think', text: 'Hello, streaming world!' }], { stream: 4 });
+  const agent = await Agent.create({ agentId: 'streamer', model, tools: [] }, { store, toolRegistry: tools() });
+  const live = [];
+  agent.on('progress', (e) => live.push([e.type, e.delta ?? e.text ?? '']));
+  const r = await agent.chat('go');
+  assert.equal(r.text, 'Hello, streaming world!');
+  const deltas = live.filter(([t]) => t === 'text_chunk').map(([, d]) => d);
+  assert.ok(deltas.length >= 2, `streamed in pieces: ${JSON.stringify(deltas)}`);
+  assert.equal(deltas.join(''), 'Hello, streaming world!');
+  assert.equal(live.filter(([t]) => t === 'text_chunk_start').length, 1);
+  assert.deepEqual(live.find(([t]) => t === 'text_chunk_end'), ['text_chunk_end', 'Hello, streaming world!']);
+  assert.equal(live.filter(([t]) => t === 'think_chunk').map(([, d]) => d).join(''), 'let me think');
+  // The log holds every piece, before the answer's end.
+  const logged = [];
+  for await (const { event } of agent.subscribe(['progress'], { since: null })) {
+    logged.push(event.type);
+    if (event.type === 'text_chunk_end') break;
+  }
+  assert.ok(logged.indexOf('text_chunk') < logged.indexOf('text_chunk_end'));
+  await agent.close();
+});
+
+test('a provider that streams a bad piece or answers with a non-object: the call fails (INVALID_INPUT), the agent is READY and goes on', async () => {
+  const store = freshStore();
+  let turn = 0;
+  const model = {
+    provider: 'p',
+    model: 'm',
+    async complete(req, { onDelta }) {
+      turn++;
+      if (turn === 1) onDelta({ index: -1, kind: 'text', text: 'x' });
+      await new Promise((r) => setTimeout(r, 5));
+      if (turn === 2) return 'not an object';
+      return { content: [{ type: 'text', text: `turn ${turn}` }] };
+    },
+  };
+  const agent = await Agent.create({ agentId: 'bad-provider', model }, { store, toolRegistry: tools() });
+  await rejectsCode(agent.chat('one'), 'INVALID_INPUT');
+  assert.equal((await agent.status()).state, 'READY');
+  await rejectsCode(agent.chat('two'), 'INVALID_INPUT');
+  assert.equal((await agent.status()).breakpoint, 'READY');
+  assert.equal((await agent.chat('three')).text, 'turn 3');
+  await agent.close();
+});

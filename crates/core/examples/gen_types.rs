@@ -118,6 +118,8 @@ fn main() {
         forkpoint_core::agent::meta::AgentMeta,
         forkpoint_core::agent::meta::MetaChanges,
         forkpoint_core::agent::machine::ToolSpec,
+        forkpoint_core::agent::machine::DeltaKind,
+        forkpoint_core::agent::machine::ModelDelta,
         forkpoint_core::agent_events::AgentState,
         forkpoint_core::agent_events::ResumeStrategy,
         forkpoint_core::agent_events::DoneReason,

@@ -20,6 +20,7 @@ export type {
   AssistantReply,
   ChatResult,
   CheckpointArgs,
+  CompleteOptions,
   ModelProvider,
   ModelRef,
   ModelRequest,

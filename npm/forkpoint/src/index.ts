@@ -200,6 +200,7 @@ export type {
   AssistantReply,
   ChatResult,
   CheckpointArgs,
+  CompleteOptions,
   ModelProvider,
   ModelRef,
   ModelRequest,

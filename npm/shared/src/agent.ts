@@ -8,7 +8,7 @@
  * effect it precedes. The same class runs in Node (over `JSONStore`) and in
  * browsers (over IndexedDB).
  */
-import type { AgentEvent, AgentEventType, AgentMessage, AgentMeta, AgentModelRef, Permission as MetaPermission, Bookmark, Breakpoint, Channel, CheckpointInfo, ToolCallRecord, ToolCallState } from '@forkpoint/types';
+import type { AgentEvent, AgentEventType, AgentMessage, AgentMeta, AgentModelRef, ModelDelta, Permission as MetaPermission, Bookmark, Breakpoint, Channel, CheckpointInfo, ToolCallRecord, ToolCallState } from '@forkpoint/types';
 import { ForkpointError, call, callAsync } from './errors.js';
 import { EventBus } from './events.js';
 import type { BookmarkedEvent, EventLog, LoggedEvent } from './events.js';
@@ -41,12 +41,24 @@ export interface ModelRequest {
 /** The assistant message a provider returns (pi's shape; missing fields are filled). */
 export type AssistantReply = Partial<Omit<Extract<AgentMessage, { role: 'assistant' }>, 'content'>> & { content: unknown[] };
 
+/** What a provider's `complete` gets besides the request. */
+export interface CompleteOptions {
+  /** Aborts when the agent is interrupted. */
+  signal: AbortSignal;
+  /**
+   * Report pieces of the answer as they stream (text or thinking of content
+   * block `index`); each becomes a `text_chunk` / `think_chunk` event, durable
+   * as it comes (pieces that arrive while a write is running go out together).
+   */
+  onDelta(delta: ModelDelta): void;
+}
+
 /** A model provider: anything that answers a request with an assistant message. */
 export interface ModelProvider {
   provider: string;
   model: string;
   api?: string;
-  complete(request: ModelRequest, opts: { signal: AbortSignal }): Promise<AssistantReply>;
+  complete(request: ModelRequest, opts: CompleteOptions): Promise<AssistantReply>;
 }
 
 /** What `meta.json` keeps of a provider (never credentials). */
@@ -72,15 +84,19 @@ export class ScriptedProvider implements ModelProvider {
   readonly requests: ModelRequest[] = [];
   private next = 0;
 
+  private readonly stream: number;
+
+  /** `stream`: report the text and thinking in pieces of this many characters as they "stream". */
   constructor(
     private readonly turns: Array<ScriptedTurn | ((request: ModelRequest) => ScriptedTurn | Promise<ScriptedTurn>)>,
-    opts: { provider?: string; model?: string } = {},
+    opts: { provider?: string; model?: string; stream?: number } = {},
   ) {
     this.provider = opts.provider ?? 'scripted';
     this.model = opts.model ?? 'scripted-1';
+    this.stream = opts.stream ?? 0;
   }
 
-  async complete(request: ModelRequest, opts: { signal: AbortSignal }): Promise<AssistantReply> {
+  async complete(request: ModelRequest, opts: Partial<CompleteOptions> & { signal: AbortSignal }): Promise<AssistantReply> {
     this.requests.push(request);
     const t = this.turns[this.next++];
     const turn: ScriptedTurn = t === undefined ? { text: '' } : typeof t === 'function' ? await t(request) : t;
@@ -89,6 +105,17 @@ export class ScriptedProvider implements ModelProvider {
     if (turn.thinking) content.push({ type: 'thinking', thinking: turn.thinking });
     if (turn.text !== undefined && (turn.text !== '' || !turn.toolCalls?.length)) content.push({ type: 'text', text: turn.text });
     for (const c of turn.toolCalls ?? []) content.push({ type: 'toolCall', ...(c.id ? { id: c.id } : {}), name: c.name, arguments: c.arguments });
+    if (this.stream > 0 && opts.onDelta) {
+      for (const [index, b] of (content as Array<{ type: string; text?: string; thinking?: string }>).entries()) {
+        const kind = b.type === 'text' ? 'text' : b.type === 'thinking' ? 'thinking' : null;
+        const all = (kind === 'text' ? b.text : b.thinking) ?? '';
+        for (let i = 0; kind && i < all.length; i += this.stream) {
+          opts.onDelta({ index, kind, text: all.slice(i, i + this.stream) });
+          await new Promise((r) => setTimeout(r, 0));
+          if (opts.signal.aborted) throw new ForkpointError({ code: 'CLOSED', message: 'model call aborted' });
+        }
+      }
+    }
     return { content, stopReason: turn.toolCalls?.length ? 'toolUse' : 'stop' };
   }
 }
@@ -601,9 +628,32 @@ export class Agent {
     const ac = new AbortController();
     this.aborts.add(ac);
     let reply: AssistantReply;
+    // Streamed pieces: fed in order; those that come while one write runs go
+    // out together in the next (group commit).
+    let queued: ModelDelta[] = [];
+    let feeding: Promise<void> | null = null;
+    let fed: unknown = null;
+    const feed = async () => {
+      try {
+        while (queued.length > 0 && !ac.signal.aborted && fed === null) {
+          const deltas = queued;
+          queued = [];
+          await this.input({ kind: 'modelDeltas', ticket: c.ticket, deltas });
+        }
+      } catch (e) {
+        fed = e; // reported with the answer
+      } finally {
+        feeding = null;
+      }
+    };
+    const onDelta = (d: ModelDelta) => {
+      if (ac.signal.aborted) return;
+      queued.push({ index: Number(d.index), kind: d.kind, text: String(d.text) });
+      feeding ??= feed();
+    };
     try {
       const read = (upTo: number) => this.query<AgentMessage[]>({ kind: 'messages', upTo });
-      const pending = this.provider.complete(request(c, read), { signal: ac.signal });
+      const pending = this.provider.complete(request(c, read), { signal: ac.signal, onDelta });
       // A provider that ignores the signal does not hold up an interrupt.
       reply = await Promise.race([
         pending,
@@ -622,6 +672,12 @@ export class Agent {
       this.aborts.delete(ac);
     }
     if (ac.signal.aborted) return;
+    while (feeding) await feeding; // the pieces are durable before the answer
+    if (fed !== null) {
+      // A piece the machine refused ends the call as a failed one.
+      await this.input({ kind: 'modelError', ticket: c.ticket, message: String((fed as Error)?.message ?? fed) });
+      throw fed;
+    }
     let answer: unknown = reply;
     if (this.deps.store.redact) {
       // Stored filtered; this process runs the tools with what the model wrote.

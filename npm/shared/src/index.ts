@@ -18,6 +18,7 @@ export type {
   AssistantReply,
   ChatResult,
   CheckpointArgs,
+  CompleteOptions,
   ModelProvider,
   ModelRef,
   ModelRequest,

@@ -57,6 +57,28 @@ pub enum ToolOutcome {
     NotJson { message: String },
 }
 
+/// What a streamed piece of the model's answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum DeltaKind {
+    Text,
+    Thinking,
+}
+
+/// A piece of the model's answer as it streams: text or thinking of content
+/// block `index` (the index it will have in the answer).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ModelDelta {
+    pub index: usize,
+    pub kind: DeltaKind,
+    pub text: String,
+}
+
+/// Most content blocks a streamed answer may have.
+const MAX_STREAMED_BLOCKS: usize = 4096;
+
 /// An input to the machine (in JSON, `kind` names the variant in camelCase).
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(
@@ -73,6 +95,12 @@ pub enum Input {
     /// The model's answer to call `ticket` (an assistant message; missing
     /// fields are filled).
     ModelReply { ticket: u64, reply: Value },
+    /// Pieces of model call `ticket`'s answer as they stream, in order: each
+    /// becomes a `text_chunk` / `think_chunk` event, durable with this input.
+    ModelDeltas {
+        ticket: u64,
+        deltas: Vec<ModelDelta>,
+    },
     /// The model call `ticket` failed.
     ModelError { ticket: u64, message: String },
     /// Tool call `ticket` ended.
@@ -198,6 +226,8 @@ pub struct AgentMachine {
     marks: Option<TailMarks>,
     /// The marks of the last resume state written.
     marks_written: Option<TailMarks>,
+    /// The kind of each content block the running model call streamed so far.
+    streamed: Vec<Option<DeltaKind>>,
 }
 
 /// The agent's resume state (FORMAT.md §14.2): a cache in the store, written
@@ -373,6 +403,7 @@ impl AgentMachine {
             whole: true,
             marks: None,
             marks_written: None,
+            streamed: Vec::new(),
         }
     }
 
@@ -735,19 +766,31 @@ impl AgentMachine {
                 if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
                     return Ok(Reply::default()); // interrupted: the answer is dropped
                 }
-                self.answer(&reply.to_string())?;
+                if let Err(e) = self.answer(&reply.to_string()) {
+                    // An answer that cannot be stored ends the call as a failed one.
+                    self.model_failed(&e.message)?;
+                    return Err(e);
+                }
                 self.advance()?;
+                Ok(Reply::default())
+            }
+            Input::ModelDeltas { ticket, deltas } => {
+                let Phase::Model { ticket: t, step } = self.phase else {
+                    return Ok(Reply::default());
+                };
+                if t != ticket {
+                    return Ok(Reply::default()); // interrupted: dropped
+                }
+                for d in deltas {
+                    self.delta(step, d)?;
+                }
                 Ok(Reply::default())
             }
             Input::ModelError { ticket, message } => {
                 if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
                     return Ok(Reply::default());
                 }
-                self.phase = Phase::Idle;
-                self.emit(json!({ "type": "error", "severity": "error", "phase": "model", "message": message }))?;
-                self.set_breakpoint(Breakpoint::Ready)?;
-                self.set_state(AgentState::Ready)?;
-                self.failure = Some(message);
+                self.model_failed(&message)?;
                 Ok(Reply::default())
             }
             Input::ToolDone { ticket, outcome } => {
@@ -947,6 +990,7 @@ impl AgentMachine {
         self.flush();
         let ticket = self.ticket();
         self.phase = Phase::Model { ticket, step };
+        self.streamed.clear();
         let request = ModelRequest {
             system: self.meta.system_prompt.clone(),
             message_count: self.messages.len(),
@@ -1017,6 +1061,51 @@ impl AgentMachine {
         Ok(Value::Object(answer))
     }
 
+    /// The model call failed: `error`, then READY (the caller's `idle()` rejects).
+    fn model_failed(&mut self, message: &str) -> Result<()> {
+        self.phase = Phase::Idle;
+        self.streamed.clear();
+        self.emit(
+            json!({ "type": "error", "severity": "error", "phase": "model", "message": message }),
+        )?;
+        self.set_breakpoint(Breakpoint::Ready)?;
+        self.set_state(AgentState::Ready)?;
+        self.failure = Some(message.to_string());
+        Ok(())
+    }
+
+    /// A streamed piece: `*_chunk_start` for a block's first piece, then `*_chunk`.
+    fn delta(&mut self, step: u64, d: ModelDelta) -> Result<()> {
+        if d.index >= MAX_STREAMED_BLOCKS {
+            return Err(Error::new(
+                ErrorCode::LimitExceeded,
+                format!("a streamed answer has at most {MAX_STREAMED_BLOCKS} content blocks"),
+            ));
+        }
+        if self.streamed.len() <= d.index {
+            self.streamed.resize(d.index + 1, None);
+        }
+        let prefix = match d.kind {
+            DeltaKind::Text => "text",
+            DeltaKind::Thinking => "think",
+        };
+        match self.streamed[d.index] {
+            None => {
+                self.streamed[d.index] = Some(d.kind);
+                self.emit(json!({ "type": format!("{prefix}_chunk_start"), "step": step }))?;
+            }
+            Some(k) if k != d.kind => {
+                return Err(Error::invalid_input(format!(
+                    "streamed block {} changed from {k:?} to {:?}",
+                    d.index, d.kind
+                )));
+            }
+            Some(_) => {}
+        }
+        self.emit(json!({ "type": format!("{prefix}_chunk"), "step": step, "delta": d.text }))?;
+        Ok(())
+    }
+
     fn answer(&mut self, reply: &str) -> Result<()> {
         let Phase::Model { step, .. } = self.phase else {
             return Ok(());
@@ -1029,18 +1118,25 @@ impl AgentMachine {
         self.messages.push(raw(&message)?);
         let content = message["content"].as_array().cloned().unwrap_or_default();
         let mut calls = 0;
-        for b in &content {
+        // Blocks that streamed get only their end; the others all three events.
+        let streamed = std::mem::take(&mut self.streamed);
+        for (i, b) in content.iter().enumerate() {
+            let was = streamed.get(i).copied().flatten();
             match b["type"].as_str() {
                 Some("thinking") => {
                     let t = b["thinking"].as_str().unwrap_or("");
-                    self.emit(json!({ "type": "think_chunk_start", "step": step }))?;
-                    self.emit(json!({ "type": "think_chunk", "step": step, "delta": t }))?;
+                    if was != Some(DeltaKind::Thinking) {
+                        self.emit(json!({ "type": "think_chunk_start", "step": step }))?;
+                        self.emit(json!({ "type": "think_chunk", "step": step, "delta": t }))?;
+                    }
                     self.emit(json!({ "type": "think_chunk_end", "step": step }))?;
                 }
                 Some("text") => {
                     let t = b["text"].as_str().unwrap_or("");
-                    self.emit(json!({ "type": "text_chunk_start", "step": step }))?;
-                    self.emit(json!({ "type": "text_chunk", "step": step, "delta": t }))?;
+                    if was != Some(DeltaKind::Text) {
+                        self.emit(json!({ "type": "text_chunk_start", "step": step }))?;
+                        self.emit(json!({ "type": "text_chunk", "step": step, "delta": t }))?;
+                    }
                     self.emit(json!({ "type": "text_chunk_end", "step": step, "text": t }))?;
                 }
                 Some("toolCall") => calls += 1,

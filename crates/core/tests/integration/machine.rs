@@ -629,3 +629,101 @@ fn an_input_the_schema_refuses_is_an_error_the_model_sees() {
         rt.close().await.unwrap();
     });
 }
+
+#[test]
+fn streamed_pieces_are_events_durable_as_they_come() {
+    use forkpoint_core::agent::machine::{DeltaKind, ModelDelta};
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut rt = AgentRuntime::create(store.clone(), meta("streamer"), tools(), 1, 1.0)
+            .await
+            .unwrap();
+        let s = rt
+            .handle(
+                Input::Send {
+                    content: json!("go"),
+                },
+                2.0,
+            )
+            .await
+            .unwrap();
+        let Some(Command::CallModel { ticket, .. }) = s.commands.first().cloned() else {
+            panic!("no model call")
+        };
+        let piece = |index, kind, text: &str| ModelDelta {
+            index,
+            kind,
+            text: text.into(),
+        };
+        let kinds = |lines: &[std::sync::Arc<str>]| -> Vec<String> {
+            lines
+                .iter()
+                .map(|l| parse_event_line(l, 512).unwrap().kind.to_string())
+                .collect()
+        };
+        let s = rt
+            .handle(
+                Input::ModelDeltas {
+                    ticket,
+                    deltas: vec![
+                        piece(0, DeltaKind::Thinking, "hmm"),
+                        piece(1, DeltaKind::Text, "Hel"),
+                    ],
+                },
+                3.0,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            kinds(&s.events),
+            [
+                "think_chunk_start",
+                "think_chunk",
+                "text_chunk_start",
+                "text_chunk"
+            ]
+        );
+        // Durable as it returns: in the store already.
+        let stored = store
+            .read_events("streamer", None, usize::MAX)
+            .await
+            .unwrap();
+        assert!(stored.iter().any(|l| l.contains("\"delta\":\"Hel\"")));
+        let s = rt
+            .handle(
+                Input::ModelDeltas {
+                    ticket,
+                    deltas: vec![piece(1, DeltaKind::Text, "lo")],
+                },
+                4.0,
+            )
+            .await
+            .unwrap();
+        assert_eq!(kinds(&s.events), ["text_chunk"]);
+        let reply = json!({ "content": [{ "type": "thinking", "thinking": "hmm" }, { "type": "text", "text": "Hello" }] });
+        let s = rt
+            .handle(Input::ModelReply { ticket, reply }, 5.0)
+            .await
+            .unwrap();
+        let k = kinds(&s.events);
+        assert_eq!(&k[..2], ["think_chunk_end", "text_chunk_end"], "{k:?}");
+        assert!(
+            !k.contains(&"text_chunk".to_string()),
+            "a streamed block is not sent again"
+        );
+        assert!(s.events[1].contains("\"text\":\"Hello\""));
+        // Pieces of a call that is over are dropped.
+        let late = rt
+            .handle(
+                Input::ModelDeltas {
+                    ticket,
+                    deltas: vec![piece(0, DeltaKind::Text, "late")],
+                },
+                6.0,
+            )
+            .await
+            .unwrap();
+        assert!(late.events.is_empty());
+        rt.close().await.unwrap();
+    });
+}
