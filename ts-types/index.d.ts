@@ -1612,7 +1612,7 @@ export type AgentResumedEvent = { strategy: ResumeStrategy, sealed: Array<Resume
  * at. (Members are in alphabetical order, the order the fork has always
  * written them in.)
  */
-export type AgentForkedEvent = { entryId: string, from: string, snapshot: string, };
+export type AgentForkedEvent = { from: string, snapshot: string, entryId: string, };
 
 /**
  * `state_changed` (`monitor`): the agent's state changed.

@@ -238,7 +238,7 @@ impl NativeAgent {
         let rt = self.rt.clone();
         Job::new(move || {
             let o: OpenOpts = parse("resume options", &opts_json)?;
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             let (step, opened) =
                 pollster::block_on(rt.resume(o.strategy, o.changes.as_ref(), o.auto_run, now()))?;
             Ok(format!(
@@ -274,7 +274,7 @@ impl NativeAgent {
         Job::new(move || {
             let input: Input = forkpoint_core::agent::parse_json(&input_json, "agent input")
                 .map_err(|e| Error::invalid_input(e.message))?;
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             Ok(pollster::block_on(rt.handle(input, now()))?.to_json(false))
         })
     }
@@ -316,7 +316,7 @@ impl NativeAgent {
         let rt = self.rt.clone();
         Job::new(move || {
             let c: MetaChanges = parse("changes", &changes_json)?;
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             Ok(pollster::block_on(rt.change_meta(&c, now()))?.to_json(false))
         })
     }
@@ -326,7 +326,7 @@ impl NativeAgent {
     pub fn restore(&self, id: String) -> AsyncTask<Job<String>> {
         let rt = self.rt.clone();
         Job::new(move || {
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             let (cp, step) = pollster::block_on(rt.restore(&id, now()))?;
             Ok(format!(
                 "{{\"checkpoint\":{},\"step\":{}}}",
@@ -349,7 +349,7 @@ impl NativeAgent {
         let store = store.inner.clone();
         Job::new(move || {
             let tools = tools_of(&tools_json)?;
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             let (child, _) = pollster::block_on(rt.fork(
                 store.clone(),
                 snapshot.as_deref(),
@@ -366,7 +366,7 @@ impl NativeAgent {
     pub fn close(&self) -> AsyncTask<Job<()>> {
         let rt = self.rt.clone();
         Job::new(move || {
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             pollster::block_on(rt.close())
         })
     }

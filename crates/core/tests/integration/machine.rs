@@ -250,7 +250,7 @@ async fn scenario<S: AgentStorage + Clone>(store: S, acked: &mut Acked) -> Resul
         .await?;
     assert_eq!(snap.reply.value.as_deref(), Some("\"before-boom\""));
     let now = run.tick();
-    let (mut fork, _) = run
+    let (fork, _) = run
         .rt
         .fork(store.clone(), Some("before-boom"), tools(), 9, now)
         .await?;
@@ -292,7 +292,7 @@ async fn open_resume<S: AgentStorage>(
     Step,
     forkpoint_core::agent::machine::Opened,
 )> {
-    let mut rt = AgentRuntime::open(store, id, tools(), seed).await?;
+    let rt = AgentRuntime::open(store, id, tools(), seed).await?;
     let (step, opened) = rt.resume(strategy, None, false, now).await?;
     Ok((rt, step, opened))
 }
@@ -346,7 +346,7 @@ async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
         );
     }
     for f in &acked.forks {
-        let (mut fr, _, _) = open_resume(store.clone(), f, 4, ResumeStrategy::Crash, 9e12)
+        let (fr, _, _) = open_resume(store.clone(), f, 4, ResumeStrategy::Crash, 9e12)
             .await
             .unwrap_or_else(|e| panic!("{label}: fork {f} does not open: {e}"));
         fr.close().await.unwrap();
