@@ -17,7 +17,7 @@ use forkpoint_fs::agent as files;
 use napi::bindgen_prelude::{AsyncTask, ToNapiValue, TypeName};
 use napi::{Env, Task};
 use napi_derive::napi;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::events::NativeEventLog;
 use crate::util::{guard, now_ms, seed};
@@ -100,25 +100,7 @@ impl NativeStore {
     /// `{agentId, corrupted: true, error}`), by creation time then id.
     #[napi]
     pub fn list(&self) -> napi::Result<String> {
-        guard(|| {
-            let mut out: Vec<Value> = Vec::new();
-            for l in pollster::block_on(self.inner.list())? {
-                out.push(match l.meta {
-                    Ok(m) => serde_json::from_slice(&m).unwrap_or_else(
-                        |e| json!({ "agentId": l.id, "corrupted": true, "error": e.to_string() }),
-                    ),
-                    Err(e) => json!({ "agentId": l.id, "corrupted": true, "error": e.message }),
-                });
-            }
-            let key = |v: &Value| {
-                (
-                    v["createdAt"].as_str().unwrap_or("").to_string(),
-                    v["agentId"].as_str().unwrap_or("").to_string(),
-                )
-            };
-            out.sort_by_key(key);
-            to_json(&out)
-        })
+        guard(|| forkpoint_core::storage::listed_json(pollster::block_on(self.inner.list())?))
     }
 
     /// Whether the store holds agent `id` (`INVALID_ID` for an id that cannot be one).
