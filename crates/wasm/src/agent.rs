@@ -205,7 +205,10 @@ impl LogInner {
         Rc::new(LogInner {
             store,
             id: id.to_string(),
-            hub: RefCell::new(Hub::new(last, None, RING_EVENTS, RING_BYTES)),
+            // The log's first seq is not looked up: 0 (below every seq) when
+            // it has events, so a subscription from the start reads storage
+            // instead of taking the ring for the whole log.
+            hub: RefCell::new(Hub::new(last, last.map(|_| 0), RING_EVENTS, RING_BYTES)),
             last: Cell::new(last),
             info: to_json_text(&info).unwrap_or_else(|_| "{}".into()),
         })
