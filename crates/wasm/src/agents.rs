@@ -378,6 +378,15 @@ impl IdbAgentStorage {
         Ok(rec.generation)
     }
 
+    /// Whether this object holds `lease` (a lease it gave up, or another
+    /// object's, writes nothing even before the record is read).
+    fn holds(&self, lease: &Lease) -> bool {
+        self.held
+            .borrow()
+            .get(&lease.agent_id)
+            .is_some_and(|(t, _)| *t == lease.token)
+    }
+
     async fn write_in(&self, tx: &IdbTransaction, lease: &Lease, batch: &WriteBatch) -> Result<()> {
         let id = &lease.agent_id;
         let mut rec = self
@@ -543,6 +552,9 @@ impl AgentStorage for IdbAgentStorage {
     }
 
     async fn head(&self, lease: &Lease) -> Result<AgentHead> {
+        if !self.holds(lease) {
+            return Err(lease_lost(&lease.agent_id));
+        }
         let rec = match self.record(&lease.agent_id).await {
             Err(e) if e.code == ErrorCode::AgentNotFound => {
                 return Err(lease_lost(&lease.agent_id));
@@ -690,6 +702,9 @@ impl AgentStorage for IdbAgentStorage {
     }
 
     async fn write(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
+        if !self.holds(lease) {
+            return Err(lease_lost(&lease.agent_id));
+        }
         let mut stores = vec![AGENTS];
         if !batch.session.is_empty() {
             stores.push(AGENT_CHUNKS);
@@ -703,10 +718,13 @@ impl AgentStorage for IdbAgentStorage {
 
     async fn release(&self, lease: &Lease) -> Result<()> {
         let id = &lease.agent_id;
-        let holds = self.held.borrow().get(id).map(|(t, _)| *t);
-        if holds != Some(lease.token) {
+        if !self.holds(lease) {
             return Ok(()); // stale: nothing to give up
         }
+        // Marks the record released (a write with this token is refused
+        // there too). Best effort: if it cannot be written (a full disk),
+        // the lease is given up all the same — this object no longer writes
+        // with the token, and the next acquisition makes it stale.
         let cleared = async {
             let tx = self.begin(&[AGENTS], "readwrite")?;
             in_transaction(&tx, async {
@@ -723,12 +741,10 @@ impl AgentStorage for IdbAgentStorage {
                 Ok(())
             })
             .await
-        }
-        .await;
-        // The lock goes whatever happened to the record (its token is stale
-        // for the next holder anyway).
+        };
+        let _ = cleared.await;
         self.let_go(id, Some(lease.token)).await;
-        cleared
+        Ok(())
     }
 
     async fn list(&self) -> Result<Vec<Listed>> {
