@@ -35,6 +35,19 @@ done
 echo '{"type":"module"}' > wasm/pkg/web/package.json
 echo '{"type":"commonjs"}' > wasm/pkg/node/package.json
 
+# For the tests only (not in the package): the storage contract suite over
+# IndexedDB, exported as runStorageContract (a debug build: it compiles fast).
+log "wasm module with the storage contract (tests)"
+cargo build --quiet --target wasm32-unknown-unknown -p forkpoint-wasm --features contract
+C=target/wasm32-unknown-unknown/debug/forkpoint_wasm.wasm
+for target in web nodejs; do
+  out=wasm/pkg/contract-${target%js}
+  rm -rf "$out"
+  wasm-bindgen "$C" --target "$target" --out-dir "$out"
+done
+echo '{"type":"module"}' > wasm/pkg/contract-web/package.json
+echo '{"type":"commonjs"}' > wasm/pkg/contract-node/package.json
+
 log "generated TypeScript types"
 node scripts/gen-types.mjs
 

@@ -80,7 +80,7 @@ test('forkpoint-web event log over real IndexedDB survives a reload', { skip: !e
           req.onerror = () => reject(req.error);
         }),
     );
-    assert.deepEqual(raw.stores, ['checkpoints', 'chunks', 'events', 'sessions']);
+    assert.deepEqual(raw.stores, ['agentChunks', 'agentEvents', 'agents', 'checkpoints', 'chunks', 'events', 'sessions']);
     assert.equal(raw.n, 80);
     assert.match(raw.first, /^\{"seq":1,"timestamp":\d+,"channel":"progress","type":"text_chunk"/);
   } finally {

@@ -323,7 +323,7 @@ export const cases = [
       // A newer version opened elsewhere: this connection lets go (no block),
       // later calls fail with CLOSED, and this build refuses the newer schema.
       const newer = await new Promise((resolve, reject) => {
-        const r = indexedDB.open(name, 3);
+        const r = indexedDB.open(name, 4); // one above this build's schema
         r.onsuccess = () => resolve(r.result);
         r.onerror = () => reject(r.error);
         setTimeout(() => reject(new Error('forkpoint kept the database from being upgraded')), 5000);

@@ -24,10 +24,40 @@ import {
   type NativeEventLogLike,
   type NativeNormalizerLike,
   type Normalizer,
+  type AgentBackend,
+  type NativeAgentLike,
+  type Redactor,
 } from '@forkpoint/shared';
 import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName } from '@forkpoint/types';
 
-export { ForkpointError, EventBus } from '@forkpoint/shared';
+export { ForkpointError, EventBus, Agent, ToolRegistry, TemplateRegistry, ScriptedProvider } from '@forkpoint/shared';
+export type {
+  AgentConfig,
+  AgentDependencies,
+  AgentInfo,
+  AgentStatus,
+  AgentState,
+  AgentTemplate,
+  AssistantReply,
+  ChatResult,
+  CheckpointArgs,
+  ModelProvider,
+  ModelRef,
+  ModelRequest,
+  Permission,
+  RedactContext,
+  RedactKind,
+  Redactor,
+  ResumeOptions,
+  ResumeStrategy,
+  ScriptedTurn,
+  StoredMeta,
+  Tool,
+  ToolCallView,
+  ToolContext,
+  ToolDefinition,
+  TodoItem,
+} from '@forkpoint/shared';
 export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';
 export type { ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from '@forkpoint/shared';
 export type * from '@forkpoint/types';
@@ -45,6 +75,12 @@ export interface WasmBackend extends NativeNormalizerLike {
   NativeSession: { fromBytes(bytes: Uint8Array, opts?: string | null, path?: string | null): NativeSessionLike };
   NativeEventLog: { openIndexedDb(db: string, log: string, opts?: string | null): Promise<NativeEventLogLike> };
   NativeStore: { open(dbName: string): Promise<NativeStoreLike> };
+  NativeAgentStore: { open(dbName: string): Promise<NativeAgentStoreLike>; validateId(id: string): void; webLocks(): boolean };
+  NativeAgent: {
+    create(store: NativeAgentStoreLike, metaJson: string, toolsJson: string): Promise<NativeAgentWasm>;
+    open(store: NativeAgentStoreLike, id: string, toolsJson: string): Promise<NativeAgentWasm>;
+  };
+  redactSecretsJson(json: string): string;
   NativeSessionBuilder: new () => {
     push(chunk: Uint8Array): void;
     finish(opts?: string | null, path?: string | null): NativeSessionLike;
@@ -77,6 +113,20 @@ export interface NativeStoreLike {
   restoreCheckpoint(id: string, checkpointId: string, nowMs: number): Promise<string>;
   deleteCheckpoint(id: string, checkpointId: string): Promise<void>;
   close(): void;
+}
+
+/** @internal What the wasm module's `NativeAgentStore` exposes. */
+export interface NativeAgentStoreLike {
+  list(): Promise<string>;
+  exists(id: string): Promise<boolean>;
+  remove(id: string): Promise<void>;
+  close(): void;
+}
+
+/** @internal What the wasm module's `NativeAgent` exposes. */
+export interface NativeAgentWasm extends NativeAgentLike {
+  events(): NativeEventLogLike;
+  fork(store: NativeAgentStoreLike, snapshot: string | null, toolsJson: string): Promise<NativeAgentWasm>;
 }
 
 /** @internal */
@@ -235,6 +285,11 @@ function stripPath(opts?: LoadOptions & { path?: string }): LoadOptions | undefi
 export class EventLog extends SharedEventLog {
   static async openIndexedDb(dbName: string, logName: string, opts?: EventLogOptions): Promise<EventLog> {
     return new EventLog(await callAsync(() => wasm().NativeEventLog.openIndexedDb(dbName, logName, json(opts))));
+  }
+
+  /** @internal An agent's log (written by the agent only). */
+  static ofAgent(native: NativeEventLogLike): EventLog {
+    return new EventLog(native);
   }
 }
 
@@ -529,4 +584,132 @@ async function readSource(source: Blob | Uint8Array | string, opts: Pick<StoreIm
     opts.onProgress?.({ phase: 'read', bytes: off + part.byteLength, total: source.size });
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------
+// Agents
+
+/** An agent's `meta.json` as listed by the store. */
+export interface StoredAgentMeta {
+  agentId: string;
+  templateId?: string;
+  createdAt?: string;
+  lineage?: string[];
+  model?: { provider: string; model: string; api?: string };
+  corrupted?: boolean;
+  [key: string]: unknown;
+}
+
+/** Options of an `IndexedDbAgentStore`. */
+export interface IndexedDbAgentStoreOptions {
+  /**
+   * Filters the conversation and the checkpoints before they are stored (see
+   * `RedactKind`); without it they are stored as they are. `meta.json` is
+   * always filtered (credentials never reach it); `redactSecrets` is that
+   * filter, for use inside a hook.
+   */
+  redact?: Redactor;
+}
+
+/**
+ * The built-in credential filter `meta.json` is written through, for any JSON
+ * value (returns a filtered copy): members named like credentials are dropped;
+ * the values of such `[name, value]` pairs and every secret-shaped piece of
+ * text become `'[redacted]'` (the same filter as the Node package's).
+ */
+export function redactSecrets<T>(value: T): T {
+  if (value === undefined) return value;
+  return JSON.parse(call(() => wasm().redactSecretsJson(JSON.stringify(value)))) as T;
+}
+
+/**
+ * Durable agents in an IndexedDB database (FORMAT.md §16.4): the `Agent` of
+ * the Node package, with the same semantics, over the same database
+ * `IndexedDbStore` and `EventLog.openIndexedDb` use (each keeps its own
+ * stores). An agent is run by one tab at a time: its lease is a Web Lock, so a
+ * second tab (or a second `Agent` in this one) gets `AGENT_LOCKED`, and a tab
+ * that closes or crashes lets it go — the next one resumes with
+ * `{ strategy: 'crash' }`. Without Web Locks (Node with fake-indexeddb) the
+ * lease is held in this JavaScript realm only.
+ *
+ * ```js
+ * const store = await IndexedDbAgentStore.open('my-app');
+ * const agent = await Agent.resumeOrCreate('helper', { model, tools: ['search'] }, { store, toolRegistry });
+ * const { text } = await agent.chat('hello');
+ * ```
+ */
+export class IndexedDbAgentStore implements AgentBackend {
+  /** The store's filter of what agents persist (`IndexedDbAgentStoreOptions.redact`). */
+  readonly redact: Redactor | undefined;
+
+  private constructor(
+    private readonly native: NativeAgentStoreLike,
+    /** The database's name. */
+    readonly dbName: string,
+    redact: Redactor | undefined,
+  ) {
+    this.redact = redact;
+  }
+
+  /**
+   * Opens (creating or upgrading) database `dbName`. `BLOCKED` when another
+   * tab holds it open at an older version; `UNSUPPORTED_FORMAT` when a newer
+   * forkpoint created it.
+   */
+  static async open(dbName: string, opts: IndexedDbAgentStoreOptions = {}): Promise<IndexedDbAgentStore> {
+    if (opts.redact !== undefined && typeof opts.redact !== 'function') {
+      throw new ForkpointError({ code: 'INVALID_INPUT', message: 'IndexedDbAgentStore: redact is a function (value, where) => value' });
+    }
+    return new IndexedDbAgentStore(await callAsync(() => wasm().NativeAgentStore.open(dbName)), dbName, opts.redact);
+  }
+
+  /** Whether leases are Web Locks here (held across tabs); `false`: held in this JavaScript realm only. */
+  static get webLocks(): boolean {
+    return wasm().NativeAgentStore.webLocks();
+  }
+
+  /** Every agent in the store (its `meta.json`), by creation time then id. */
+  async list(): Promise<StoredAgentMeta[]> {
+    return JSON.parse(await callAsync(() => this.native.list())) as StoredAgentMeta[];
+  }
+
+  /** Whether the store holds agent `id` (`INVALID_ID` for an id that cannot be one). */
+  exists(id: string): Promise<boolean> {
+    return callAsync(() => this.native.exists(id));
+  }
+
+  /** Deletes an agent that no one runs (`AGENT_LOCKED` while one does); its forks stay. */
+  delete(id: string): Promise<void> {
+    return callAsync(() => this.native.remove(id));
+  }
+
+  /** Closes the database connection (agents opened through it stop working). */
+  close(): void {
+    this.native.close();
+  }
+
+  /** @internal */
+  validateAgentId(id: string): void {
+    call(() => wasm().NativeAgentStore.validateId(id));
+  }
+
+  /** @internal */
+  createAgent(metaJson: string, toolsJson: string): Promise<NativeAgentLike> {
+    return callAsync(() => wasm().NativeAgent.create(this.native, metaJson, toolsJson));
+  }
+
+  /** @internal */
+  openAgent(id: string, toolsJson: string): Promise<NativeAgentLike> {
+    return callAsync(() => wasm().NativeAgent.open(this.native, id, toolsJson));
+  }
+
+  /** @internal */
+  forkAgent(parent: NativeAgentLike, snapshot: string | null, toolsJson: string): Promise<NativeAgentLike> {
+    return callAsync(() => (parent as NativeAgentWasm).fork(this.native, snapshot, toolsJson));
+  }
+
+  /** @internal */
+  agentLog(n: NativeAgentLike): EventLog {
+    return EventLog.ofAgent(call(() => (n as NativeAgentWasm).events()));
+  }
 }

@@ -17,7 +17,7 @@ use forkpoint_fs::agent as files;
 use napi::bindgen_prelude::{AsyncTask, ToNapiValue, TypeName};
 use napi::{Env, Task};
 use napi_derive::napi;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::events::NativeEventLog;
 use crate::util::{guard, now_ms, seed};
@@ -100,25 +100,7 @@ impl NativeStore {
     /// `{agentId, corrupted: true, error}`), by creation time then id.
     #[napi]
     pub fn list(&self) -> napi::Result<String> {
-        guard(|| {
-            let mut out: Vec<Value> = Vec::new();
-            for l in pollster::block_on(self.inner.list())? {
-                out.push(match l.meta {
-                    Ok(m) => serde_json::from_slice(&m).unwrap_or_else(
-                        |e| json!({ "agentId": l.id, "corrupted": true, "error": e.to_string() }),
-                    ),
-                    Err(e) => json!({ "agentId": l.id, "corrupted": true, "error": e.message }),
-                });
-            }
-            let key = |v: &Value| {
-                (
-                    v["createdAt"].as_str().unwrap_or("").to_string(),
-                    v["agentId"].as_str().unwrap_or("").to_string(),
-                )
-            };
-            out.sort_by_key(key);
-            to_json(&out)
-        })
+        guard(|| forkpoint_core::storage::listed_json(pollster::block_on(self.inner.list())?))
     }
 
     /// Whether the store holds agent `id` (`INVALID_ID` for an id that cannot be one).
@@ -238,7 +220,7 @@ impl NativeAgent {
         let rt = self.rt.clone();
         Job::new(move || {
             let o: OpenOpts = parse("resume options", &opts_json)?;
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             let (step, opened) =
                 pollster::block_on(rt.resume(o.strategy, o.changes.as_ref(), o.auto_run, now()))?;
             Ok(format!(
@@ -274,7 +256,7 @@ impl NativeAgent {
         Job::new(move || {
             let input: Input = forkpoint_core::agent::parse_json(&input_json, "agent input")
                 .map_err(|e| Error::invalid_input(e.message))?;
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             Ok(pollster::block_on(rt.handle(input, now()))?.to_json(false))
         })
     }
@@ -318,7 +300,7 @@ impl NativeAgent {
         let rt = self.rt.clone();
         Job::new(move || {
             let c: MetaChanges = parse("changes", &changes_json)?;
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             Ok(pollster::block_on(rt.change_meta(&c, now()))?.to_json(false))
         })
     }
@@ -328,7 +310,7 @@ impl NativeAgent {
     pub fn restore(&self, id: String) -> AsyncTask<Job<String>> {
         let rt = self.rt.clone();
         Job::new(move || {
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             let (cp, step) = pollster::block_on(rt.restore(&id, now()))?;
             Ok(format!(
                 "{{\"checkpoint\":{},\"step\":{}}}",
@@ -351,7 +333,7 @@ impl NativeAgent {
         let store = store.inner.clone();
         Job::new(move || {
             let tools = tools_of(&tools_json)?;
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             let (child, _) = pollster::block_on(rt.fork(
                 store.clone(),
                 snapshot.as_deref(),
@@ -368,7 +350,7 @@ impl NativeAgent {
     pub fn close(&self) -> AsyncTask<Job<()>> {
         let rt = self.rt.clone();
         Job::new(move || {
-            let mut rt = lock(&rt)?;
+            let rt = lock(&rt)?;
             pollster::block_on(rt.close())
         })
     }

@@ -11,8 +11,9 @@ use web_sys::{IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbRequest, IdbTransact
 use forkpoint_core::{Error, ErrorCode};
 
 /// The database schema version this build creates (FORMAT.md §13 and §16).
-/// Version 1 had only `events`; version 2 adds the session stores.
-pub const DB_VERSION: u32 = 2;
+/// Version 1 had only `events`; version 2 adds the session stores; version 3
+/// the agent stores.
+pub const DB_VERSION: u32 = 3;
 /// The object store of event records: key `[logName, seq]`, value the event line.
 pub const EVENTS: &str = "events";
 /// Session records: key the session id, value the record's JSON.
@@ -21,8 +22,22 @@ pub const SESSIONS: &str = "sessions";
 pub const CHUNKS: &str = "chunks";
 /// Checkpoints: key `[sessionId, checkpointId]`, value the checkpoint's JSON.
 pub const CHECKPOINTS: &str = "checkpoints";
+/// Agent records: key the agent id, value the record's JSON (FORMAT.md §16.4).
+pub const AGENTS: &str = "agents";
+/// Chunks of agents' sessions: key `[agentId, offset]`, value the bytes (`Uint8Array`).
+pub const AGENT_CHUNKS: &str = "agentChunks";
+/// Agents' event lines: key `[agentId, seq]`, value the event line.
+pub const AGENT_EVENTS: &str = "agentEvents";
 /// Every object store of the current schema.
-pub const STORES: [&str; 4] = [EVENTS, SESSIONS, CHUNKS, CHECKPOINTS];
+pub const STORES: [&str; 7] = [
+    EVENTS,
+    SESSIONS,
+    CHUNKS,
+    CHECKPOINTS,
+    AGENTS,
+    AGENT_CHUNKS,
+    AGENT_EVENTS,
+];
 
 type Handler = Closure<dyn FnMut(JsValue)>;
 
@@ -177,8 +192,9 @@ pub async fn open(name: &str) -> Result<IdbDatabase, Error> {
         .map_err(|e| idb_error(&e, "cannot open the IndexedDB database"))?;
     let r = req.clone();
     let upgrade: Handler = Closure::new(move |_e: JsValue| {
-        // Creates what is missing: from nothing (version 0) or from version 1
-        // (events only). Existing stores and their records are kept.
+        // Creates what is missing: from nothing (version 0), from version 1
+        // (events only) or 2 (no agent stores). Existing stores and their
+        // records are kept.
         if let Ok(db) = r.result().map(|d| d.unchecked_into::<IdbDatabase>()) {
             for name in STORES {
                 if !db.object_store_names().contains(name) {

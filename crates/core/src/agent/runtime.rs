@@ -3,6 +3,7 @@
 //! command to the driver. Generic over [`AgentStorage`], so files, memory,
 //! IndexedDB and the fault-injecting store run the same code.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -29,13 +30,18 @@ pub struct Step {
 }
 
 /// An open agent: its lease, its machine and its store.
+///
+/// Its async methods take `&self` and borrow the machine only between awaits,
+/// so a single-threaded binding (wasm) can answer queries
+/// ([`with_machine`](Self::with_machine)) while a step waits for its store.
+/// Callers run one async method at a time (both bindings queue them).
 #[derive(Debug)]
 pub struct AgentRuntime<S> {
     store: S,
     lease: Lease,
-    machine: AgentMachine,
+    machine: RefCell<AgentMachine>,
     /// A write failed: the machine is ahead of the store; only `close` works.
-    broken: Option<Error>,
+    broken: RefCell<Option<Error>>,
 }
 
 /// The session header of a new agent.
@@ -126,12 +132,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
             }
         }
         let lease = store.create(&id, &init).await?;
-        Ok(AgentRuntime {
-            store,
-            lease,
-            machine,
-            broken: None,
-        })
+        Ok(AgentRuntime::new(store, lease, machine))
     }
 
     /// Opens agent `id`: takes its lease and reads its meta and session.
@@ -139,12 +140,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
     pub async fn open(store: S, id: &str, tools: Vec<ToolSpec>, seed: u64) -> Result<Self> {
         let lease = store.acquire(id).await?;
         match Self::open_leased(&store, &lease, tools, seed).await {
-            Ok(machine) => Ok(AgentRuntime {
-                store,
-                lease,
-                machine,
-                broken: None,
-            }),
+            Ok(machine) => Ok(AgentRuntime::new(store, lease, machine)),
             Err(e) => {
                 let _ = store.release(&lease).await;
                 Err(e)
@@ -155,7 +151,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
     /// Resumes an opened agent: applies `changes`, then seals (`crash`) or
     /// reports open calls, then `agent_resumed`; with `auto_run` goes on.
     pub async fn resume(
-        &mut self,
+        &self,
         strategy: ResumeStrategy,
         changes: Option<&MetaChanges>,
         auto_run: bool,
@@ -165,7 +161,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
         if auto_run {
             self.ensure_whole().await?;
         }
-        let opened = self.machine.resume(strategy, changes, auto_run, now);
+        let opened = self.machine_mut()?.resume(strategy, changes, auto_run, now);
         let step = self.run(Reply::default()).await?;
         Ok((step, opened?))
     }
@@ -285,31 +281,53 @@ impl<S: AgentStorage> AgentRuntime<S> {
 
     /// Loads the whole session into a machine resumed from the tail (the first
     /// input that needs more than the tail does it).
-    pub async fn ensure_whole(&mut self) -> Result<()> {
-        if self.machine.is_whole() {
+    pub async fn ensure_whole(&self) -> Result<()> {
+        if self.machine_mut()?.is_whole() {
             return Ok(());
         }
         self.check()?;
-        let len = self.machine.session_len();
+        let len = self.machine_mut()?.session_len();
         let session = load(
             self.store
                 .read_session(&self.lease.agent_id, 0, len)
                 .await?,
         )?;
-        self.machine.load_whole(session)
+        self.machine_mut()?.load_whole(session)
     }
 
     /// Answers a query, loading the whole session first if it needs it.
-    pub async fn query(&mut self, q: &Query) -> Result<String> {
+    pub async fn query(&self, q: &Query) -> Result<String> {
         if q.needs_whole() {
             self.ensure_whole().await?;
         }
-        self.machine.query(q)
+        self.machine_mut()?.query(q)
+    }
+
+    fn new(store: S, lease: Lease, machine: AgentMachine) -> Self {
+        AgentRuntime {
+            store,
+            lease,
+            machine: RefCell::new(machine),
+            broken: RefCell::new(None),
+        }
     }
 
     /// The machine (for queries).
     pub fn machine(&mut self) -> &mut AgentMachine {
-        &mut self.machine
+        self.machine.get_mut()
+    }
+
+    /// Runs `f` on the machine through a shared reference (for queries while
+    /// a step waits for its store). `INTERNAL` if called from inside another
+    /// borrow of the machine, which the runtime never holds across an await.
+    pub fn with_machine<T>(&self, f: impl FnOnce(&mut AgentMachine) -> T) -> Result<T> {
+        Ok(f(&mut *self.machine_mut()?))
+    }
+
+    fn machine_mut(&self) -> Result<std::cell::RefMut<'_, AgentMachine>> {
+        self.machine
+            .try_borrow_mut()
+            .map_err(|_| Error::internal("the agent machine is in use"))
     }
 
     /// The store.
@@ -323,7 +341,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
     }
 
     fn check(&self) -> Result<()> {
-        match &self.broken {
+        match &*self.broken.borrow() {
             Some(e) => Err(Error::new(
                 if e.code == ErrorCode::LeaseLost {
                     ErrorCode::LeaseLost
@@ -340,17 +358,20 @@ impl<S: AgentStorage> AgentRuntime<S> {
     }
 
     /// Carries out the machine's queued `Persist` commands; returns the rest.
-    async fn run(&mut self, reply: Reply) -> Result<Step> {
+    async fn run(&self, reply: Reply) -> Result<Step> {
         let mut step = Step {
             reply,
             ..Step::default()
         };
-        for c in self.machine.take_commands() {
+        let commands = self.machine_mut()?.take_commands();
+        for c in commands {
             match c {
                 Command::Persist(batch) => {
                     if let Err(e) = self.store.write(&self.lease, &batch).await {
-                        self.machine.close();
-                        self.broken = Some(e.clone());
+                        if let Ok(mut m) = self.machine_mut() {
+                            m.close();
+                        }
+                        *self.broken.borrow_mut() = Some(e.clone());
                         return Err(e);
                     }
                     step.events.extend(batch.events.into_iter().map(|e| e.line));
@@ -362,34 +383,34 @@ impl<S: AgentStorage> AgentRuntime<S> {
     }
 
     /// Feeds an input at time `now`; durable what it wrote when it returns.
-    pub async fn handle(&mut self, input: Input, now: f64) -> Result<Step> {
+    pub async fn handle(&self, input: Input, now: f64) -> Result<Step> {
         self.check()?;
         self.ensure_whole().await?;
-        let r = self.machine.handle(input, now);
+        let r = self.machine_mut()?.handle(input, now);
         let step = self.run(Reply::default()).await?;
         Ok(Step { reply: r?, ..step })
     }
 
     /// Applies configuration changes (durable on return).
-    pub async fn change_meta(&mut self, changes: &MetaChanges, now: f64) -> Result<Step> {
+    pub async fn change_meta(&self, changes: &MetaChanges, now: f64) -> Result<Step> {
         self.check()?;
-        self.machine.change_meta(changes, now);
+        self.machine_mut()?.change_meta(changes, now);
         self.run(Reply::default()).await
     }
 
     /// Restores checkpoint `id`: moves the leaf to its entry, rebuilds the state there.
-    pub async fn restore(&mut self, id: &str, now: f64) -> Result<(CheckpointInfo, Step)> {
+    pub async fn restore(&self, id: &str, now: f64) -> Result<(CheckpointInfo, Step)> {
         self.check()?;
         self.ensure_whole().await?;
-        let cp = self.machine.begin_restore(id, now)?;
+        let cp = self.machine_mut()?.begin_restore(id, now)?;
         let mut step = self.run(Reply::default()).await?;
-        let len = self.machine.session_len();
+        let len = self.machine_mut()?.session_len();
         let bytes = self
             .store
             .read_session(&self.lease.agent_id, 0, len)
             .await?;
         let session = load(bytes)?;
-        self.machine.finish_restore(&session, &cp, now)?;
+        self.machine_mut()?.finish_restore(&session, &cp, now)?;
         let more = self.run(Reply::default()).await?;
         step.events.extend(more.events);
         step.commands.extend(more.commands);
@@ -403,7 +424,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
     /// an event log continuing this one's seq — written in one `create`. Returns
     /// the fork's runtime on `store`.
     pub async fn fork<T: AgentStorage>(
-        &mut self,
+        &self,
         store: T,
         snapshot: Option<&str>,
         tools: Vec<ToolSpec>,
@@ -422,24 +443,29 @@ impl<S: AgentStorage> AgentRuntime<S> {
                 serde_json::from_str::<String>(&v).map_err(|e| Error::internal(e.to_string()))?
             }
         };
-        let snap = self.machine.core().snapshot(&sel)?;
+        let (snap, len) = {
+            let mut m = self.machine_mut()?;
+            (m.core().snapshot(&sel)?, m.session_len())
+        };
         let parent_id = self.lease.agent_id.clone();
-        let len = self.machine.session_len();
         let parent = load(self.store.read_session(&parent_id, 0, len).await?)?;
         let at = parent.index_of(&snap.entry_id)?;
-        let new_id = self.machine.fork_id(now);
-        let meta = self.machine.fork_meta(&new_id, &snap, now);
+        let (new_id, meta, todos_now, mut seq) = {
+            let mut m = self.machine_mut()?;
+            let new_id = m.fork_id(now);
+            let meta = m.fork_meta(&new_id, &snap, now);
+            // The todo list comes along as it is now (not as it was at the snapshot).
+            let todos = m.core().todos().map(|t| t.get().to_string());
+            (new_id, meta, todos, m.next_seq())
+        };
         let mut text = header(now, Some(&format!("../{parent_id}/session.jsonl")), seed);
         for i in parent.tree().path_to(at) {
             text.push_str(parent.entry_text(i));
             text.push('\n');
         }
-        // The todo list comes along as it is now (not as it was at the snapshot).
-        let todos_now = self.machine.core().todos().map(|t| t.get().to_string());
         let child = load(text.clone().into_bytes())?;
         let child_core = AgentCore::from_session(&child)?;
         let mut events = Vec::new();
-        let mut seq = self.machine.next_seq();
         let mut event = |v: Value, seq: &mut u64| -> Result<()> {
             let (line, meta) = build_event_line(&v.to_string(), *seq, now as i64, 512)?;
             *seq += 1;
@@ -484,23 +510,15 @@ impl<S: AgentStorage> AgentRuntime<S> {
                 return Err(e);
             }
         };
-        Ok((
-            AgentRuntime {
-                store,
-                lease,
-                machine,
-                broken: None,
-            },
-            step,
-        ))
+        Ok((AgentRuntime::new(store, lease, machine), step))
     }
 
     /// Releases the lease; later inputs are `CLOSED`.
-    pub async fn close(&mut self) -> Result<()> {
-        self.machine.close();
-        if self.broken.is_none() {
-            self.broken = Some(Error::new(ErrorCode::Closed, "closed"));
-        }
+    pub async fn close(&self) -> Result<()> {
+        self.machine_mut()?.close();
+        self.broken
+            .borrow_mut()
+            .get_or_insert_with(|| Error::new(ErrorCode::Closed, "closed"));
         self.store.release(&self.lease).await
     }
 }

@@ -132,6 +132,30 @@ pub struct Listed {
     pub meta: std::result::Result<Vec<u8>, crate::Error>,
 }
 
+/// The agents of a store as both bindings list them: a JSON array of their
+/// `meta.json` (one that cannot be read is `{agentId, corrupted: true,
+/// error}`), by creation time then id.
+pub fn listed_json(listed: Vec<Listed>) -> Result<String> {
+    use serde_json::{Value, json};
+    let mut out: Vec<Value> = listed
+        .into_iter()
+        .map(|l| match l.meta {
+            Ok(m) => serde_json::from_slice(&m).unwrap_or_else(
+                |e| json!({ "agentId": l.id, "corrupted": true, "error": e.to_string() }),
+            ),
+            Err(e) => json!({ "agentId": l.id, "corrupted": true, "error": e.message }),
+        })
+        .collect();
+    let key = |v: &Value| {
+        (
+            v["createdAt"].as_str().unwrap_or("").to_string(),
+            v["agentId"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    out.sort_by_key(key);
+    crate::types::to_json_text(&out)
+}
+
 /// The storage of agents. Every method either completes whole or fails without
 /// changing anything, except `write` on stores that cannot make a batch atomic
 /// (see [`WriteBatch`]). Errors carry stable codes: `AGENT_NOT_FOUND`,

@@ -258,7 +258,7 @@ async fn scenario<S: AgentStorage + Clone>(store: S, acked: &mut Acked) -> Resul
         .await?;
     assert_eq!(snap.reply.value.as_deref(), Some("\"before-boom\""));
     let now = run.tick();
-    let (mut fork, _) = run
+    let (fork, _) = run
         .rt
         .fork(store.clone(), Some("before-boom"), tools(), 9, now)
         .await?;
@@ -300,7 +300,7 @@ async fn open_resume<S: AgentStorage>(
     Step,
     forkpoint_core::agent::machine::Opened,
 )> {
-    let mut rt = AgentRuntime::open(store, id, tools(), seed).await?;
+    let rt = AgentRuntime::open(store, id, tools(), seed).await?;
     let (step, opened) = rt.resume(strategy, None, false, now).await?;
     Ok((rt, step, opened))
 }
@@ -370,7 +370,7 @@ async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
         );
     }
     for f in &acked.forks {
-        let (mut fr, _, _) = open_resume(store.clone(), f, 4, ResumeStrategy::Crash, 9e12)
+        let (fr, _, _) = open_resume(store.clone(), f, 4, ResumeStrategy::Crash, 9e12)
             .await
             .unwrap_or_else(|e| panic!("{label}: fork {f} does not open: {e}"));
         fr.close().await.unwrap();
@@ -635,7 +635,7 @@ fn streamed_pieces_are_events_durable_as_they_come() {
     use forkpoint_core::agent::machine::{DeltaKind, ModelDelta};
     pollster::block_on(async {
         let store = MemoryStorage::new();
-        let mut rt = AgentRuntime::create(store.clone(), meta("streamer"), tools(), 1, 1.0)
+        let rt = AgentRuntime::create(store.clone(), meta("streamer"), tools(), 1, 1.0)
             .await
             .unwrap();
         let s = rt
