@@ -1,0 +1,186 @@
+//! Adversarial review of the agent machine: each test pins one behaviour a
+//! resume, a crash or an odd input must not break.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use forkpoint_core::agent::machine::{
+    Command, Input, Query, ResumeStrategy, ToolOutcome, ToolSpec,
+};
+use forkpoint_core::agent::meta::AgentMeta;
+use forkpoint_core::agent::runtime::{AgentRuntime, Step};
+use forkpoint_core::agent::{Breakpoint, ToolCallState};
+use forkpoint_core::storage::{AgentHead, AgentStorage, Lease, Listed, MemoryStorage, WriteBatch};
+use forkpoint_core::{ErrorCode, LoadOptions, Result, Session};
+use serde_json::{Value, json};
+
+fn meta(id: &str) -> AgentMeta {
+    serde_json::from_value(json!({
+        "agentId": id, "templateId": null, "createdAt": "2026-01-01T00:00:00.000Z",
+        "updatedAt": "2026-01-01T00:00:00.000Z", "lineage": [], "configVersion": "forkpoint-1",
+        "model": { "provider": "scripted", "model": "s-1", "api": "scripted" },
+        "tools": ["echo", "danger"], "permission": { "mode": "auto" },
+        "systemPrompt": "be brief", "metadata": {}
+    }))
+    .unwrap()
+}
+
+fn tools() -> Vec<ToolSpec> {
+    let t = |name: &str, approval: bool| ToolSpec {
+        name: name.into(),
+        description: format!("the {name} tool"),
+        input_schema: json!({ "type": "object" }),
+        requires_approval: approval,
+    };
+    vec![t("echo", false), t("danger", true)]
+}
+
+fn text(t: &str) -> Value {
+    json!({ "content": [{ "type": "text", "text": t }], "stopReason": "stop" })
+}
+
+fn calls(cs: &[(&str, &str, Value)]) -> Value {
+    let content: Vec<Value> = cs
+        .iter()
+        .map(|(id, name, args)| json!({ "type": "toolCall", "id": id, "name": name, "arguments": args }))
+        .collect();
+    json!({ "content": content, "stopReason": "toolUse" })
+}
+
+fn q(k: &str) -> Query {
+    serde_json::from_value(json!({ "kind": k })).unwrap()
+}
+
+fn model_ticket(s: &Step) -> Option<u64> {
+    s.commands.iter().find_map(|c| match c {
+        Command::CallModel { ticket, .. } => Some(*ticket),
+        _ => None,
+    })
+}
+
+fn tool_ticket(s: &Step) -> Option<(u64, String)> {
+    s.commands.iter().find_map(|c| match c {
+        Command::RunTool {
+            ticket, call_id, ..
+        } => Some((*ticket, call_id.clone())),
+        _ => None,
+    })
+}
+
+async fn send<S: AgentStorage>(rt: &mut AgentRuntime<S>, t: &str, now: f64) -> Step {
+    rt.handle(Input::Send { content: json!(t) }, now)
+        .await
+        .unwrap()
+}
+
+async fn reply<S: AgentStorage>(rt: &mut AgentRuntime<S>, ticket: u64, r: Value, now: f64) -> Step {
+    rt.handle(Input::ModelReply { ticket, reply: r }, now)
+        .await
+        .unwrap()
+}
+
+/// A user turn answered with text.
+async fn turn<S: AgentStorage>(rt: &mut AgentRuntime<S>, t: &str, now: f64) {
+    let s = send(rt, t, now).await;
+    let ticket = model_ticket(&s).expect("a model call");
+    let s = reply(rt, ticket, text(&format!("re: {t}")), now + 1.0).await;
+    assert!(s.commands.is_empty(), "{:?}", s.commands);
+}
+
+async fn reopen(store: &MemoryStorage, id: &str, seed: u64) -> AgentRuntime<MemoryStorage> {
+    let mut rt = AgentRuntime::open(store.clone(), id, tools(), seed)
+        .await
+        .unwrap();
+    rt.resume(ResumeStrategy::Manual, None, false, 1e9)
+        .await
+        .unwrap();
+    rt
+}
+
+/// The user messages of the context, in order (their text).
+fn user_texts(messages_json: &str) -> Vec<String> {
+    let ms: Vec<Value> = serde_json::from_str(messages_json).unwrap();
+    ms.iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Todos set before any safe-fork-point are lost by the next resume state: a
+/// machine opened whole on a session without a safe-fork-point starts with no
+/// marks, so the first safe-fork-point writes marks without the todo list, and
+/// the resume from the tail that follows finds no todos.
+#[test]
+fn todos_set_before_the_first_message_survive_a_tail_resume() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut rt = AgentRuntime::create(store.clone(), meta("t"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        rt.handle(
+            Input::SetTodos {
+                todos: json!([{ "id": "a", "title": "plan", "status": "pending" }]),
+            },
+            11.0,
+        )
+        .await
+        .unwrap();
+        rt.close().await.unwrap();
+        // Reopened (whole: no resume state yet), then a turn.
+        let mut rt = reopen(&store, "t", 2).await;
+        turn(&mut rt, "hello", 20.0).await;
+        rt.close().await.unwrap();
+        // Reopened from the tail: the todo list is the whole session's.
+        let mut rt = reopen(&store, "t", 3).await;
+        let from_tail = !rt.machine().is_whole();
+        let tail = rt.query(&q("todos")).await.unwrap();
+        rt.ensure_whole().await.unwrap();
+        let whole = rt.query(&q("todos")).await.unwrap();
+        assert!(whole.contains("plan"), "{whole}");
+        assert!(from_tail, "the resume read the tail");
+        assert_eq!(tail, whole, "tail and whole disagree on todos");
+        rt.close().await.unwrap();
+    });
+}
+
+/// The same after a checkpoint restore to a point before any safe-fork-point.
+#[test]
+fn todos_survive_a_restore_to_before_the_first_message() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut rt = AgentRuntime::create(store.clone(), meta("r"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        rt.handle(
+            Input::SetTodos {
+                todos: json!([{ "id": "a", "title": "plan", "status": "pending" }]),
+            },
+            11.0,
+        )
+        .await
+        .unwrap();
+        let cp = rt
+            .handle(
+                Input::Checkpoint {
+                    args: json!({ "executionId": "e", "stepName": "s", "stepIndex": 0 }),
+                },
+                12.0,
+            )
+            .await
+            .unwrap();
+        let cp: Value = serde_json::from_str(cp.reply.value.as_deref().unwrap()).unwrap();
+        turn(&mut rt, "first", 20.0).await;
+        rt.restore(cp["id"].as_str().unwrap(), 30.0).await.unwrap();
+        turn(&mut rt, "second", 40.0).await;
+        rt.close().await.unwrap();
+        let mut rt = reopen(&store, "r", 3).await;
+        let from_tail = !rt.machine().is_whole();
+        let tail = rt.query(&q("todos")).await.unwrap();
+        rt.ensure_whole().await.unwrap();
+        let whole = rt.query(&q("todos")).await.unwrap();
+        assert!(whole.contains("plan"), "{whole}");
+        assert!(from_tail, "the resume read the tail");
+        assert_eq!(tail, whole, "tail and whole disagree on todos");
+        rt.close().await.unwrap();
+    });
+}
