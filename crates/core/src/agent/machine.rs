@@ -863,6 +863,9 @@ impl AgentMachine {
             // at once while a call runs or a decision is awaited).
             self.advance()?;
         } else {
+            // Messages queued before (an interrupt or a crash stopped the turn
+            // that would have delivered them) go first, in the order sent.
+            self.deliver_queued()?;
             self.deliver(&queue_id, &text)?;
             self.advance()?;
         }
@@ -879,6 +882,20 @@ impl AgentMachine {
             self.messages.push(raw(&m)?);
         }
         Ok(())
+    }
+
+    /// Delivers the queued messages, oldest first; false when there were none.
+    fn deliver_queued(&mut self) -> Result<bool> {
+        let queued: Vec<Value> = self.core.queued().into_iter().cloned().collect();
+        for q in &queued {
+            let id = q["queueId"].as_str().unwrap_or_default().to_string();
+            let content = q
+                .get("content")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new()));
+            self.deliver(&id, &content.to_string())?;
+        }
+        Ok(!queued.is_empty())
     }
 
     fn needs_model(&self) -> bool {
@@ -906,19 +923,8 @@ impl AgentMachine {
                 }
                 continue;
             }
-            if !self.needs_model() {
-                let queued: Vec<Value> = self.core.queued().into_iter().cloned().collect();
-                if queued.is_empty() {
-                    break;
-                }
-                for q in queued {
-                    let id = q["queueId"].as_str().unwrap_or_default().to_string();
-                    let content = q
-                        .get("content")
-                        .cloned()
-                        .unwrap_or(Value::Array(Vec::new()));
-                    self.deliver(&id, &content.to_string())?;
-                }
+            if !self.needs_model() && !self.deliver_queued()? {
+                break;
             }
             self.call_model()?;
             return Ok(());

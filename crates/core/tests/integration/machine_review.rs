@@ -184,3 +184,70 @@ fn todos_survive_a_restore_to_before_the_first_message() {
         rt.close().await.unwrap();
     });
 }
+
+/// A message queued while the model ran, then an interrupt, then another
+/// message: the queued one was sent first and must reach the model first.
+/// `send` delivers the new message at once when the agent is idle and leaves
+/// the older queued one for after the model's answer.
+#[test]
+fn a_queued_message_is_delivered_before_a_later_one_after_an_interrupt() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut rt = AgentRuntime::create(store.clone(), meta("q"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        let s = send(&mut rt, "a", 11.0).await;
+        let t1 = model_ticket(&s).unwrap();
+        let s = send(&mut rt, "b", 12.0).await;
+        assert!(s.commands.is_empty(), "queued while the model runs");
+        rt.handle(Input::Interrupt { note: None }, 13.0)
+            .await
+            .unwrap();
+        // The late answer is ignored.
+        reply(&mut rt, t1, text("late"), 14.0).await;
+        let s = send(&mut rt, "c", 15.0).await;
+        let Some(Command::CallModel { request, .. }) = s.commands.first().cloned() else {
+            panic!("a model call: {:?}", s.commands)
+        };
+        let seen = user_texts(&rt.machine().messages_json(Some(request.message_count)));
+        assert_eq!(
+            seen,
+            ["a", "b", "c"],
+            "the model sees the messages in the order sent"
+        );
+        rt.close().await.unwrap();
+    });
+}
+
+/// The same after a crash resume that does not run on.
+#[test]
+fn a_queued_message_is_delivered_before_a_later_one_after_a_crash() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut rt = AgentRuntime::create(store.clone(), meta("qc"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        let s = send(&mut rt, "a", 11.0).await;
+        assert!(model_ticket(&s).is_some());
+        send(&mut rt, "b", 12.0).await;
+        drop(rt);
+        store.crash();
+        let mut rt = AgentRuntime::open(store.clone(), "qc", tools(), 2)
+            .await
+            .unwrap();
+        rt.resume(ResumeStrategy::Crash, None, false, 20.0)
+            .await
+            .unwrap();
+        let s = send(&mut rt, "c", 21.0).await;
+        let Some(Command::CallModel { request, .. }) = s.commands.first().cloned() else {
+            panic!("a model call: {:?}", s.commands)
+        };
+        let seen = user_texts(&rt.machine().messages_json(Some(request.message_count)));
+        assert_eq!(
+            seen,
+            ["a", "b", "c"],
+            "the model sees the messages in the order sent"
+        );
+        rt.close().await.unwrap();
+    });
+}
