@@ -383,17 +383,32 @@ impl<S: AgentStorage> AgentRuntime<S> {
         self.ensure_whole().await?;
         let cp = self.machine.begin_restore(id, now)?;
         let mut step = self.run(Reply::default()).await?;
+        // The leaf moved in the store: a machine that could not take in the
+        // restored path would go on with the old one, so it closes.
+        let more = match self.finish_restore(&cp, now).await {
+            Ok(more) => more,
+            Err(e) => {
+                if self.broken.is_none() {
+                    self.machine.close();
+                    self.broken = Some(e.clone());
+                }
+                return Err(e);
+            }
+        };
+        step.events.extend(more.events);
+        step.commands.extend(more.commands);
+        Ok((cp, step))
+    }
+
+    async fn finish_restore(&mut self, cp: &CheckpointInfo, now: f64) -> Result<Step> {
         let len = self.machine.session_len();
         let bytes = self
             .store
             .read_session(&self.lease.agent_id, 0, len)
             .await?;
         let session = load(bytes)?;
-        self.machine.finish_restore(&session, &cp, now)?;
-        let more = self.run(Reply::default()).await?;
-        step.events.extend(more.events);
-        step.commands.extend(more.commands);
-        Ok((cp, step))
+        self.machine.finish_restore(&session, cp, now)?;
+        self.run(Reply::default()).await
     }
 
     /// Creates a fork from snapshot `snapshot` (default: a new snapshot of the

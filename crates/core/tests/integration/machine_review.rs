@@ -251,3 +251,123 @@ fn a_queued_message_is_delivered_before_a_later_one_after_a_crash() {
         rt.close().await.unwrap();
     });
 }
+
+/// A store whose next `read_session` fails once when armed (a network store's
+/// transient read error); everything else goes to the inner store.
+#[derive(Debug, Clone)]
+struct FlakyReads {
+    inner: MemoryStorage,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl AgentStorage for FlakyReads {
+    async fn create(&self, id: &str, init: &WriteBatch) -> Result<Lease> {
+        self.inner.create(id, init).await
+    }
+    async fn acquire(&self, id: &str) -> Result<Lease> {
+        self.inner.acquire(id).await
+    }
+    async fn head(&self, lease: &Lease) -> Result<AgentHead> {
+        self.inner.head(lease).await
+    }
+    async fn read_session(&self, id: &str, start: u64, end: u64) -> Result<Vec<u8>> {
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(forkpoint_core::Error::new(
+                ErrorCode::Io,
+                "transient read error",
+            ));
+        }
+        self.inner.read_session(id, start, end).await
+    }
+    async fn read_events(
+        &self,
+        id: &str,
+        since: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Arc<str>>> {
+        self.inner.read_events(id, since, limit).await
+    }
+    async fn tail_events(&self, id: &str, count: usize) -> Result<Vec<Arc<str>>> {
+        self.inner.tail_events(id, count).await
+    }
+    async fn write(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
+        self.inner.write(lease, batch).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<()> {
+        self.inner.release(lease).await
+    }
+    async fn list(&self) -> Result<Vec<Listed>> {
+        self.inner.list().await
+    }
+    async fn exists(&self, id: &str) -> Result<bool> {
+        self.inner.exists(id).await
+    }
+    async fn delete(&self, id: &str) -> Result<()> {
+        self.inner.delete(id).await
+    }
+}
+
+/// A restore whose re-read of the session fails after its `leaf` entry was
+/// written: the machine still holds the old path while its writer appends on
+/// the restored one, so what it goes on with is not what the store holds.
+/// It must either refuse to go on (CLOSED) or agree with the store.
+#[test]
+fn a_restore_that_fails_after_moving_the_leaf_does_not_diverge() {
+    pollster::block_on(async {
+        let mem = MemoryStorage::new();
+        let store = FlakyReads {
+            inner: mem.clone(),
+            armed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        };
+        let mut rt = AgentRuntime::create(store.clone(), meta("f"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        turn(&mut rt, "first", 11.0).await;
+        let cp = rt
+            .handle(
+                Input::Checkpoint {
+                    args: json!({ "executionId": "e", "stepName": "s", "stepIndex": 0 }),
+                },
+                12.0,
+            )
+            .await
+            .unwrap();
+        let cp: Value = serde_json::from_str(cp.reply.value.as_deref().unwrap()).unwrap();
+        turn(&mut rt, "second", 20.0).await;
+        store.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let e = rt
+            .restore(cp["id"].as_str().unwrap(), 30.0)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::Io);
+        match rt
+            .handle(
+                Input::Send {
+                    content: json!("third"),
+                },
+                40.0,
+            )
+            .await
+        {
+            Err(e) => assert!(
+                matches!(e.code, ErrorCode::Closed | ErrorCode::LeaseLost),
+                "{e}"
+            ),
+            Ok(s) => {
+                let ticket = model_ticket(&s).unwrap();
+                let seen = rt.machine().messages_json(None);
+                reply(&mut rt, ticket, text("ok"), 41.0).await;
+                let seen_after = rt.machine().messages_json(None);
+                rt.close().await.unwrap();
+                let mut fresh = reopen(&mem, "f", 5).await;
+                fresh.ensure_whole().await.unwrap();
+                let stored = fresh.machine().messages_json(None);
+                assert_eq!(
+                    user_texts(&seen_after),
+                    user_texts(&stored),
+                    "the machine went on with a context the store does not hold (it sent {seen})"
+                );
+            }
+        }
+    });
+}
