@@ -735,7 +735,17 @@ impl AgentMachine {
                 if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
                     return Ok(Reply::default()); // interrupted: the answer is dropped
                 }
-                self.answer(&reply.to_string())?;
+                let steps = self.core.assistant_messages();
+                if let Err(e) = self.answer(&reply.to_string()) {
+                    if self.core.assistant_messages() == steps {
+                        // Not stored: the model call failed.
+                        self.model_failed(format!(
+                            "the model's answer cannot be stored: {}",
+                            e.message
+                        ))?;
+                    }
+                    return Err(e);
+                }
                 self.advance()?;
                 Ok(Reply::default())
             }
@@ -743,11 +753,7 @@ impl AgentMachine {
                 if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
                     return Ok(Reply::default());
                 }
-                self.phase = Phase::Idle;
-                self.emit(json!({ "type": "error", "severity": "error", "phase": "model", "message": message }))?;
-                self.set_breakpoint(Breakpoint::Ready)?;
-                self.set_state(AgentState::Ready)?;
-                self.failure = Some(message);
+                self.model_failed(message)?;
                 Ok(Reply::default())
             }
             Input::ToolDone { ticket, outcome } => {
@@ -830,6 +836,18 @@ impl AgentMachine {
                 })
             }
         }
+    }
+
+    /// The running model call ended without an answer.
+    fn model_failed(&mut self, message: String) -> Result<()> {
+        self.phase = Phase::Idle;
+        self.emit(
+            json!({ "type": "error", "severity": "error", "phase": "model", "message": message }),
+        )?;
+        self.set_breakpoint(Breakpoint::Ready)?;
+        self.set_state(AgentState::Ready)?;
+        self.failure = Some(message);
+        Ok(())
     }
 
     fn busy(&mut self) -> Result<bool> {
@@ -979,12 +997,20 @@ impl AgentMachine {
         };
         let content: Vec<Value> = match reply.get("content") {
             Some(Value::Array(a)) => a.clone(),
+            // A provider that answers with a string (OpenAI Chat style).
+            Some(Value::String(s)) => vec![json!({ "type": "text", "text": s })],
             _ => Vec::new(),
         };
+        // Call ids are unique within the answer: a result answers one call.
+        let mut seen = std::collections::HashSet::new();
         let content: Vec<Value> = content
             .into_iter()
             .map(|mut b| {
-                if b["type"] == "toolCall" && b["id"].as_str().is_none_or(|s| s.is_empty()) {
+                if b["type"] == "toolCall"
+                    && b["id"]
+                        .as_str()
+                        .is_none_or(|s| s.is_empty() || !seen.insert(s.to_string()))
+                {
                     let id = self.new_id("call");
                     if let Value::Object(o) = &mut b {
                         o.insert("id".into(), Value::String(id));
@@ -1010,11 +1036,13 @@ impl AgentMachine {
         answer.insert("stopReason".into(), json!("stop"));
         answer.insert("timestamp".into(), json!(now as i64));
         for (k, v) in reply {
-            if !v.is_null()
-                || !matches!(
-                    k.as_str(),
-                    "api" | "provider" | "model" | "usage" | "stopReason"
-                )
+            // An answer is the assistant's, whatever role the object names.
+            if k != "role"
+                && (!v.is_null()
+                    || !matches!(
+                        k.as_str(),
+                        "api" | "provider" | "model" | "usage" | "stopReason"
+                    ))
             {
                 answer.insert(k, v);
             }

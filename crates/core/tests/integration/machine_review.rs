@@ -371,3 +371,188 @@ fn a_restore_that_fails_after_moving_the_leaf_does_not_diverge() {
         }
     });
 }
+
+/// Drives commands with a fixed tool answer until none is left; returns how
+/// many model calls were made (at most `max`).
+async fn settle<S: AgentStorage>(
+    rt: &mut AgentRuntime<S>,
+    first: Vec<Command>,
+    replies: &mut std::collections::VecDeque<Value>,
+    max: usize,
+) -> Result<usize> {
+    let mut queue: std::collections::VecDeque<Command> = first.into();
+    let mut calls = 0;
+    let now = Cell::new(1000.0);
+    let tick = || {
+        now.set(now.get() + 1.0);
+        now.get()
+    };
+    while let Some(c) = queue.pop_front() {
+        match c {
+            Command::CallModel { ticket, .. } => {
+                calls += 1;
+                if calls > max {
+                    break;
+                }
+                let r = replies.pop_front().unwrap_or_else(|| text("done"));
+                let s = rt
+                    .handle(Input::ModelReply { ticket, reply: r }, tick())
+                    .await?;
+                queue.extend(s.commands);
+            }
+            Command::RunTool { ticket, .. } => {
+                let s = rt
+                    .handle(
+                        Input::ToolDone {
+                            ticket,
+                            outcome: ToolOutcome::Value { value: "1".into() },
+                        },
+                        tick(),
+                    )
+                    .await?;
+                queue.extend(s.commands);
+            }
+            _ => {}
+        }
+    }
+    Ok(calls)
+}
+
+/// A fresh agent that sent "go" and got `r` as the model's answer; the
+/// commands that followed are carried out (tools answer `1`, the model `done`).
+async fn answered(
+    id: &str,
+    r: Value,
+) -> (MemoryStorage, AgentRuntime<MemoryStorage>, Result<usize>) {
+    let store = MemoryStorage::new();
+    let mut rt = AgentRuntime::create(store.clone(), meta(id), tools(), 1, 10.0)
+        .await
+        .unwrap();
+    let s = send(&mut rt, "go", 11.0).await;
+    let ticket = model_ticket(&s).unwrap();
+    let out = match rt
+        .handle(Input::ModelReply { ticket, reply: r }, 12.0)
+        .await
+    {
+        Ok(s) => {
+            let mut replies = std::collections::VecDeque::new();
+            settle(&mut rt, s.commands, &mut replies, 5).await
+        }
+        Err(e) => Err(e),
+    };
+    (store, rt, out)
+}
+
+fn messages_of(store: &MemoryStorage, id: &str) -> Vec<Value> {
+    let (session, _, _) = store.raw(id).unwrap();
+    let s = Session::from_bytes(session, &LoadOptions::default(), None).unwrap();
+    let ctx: Value = serde_json::from_str(&s.context_json(None, false).unwrap()).unwrap();
+    ctx["messages"].as_array().unwrap().clone()
+}
+
+/// The model's answer is stored as an assistant message whatever `role` the
+/// provider's object carries: a `role: "user"` answer was stored as a user
+/// turn (the transcript says the user wrote it) and the model was called again.
+#[test]
+fn a_reply_is_stored_as_the_assistant_s_whatever_its_role() {
+    pollster::block_on(async {
+        for (i, role) in ["user", "toolResult"].into_iter().enumerate() {
+            let id = format!("role{i}");
+            let r = json!({ "role": role, "toolCallId": "u", "content": [{ "type": "text", "text": "from the model" }] });
+            let (store, mut rt, out) = answered(&id, r).await;
+            out.unwrap();
+            rt.close().await.unwrap();
+            let ms = messages_of(&store, &id);
+            let m = ms
+                .iter()
+                .find(|m| m.to_string().contains("from the model"))
+                .unwrap();
+            assert_eq!(m["role"], "assistant", "{m}");
+            assert_eq!(
+                ms.iter().filter(|m| m["role"] == "user").count(),
+                1,
+                "only the user's message is a user turn: {ms:?}"
+            );
+        }
+    });
+}
+
+/// A provider that gives the content as a string (OpenAI Chat style): the
+/// text is kept, not dropped for an empty answer.
+#[test]
+fn a_reply_whose_content_is_a_string_keeps_its_text() {
+    pollster::block_on(async {
+        let (store, mut rt, out) = answered("str", json!({ "content": "just text" })).await;
+        out.unwrap();
+        assert_eq!(rt.machine().last_text(), "just text");
+        rt.close().await.unwrap();
+        let ms = messages_of(&store, "str");
+        assert!(ms[1].to_string().contains("just text"), "{}", ms[1]);
+    });
+}
+
+/// Two calls of one answer with the same id: each call gets its own result
+/// (the first result closed both, so the second never ran and never got one).
+#[test]
+fn every_call_of_an_answer_gets_a_result_even_with_a_repeated_id() {
+    pollster::block_on(async {
+        let r = calls(&[
+            ("d", "echo", json!({ "n": 1 })),
+            ("d", "echo", json!({ "n": 2 })),
+        ]);
+        let (store, mut rt, out) = answered("dup", r).await;
+        out.unwrap();
+        rt.close().await.unwrap();
+        let ms = messages_of(&store, "dup");
+        let call_ids: Vec<String> = ms
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b["type"] == "toolCall")
+            .map(|b| b["id"].as_str().unwrap().to_string())
+            .collect();
+        let result_ids: Vec<String> = ms
+            .iter()
+            .filter(|m| m["role"] == "toolResult")
+            .map(|m| m["toolCallId"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(call_ids.len(), 2);
+        assert_eq!(call_ids, result_ids, "one result per call, in call order");
+    });
+}
+
+/// An answer the machine cannot store (a non-string tool name, a block that
+/// is not an object, a non-string role) is a failed model call: the input
+/// errors, and the machine does not stay WORKING at STREAMING_MODEL with no
+/// `error` event (a resume then reports a model call that never ended).
+#[test]
+fn an_answer_that_cannot_be_stored_ends_the_model_call() {
+    pollster::block_on(async {
+        let bad = [
+            json!({ "content": [{ "type": "toolCall", "id": "x", "name": 5, "arguments": {} }] }),
+            json!({ "content": ["hello"] }),
+            json!({ "content": [{ "type": "text", "text": "x", "id": 7 }, { "type": "toolCall", "id": "t", "name": "echo", "arguments": {} }] }),
+        ];
+        for (i, r) in bad.into_iter().enumerate() {
+            let id = format!("bad{i}");
+            let (store, mut rt, out) = answered(&id, r.clone()).await;
+            assert!(out.is_err(), "{r}");
+            let st: Value =
+                serde_json::from_str(&rt.machine().query(&q("status")).unwrap()).unwrap();
+            assert_eq!(st["state"], "READY", "{r}: {st}");
+            assert_eq!(st["breakpoint"], "READY", "{r}: {st}");
+            rt.close().await.unwrap();
+            let (_, events, _) = store.raw(&id).unwrap();
+            let events = String::from_utf8(events).unwrap();
+            assert!(
+                events.contains("\"type\":\"error\""),
+                "{r}: an error event: {events}"
+            );
+            // The agent goes on.
+            let mut rt = reopen(&store, &id, 4).await;
+            assert_eq!(rt.machine().breakpoint(), Breakpoint::Ready);
+            turn(&mut rt, "again", 50.0).await;
+            rt.close().await.unwrap();
+        }
+    });
+}
