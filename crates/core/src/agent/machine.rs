@@ -1477,13 +1477,13 @@ impl AgentMachine {
         if e.starts_with("{\"type\":\"custom\",\"customType\":\"forkpoint.todos\"") {
             m.todos = Some((off, len));
         } else if e.starts_with("{\"type\":\"custom\",\"customType\":\"forkpoint.queued\"") {
-            if let Ok(v) = serde_json::from_str::<Value>(e)
+            if let Ok(v) = super::parse_json::<Value>(e, "entry")
                 && let Some(q) = v["data"]["queueId"].as_str()
             {
                 m.queued.push((q.to_string(), off, len));
             }
         } else if e.starts_with("{\"type\":\"message\",\"queueId\"")
-            && let Ok(v) = serde_json::from_str::<Value>(e)
+            && let Ok(v) = super::parse_json::<Value>(e, "entry")
             && let Some(q) = v["queueId"].as_str()
         {
             m.queued.retain(|x| x.0 != q);

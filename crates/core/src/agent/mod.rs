@@ -607,14 +607,14 @@ impl AgentCore {
     }
 
     fn add_snapshot(&mut self, d: Option<&RawValue>) {
-        if let Some(Ok(s)) = d.map(|d| serde_json::from_str::<SnapshotInfo>(d.get())) {
+        if let Some(Ok(s)) = d.map(|d| parse_checked::<SnapshotInfo>(d.get(), "snapshot")) {
             self.snapshots.retain(|o| o.id != s.id);
             self.snapshots.push(s);
         }
     }
 
     fn add_checkpoint(&mut self, d: Option<&RawValue>) {
-        if let Some(Ok(c)) = d.map(|d| serde_json::from_str::<CheckpointInfo>(d.get())) {
+        if let Some(Ok(c)) = d.map(|d| parse_checked::<CheckpointInfo>(d.get(), "checkpoint")) {
             self.checkpoints.retain(|o| o.id != c.id);
             self.checkpoints.push(c);
         }

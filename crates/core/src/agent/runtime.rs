@@ -470,8 +470,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
         )?;
         let child_todos = child_core.todos().map(|t| t.get().to_string());
         if let Some(t) = todos_now.filter(|t| Some(t) != child_todos.as_ref()) {
-            let list: Value =
-                serde_json::from_str(&t).map_err(|e| Error::internal(e.to_string()))?;
+            let list: Value = super::parse_json(&t, "todos")?;
             let (entry, current, previous) =
                 child_core.todos_entry(&list["todos"].to_string(), now)?;
             let mut w =
