@@ -1090,3 +1090,217 @@ fn a_fork_copies_a_deep_todo_list() {
         rt.close().await.unwrap();
     });
 }
+
+/// A writer whose lease was taken over stores nothing and stays closed
+/// (LEASE_LOST every time after), and the new holder goes on undisturbed.
+#[test]
+fn a_lost_lease_closes_the_old_writer_for_good() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut a = AgentRuntime::create(store.clone(), meta("ll"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        turn(&mut a, "one", 11.0).await;
+        store.crash(); // the lock is gone (as if the holder had died)
+        let mut b = reopen(&store, "ll", 2).await;
+        let before = store.raw("ll").unwrap();
+        for _ in 0..2 {
+            let e = a
+                .handle(Input::Send { content: json!("stale") }, 20.0)
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, ErrorCode::LeaseLost, "{e}");
+        }
+        let e = a.restore("nope", 21.0).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::LeaseLost, "{e}");
+        assert_eq!(store.raw("ll").unwrap(), before, "nothing stored by the old writer");
+        a.close().await.unwrap();
+        turn(&mut b, "two", 30.0).await;
+        b.close().await.unwrap();
+        let b = reopen(&store, "ll", 3).await;
+        drop(b);
+    });
+}
+
+/// Carries out commands (model: the next scripted answer or text; tools: a
+/// value; decisions: allow) until the agent rests.
+async fn drive_all<S: AgentStorage>(
+    rt: &mut AgentRuntime<S>,
+    first: Vec<Command>,
+    script: &mut std::collections::VecDeque<Value>,
+    now: &mut f64,
+    sent: &mut Vec<String>,
+) -> Result<()> {
+    let mut queue: std::collections::VecDeque<Command> = first.into();
+    for _ in 0..100 {
+        let Some(c) = queue.pop_front() else {
+            let Some(p) = rt.machine().pending().first().cloned() else {
+                return Ok(());
+            };
+            *now += 1.0;
+            let s = rt
+                .handle(Input::Decide { call_id: p, allow: true, note: None }, *now)
+                .await?;
+            queue.extend(s.commands);
+            continue;
+        };
+        *now += 1.0;
+        let s = match c {
+            Command::CallModel { ticket, .. } => {
+                let r = script.pop_front().unwrap_or_else(|| text("ok"));
+                rt.handle(Input::ModelReply { ticket, reply: r }, *now).await?
+            }
+            Command::RunTool { ticket, .. } => {
+                rt.handle(
+                    Input::ToolDone { ticket, outcome: ToolOutcome::Value { value: "7".into() } },
+                    *now,
+                )
+                .await?
+            }
+            _ => continue,
+        };
+        queue.extend(s.commands);
+    }
+    let _ = sent;
+    panic!("the agent does not rest");
+}
+
+/// Crash points of a run with approvals, queued messages, todos and a restore:
+/// for each operation failing, tearing or losing its acknowledgement, both
+/// resume strategies; the tail resume agrees with a whole load on status,
+/// todos and open calls, and messages reach the model in the order sent.
+#[test]
+fn crash_points_tail_whole_and_delivery_order() {
+    use forkpoint_core::storage::{Fault, FaultPlan, FaultStorage};
+    async fn run<S: AgentStorage>(store: S, sent: &mut Vec<String>) -> Result<()> {
+        let mut now = 100.0;
+        let mut script: std::collections::VecDeque<Value> = vec![
+            calls(&[("c1", "echo", json!({})), ("c2", "danger", json!({}))]),
+            text("after c1 c2"),
+            text("after b"),
+            calls(&[("c3", "echo", json!({}))]),
+            text("after c3"),
+        ]
+        .into();
+        let mut rt = AgentRuntime::create(store, meta("cp"), tools(), 1, 10.0).await?;
+        let mut say = |rt_sent: &mut Vec<String>, t: &str| {
+            rt_sent.push(t.to_string());
+            json!(t)
+        };
+        now += 1.0;
+        let s = rt.handle(Input::Send { content: say(sent, "a") }, now).await?;
+        // Answer: two calls; c1 runs, c2 waits for a decision.
+        let mut q: std::collections::VecDeque<Command> = s.commands.into();
+        while let Some(c) = q.pop_front() {
+            now += 1.0;
+            let s = match c {
+                Command::CallModel { ticket, .. } => {
+                    rt.handle(Input::ModelReply { ticket, reply: script.pop_front().unwrap() }, now)
+                        .await?
+                }
+                Command::RunTool { ticket, .. } => {
+                    rt.handle(Input::ToolDone { ticket, outcome: ToolOutcome::Value { value: "1".into() } }, now)
+                        .await?
+                }
+                _ => continue,
+            };
+            q.extend(s.commands);
+        }
+        now += 1.0;
+        rt.handle(Input::Send { content: say(sent, "b") }, now).await?; // queued
+        now += 1.0;
+        rt.handle(
+            Input::SetTodos { todos: json!([{ "id": "t", "title": "w", "status": "in_progress" }]) },
+            now,
+        )
+        .await?;
+        now += 1.0;
+        let cp = rt
+            .handle(
+                Input::Checkpoint { args: json!({ "executionId": "e", "stepName": "s", "stepIndex": 1 }) },
+                now,
+            )
+            .await?;
+        let cp: Value = serde_json::from_str(cp.reply.value.as_deref().unwrap()).unwrap();
+        drive_all(&mut rt, Vec::new(), &mut script, &mut now, sent).await?;
+        now += 1.0;
+        let s = rt.handle(Input::Send { content: say(sent, "c") }, now).await?;
+        drive_all(&mut rt, s.commands, &mut script, &mut now, sent).await?;
+        now += 1.0;
+        rt.restore(cp["id"].as_str().unwrap(), now).await?;
+        now += 1.0;
+        let s = rt.handle(Input::Send { content: say(sent, "d") }, now).await?;
+        // The model call of d is left running: a crash stops it.
+        assert!(model_ticket(&s).is_some() || !s.commands.is_empty() || rt.machine().pending().len() == 1);
+        now += 1.0;
+        rt.handle(Input::Send { content: say(sent, "e") }, now).await?; // queued while busy
+        rt.close().await?;
+        Ok(())
+    }
+    pollster::block_on(async {
+        let counting = FaultStorage::counting(MemoryStorage::new());
+        let mut sent = Vec::new();
+        run(&counting, &mut sent).await.unwrap();
+        let total = counting.ops();
+        let mut tails = 0;
+        for at in 1..=total {
+            for fault in [Fault::Fail, Fault::Tear, Fault::LoseAck] {
+                for strategy in [ResumeStrategy::Manual, ResumeStrategy::Crash] {
+                    let label = format!("op {at} {fault:?} {strategy:?}");
+                    let mem = MemoryStorage::new();
+                    let store = FaultStorage::new(mem.clone(), FaultPlan { at: Some(at), fault });
+                    let mut sent = Vec::new();
+                    assert!(run(&store, &mut sent).await.is_err(), "{label}");
+                    mem.crash();
+                    if !mem.exists("cp").await.unwrap() {
+                        continue;
+                    }
+                    let mut rt = AgentRuntime::open(mem.clone(), "cp", tools(), 5).await.unwrap();
+                    rt.resume(strategy, None, false, 9e9)
+                        .await
+                        .unwrap_or_else(|e| panic!("{label}: resume {e}"));
+                    let from_tail = !rt.machine().is_whole();
+                    tails += usize::from(from_tail);
+                    let qs = ["status", "todos", "openCalls"];
+                    let mut tail = Vec::new();
+                    for k in qs {
+                        tail.push(rt.query(&q(k)).await.unwrap());
+                    }
+                    rt.ensure_whole().await.unwrap();
+                    let mut whole = Vec::new();
+                    for k in qs {
+                        whole.push(rt.query(&q(k)).await.unwrap());
+                    }
+                    assert_eq!(tail, whole, "{label}: tail ({from_tail}) and whole disagree");
+                    // The agent goes on; the model sees the user's messages in the order sent.
+                    let mut now = 1e10;
+                    let s = rt
+                        .handle(Input::Send { content: json!("z") }, now)
+                        .await
+                        .unwrap_or_else(|e| panic!("{label}: send {e}"));
+                    let mut script = std::collections::VecDeque::new();
+                    drive_all(&mut rt, s.commands, &mut script, &mut now, &mut sent)
+                        .await
+                        .unwrap_or_else(|e| panic!("{label}: drive {e}"));
+                    let seen = user_texts(&rt.machine().messages_json(None));
+                    sent.push("z".into());
+                    let order: Vec<&String> = seen.iter().collect();
+                    let positions: Vec<usize> = order
+                        .iter()
+                        .map(|t| sent.iter().position(|s| s == *t).unwrap_or_else(|| panic!("{label}: {t} never sent")))
+                        .collect();
+                    assert!(
+                        positions.windows(2).all(|w| w[0] < w[1]),
+                        "{label}: delivered {seen:?}, sent {sent:?}"
+                    );
+                    assert!(rt.machine().core().open_calls().unwrap().is_empty(), "{label}: open call left");
+                    rt.close().await.unwrap();
+                    let (session, _, _) = mem.raw("cp").unwrap();
+                    Session::from_bytes(session, &LoadOptions::default(), None)
+                        .unwrap_or_else(|e| panic!("{label}: strict load: {e}"));
+                }
+            }
+        }
+        eprintln!("{total} operations, {tails} tail resumes");
+    });
+}
