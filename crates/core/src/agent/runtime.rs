@@ -242,30 +242,32 @@ impl<S: AgentStorage> AgentRuntime<S> {
         if !starts_right || !one_branch {
             return Ok(None);
         }
+        // A pointed line that is not what it should be: load it whole.
         let line = |(off, n): (u64, u64)| async move {
             let b = store.read_session(id, off, off + n).await?;
-            String::from_utf8(b).map_err(|_| Error::corrupted("a resume mark points into a line"))
+            Ok::<_, Error>(
+                String::from_utf8(b)
+                    .ok()
+                    .and_then(|t| super::parse_json::<Value>(&t, "entry").ok().map(|v| (t, v))),
+            )
         };
         let todos = match state.marks.todos.filter(|t| t.0 < from) {
-            Some(t) => Some(line(t).await?),
+            Some(t) => match line(t).await? {
+                Some((text, v)) if v["customType"] == super::TODOS => Some(text),
+                _ => return Ok(None),
+            },
             None => None,
         };
         let mut queued = Vec::new();
         for (q, off, n) in state.marks.queued.iter().filter(|q| q.1 < from) {
-            let text = line((*off, *n)).await?;
-            let Ok(v) = super::parse_json::<Value>(&text, "queued message") else {
+            let Some((_, v)) = line((*off, *n)).await? else {
                 return Ok(None);
             };
-            if v["data"]["queueId"].as_str() != Some(q.as_str()) {
+            if v["customType"] != super::QUEUED || v["data"]["queueId"].as_str() != Some(q.as_str())
+            {
                 return Ok(None);
             }
             queued.push((q.clone(), v["data"].clone()));
-        }
-        if todos
-            .as_deref()
-            .is_some_and(|t| !t.contains("\"forkpoint.todos\""))
-        {
-            return Ok(None);
         }
         AgentMachine::from_tail(
             meta.clone(),

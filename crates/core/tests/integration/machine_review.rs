@@ -1106,14 +1106,23 @@ fn a_lost_lease_closes_the_old_writer_for_good() {
         let before = store.raw("ll").unwrap();
         for _ in 0..2 {
             let e = a
-                .handle(Input::Send { content: json!("stale") }, 20.0)
+                .handle(
+                    Input::Send {
+                        content: json!("stale"),
+                    },
+                    20.0,
+                )
                 .await
                 .unwrap_err();
             assert_eq!(e.code, ErrorCode::LeaseLost, "{e}");
         }
         let e = a.restore("nope", 21.0).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::LeaseLost, "{e}");
-        assert_eq!(store.raw("ll").unwrap(), before, "nothing stored by the old writer");
+        assert_eq!(
+            store.raw("ll").unwrap(),
+            before,
+            "nothing stored by the old writer"
+        );
         a.close().await.unwrap();
         turn(&mut b, "two", 30.0).await;
         b.close().await.unwrap();
@@ -1139,7 +1148,14 @@ async fn drive_all<S: AgentStorage>(
             };
             *now += 1.0;
             let s = rt
-                .handle(Input::Decide { call_id: p, allow: true, note: None }, *now)
+                .handle(
+                    Input::Decide {
+                        call_id: p,
+                        allow: true,
+                        note: None,
+                    },
+                    *now,
+                )
                 .await?;
             queue.extend(s.commands);
             continue;
@@ -1148,11 +1164,15 @@ async fn drive_all<S: AgentStorage>(
         let s = match c {
             Command::CallModel { ticket, .. } => {
                 let r = script.pop_front().unwrap_or_else(|| text("ok"));
-                rt.handle(Input::ModelReply { ticket, reply: r }, *now).await?
+                rt.handle(Input::ModelReply { ticket, reply: r }, *now)
+                    .await?
             }
             Command::RunTool { ticket, .. } => {
                 rt.handle(
-                    Input::ToolDone { ticket, outcome: ToolOutcome::Value { value: "7".into() } },
+                    Input::ToolDone {
+                        ticket,
+                        outcome: ToolOutcome::Value { value: "7".into() },
+                    },
                     *now,
                 )
                 .await?
@@ -1188,52 +1208,105 @@ fn crash_points_tail_whole_and_delivery_order() {
             json!(t)
         };
         now += 1.0;
-        let s = rt.handle(Input::Send { content: say(sent, "a") }, now).await?;
+        let s = rt
+            .handle(
+                Input::Send {
+                    content: say(sent, "a"),
+                },
+                now,
+            )
+            .await?;
         // Answer: two calls; c1 runs, c2 waits for a decision.
         let mut q: std::collections::VecDeque<Command> = s.commands.into();
         while let Some(c) = q.pop_front() {
             now += 1.0;
             let s = match c {
                 Command::CallModel { ticket, .. } => {
-                    rt.handle(Input::ModelReply { ticket, reply: script.pop_front().unwrap() }, now)
-                        .await?
+                    rt.handle(
+                        Input::ModelReply {
+                            ticket,
+                            reply: script.pop_front().unwrap(),
+                        },
+                        now,
+                    )
+                    .await?
                 }
                 Command::RunTool { ticket, .. } => {
-                    rt.handle(Input::ToolDone { ticket, outcome: ToolOutcome::Value { value: "1".into() } }, now)
-                        .await?
+                    rt.handle(
+                        Input::ToolDone {
+                            ticket,
+                            outcome: ToolOutcome::Value { value: "1".into() },
+                        },
+                        now,
+                    )
+                    .await?
                 }
                 _ => continue,
             };
             q.extend(s.commands);
         }
         now += 1.0;
-        rt.handle(Input::Send { content: say(sent, "b") }, now).await?; // queued
+        rt.handle(
+            Input::Send {
+                content: say(sent, "b"),
+            },
+            now,
+        )
+        .await?; // queued
         now += 1.0;
         rt.handle(
-            Input::SetTodos { todos: json!([{ "id": "t", "title": "w", "status": "in_progress" }]) },
+            Input::SetTodos {
+                todos: json!([{ "id": "t", "title": "w", "status": "in_progress" }]),
+            },
             now,
         )
         .await?;
         now += 1.0;
         let cp = rt
             .handle(
-                Input::Checkpoint { args: json!({ "executionId": "e", "stepName": "s", "stepIndex": 1 }) },
+                Input::Checkpoint {
+                    args: json!({ "executionId": "e", "stepName": "s", "stepIndex": 1 }),
+                },
                 now,
             )
             .await?;
         let cp: Value = serde_json::from_str(cp.reply.value.as_deref().unwrap()).unwrap();
         drive_all(&mut rt, Vec::new(), &mut script, &mut now, sent).await?;
         now += 1.0;
-        let s = rt.handle(Input::Send { content: say(sent, "c") }, now).await?;
+        let s = rt
+            .handle(
+                Input::Send {
+                    content: say(sent, "c"),
+                },
+                now,
+            )
+            .await?;
         drive_all(&mut rt, s.commands, &mut script, &mut now, sent).await?;
         now += 1.0;
         rt.restore(cp["id"].as_str().unwrap(), now).await?;
         now += 1.0;
-        let s = rt.handle(Input::Send { content: say(sent, "d") }, now).await?;
+        let s = rt
+            .handle(
+                Input::Send {
+                    content: say(sent, "d"),
+                },
+                now,
+            )
+            .await?;
         // The model call of d is left running: a crash stops it.
-        assert!(model_ticket(&s).is_some() || !s.commands.is_empty() || rt.machine().pending().len() == 1);
+        assert!(
+            model_ticket(&s).is_some()
+                || !s.commands.is_empty()
+                || rt.machine().pending().len() == 1
+        );
         now += 1.0;
-        rt.handle(Input::Send { content: say(sent, "e") }, now).await?; // queued while busy
+        rt.handle(
+            Input::Send {
+                content: say(sent, "e"),
+            },
+            now,
+        )
+        .await?; // queued while busy
         rt.close().await?;
         Ok(())
     }
@@ -1248,14 +1321,22 @@ fn crash_points_tail_whole_and_delivery_order() {
                 for strategy in [ResumeStrategy::Manual, ResumeStrategy::Crash] {
                     let label = format!("op {at} {fault:?} {strategy:?}");
                     let mem = MemoryStorage::new();
-                    let store = FaultStorage::new(mem.clone(), FaultPlan { at: Some(at), fault });
+                    let store = FaultStorage::new(
+                        mem.clone(),
+                        FaultPlan {
+                            at: Some(at),
+                            fault,
+                        },
+                    );
                     let mut sent = Vec::new();
                     assert!(run(&store, &mut sent).await.is_err(), "{label}");
                     mem.crash();
                     if !mem.exists("cp").await.unwrap() {
                         continue;
                     }
-                    let mut rt = AgentRuntime::open(mem.clone(), "cp", tools(), 5).await.unwrap();
+                    let mut rt = AgentRuntime::open(mem.clone(), "cp", tools(), 5)
+                        .await
+                        .unwrap();
                     rt.resume(strategy, None, false, 9e9)
                         .await
                         .unwrap_or_else(|e| panic!("{label}: resume {e}"));
@@ -1271,11 +1352,19 @@ fn crash_points_tail_whole_and_delivery_order() {
                     for k in qs {
                         whole.push(rt.query(&q(k)).await.unwrap());
                     }
-                    assert_eq!(tail, whole, "{label}: tail ({from_tail}) and whole disagree");
+                    assert_eq!(
+                        tail, whole,
+                        "{label}: tail ({from_tail}) and whole disagree"
+                    );
                     // The agent goes on; the model sees the user's messages in the order sent.
                     let mut now = 1e10;
                     let s = rt
-                        .handle(Input::Send { content: json!("z") }, now)
+                        .handle(
+                            Input::Send {
+                                content: json!("z"),
+                            },
+                            now,
+                        )
                         .await
                         .unwrap_or_else(|e| panic!("{label}: send {e}"));
                     let mut script = std::collections::VecDeque::new();
@@ -1287,13 +1376,20 @@ fn crash_points_tail_whole_and_delivery_order() {
                     let order: Vec<&String> = seen.iter().collect();
                     let positions: Vec<usize> = order
                         .iter()
-                        .map(|t| sent.iter().position(|s| s == *t).unwrap_or_else(|| panic!("{label}: {t} never sent")))
+                        .map(|t| {
+                            sent.iter()
+                                .position(|s| s == *t)
+                                .unwrap_or_else(|| panic!("{label}: {t} never sent"))
+                        })
                         .collect();
                     assert!(
                         positions.windows(2).all(|w| w[0] < w[1]),
                         "{label}: delivered {seen:?}, sent {sent:?}"
                     );
-                    assert!(rt.machine().core().open_calls().unwrap().is_empty(), "{label}: open call left");
+                    assert!(
+                        rt.machine().core().open_calls().unwrap().is_empty(),
+                        "{label}: open call left"
+                    );
                     rt.close().await.unwrap();
                     let (session, _, _) = mem.raw("cp").unwrap();
                     Session::from_bytes(session, &LoadOptions::default(), None)
@@ -1302,5 +1398,55 @@ fn crash_points_tail_whole_and_delivery_order() {
             }
         }
         eprintln!("{total} operations, {tails} tail resumes");
+    });
+}
+
+/// A resume state whose todo mark does not point at a todo entry (a state
+/// file damaged or written by a buggy version) falls back to a whole load;
+/// it made `open` fail with CORRUPTED_DATA.
+#[test]
+fn a_resume_state_with_a_bad_todo_mark_falls_back_to_a_whole_load() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut rt = AgentRuntime::create(store.clone(), meta("bs"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        turn(&mut rt, "one", 11.0).await;
+        rt.handle(
+            Input::SetTodos {
+                todos: json!([{ "id": "t", "title": "w", "status": "pending" }]),
+            },
+            12.0,
+        )
+        .await
+        .unwrap();
+        turn(&mut rt, "two", 13.0).await;
+        rt.close().await.unwrap();
+        // The state as written, with its todo mark moved one byte in.
+        let lease = store.acquire("bs").await.unwrap();
+        let head = store.head(&lease).await.unwrap();
+        let mut st: Value = serde_json::from_slice(head.state.as_deref().unwrap()).unwrap();
+        let t = st["marks"]["todos"].clone();
+        assert!(t.is_array(), "a todo mark: {st}");
+        let (off, len) = (t[0].as_u64().unwrap(), t[1].as_u64().unwrap());
+        st["marks"]["todos"] = json!([off + 1, len - 1]);
+        store
+            .write(
+                &lease,
+                &WriteBatch {
+                    session_at: head.session_len,
+                    state: Some(serde_json::to_vec(&st).unwrap()),
+                    ..WriteBatch::default()
+                },
+            )
+            .await
+            .unwrap();
+        store.release(&lease).await.unwrap();
+        let mut rt = AgentRuntime::open(store.clone(), "bs", tools(), 2)
+            .await
+            .unwrap_or_else(|e| panic!("open: {e}"));
+        let todos = rt.query(&q("todos")).await.unwrap();
+        assert!(todos.contains("\"w\""), "{todos}");
+        rt.close().await.unwrap();
     });
 }
