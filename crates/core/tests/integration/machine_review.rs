@@ -1203,7 +1203,7 @@ fn crash_points_tail_whole_and_delivery_order() {
         ]
         .into();
         let mut rt = AgentRuntime::create(store, meta("cp"), tools(), 1, 10.0).await?;
-        let mut say = |rt_sent: &mut Vec<String>, t: &str| {
+        let say = |rt_sent: &mut Vec<String>, t: &str| {
             rt_sent.push(t.to_string());
             json!(t)
         };
