@@ -688,8 +688,14 @@ impl AgentMachine {
             }
         }
         self.emit(json!({ "type": "checkpoint_restored", "channel": "monitor", "checkpointId": cp.id, "entryId": cp.entry_id }))?;
-        self.set_breakpoint(Breakpoint::Ready)?;
-        self.set_state(AgentState::Ready)?;
+        if self.pending.is_empty() {
+            self.set_breakpoint(Breakpoint::Ready)?;
+            self.set_state(AgentState::Ready)?;
+        } else {
+            // A decision awaited at the checkpoint is awaited again.
+            self.set_breakpoint(Breakpoint::AwaitingApproval)?;
+            self.set_state(AgentState::Paused)?;
+        }
         self.flush();
         Ok(())
     }

@@ -1450,3 +1450,63 @@ fn a_resume_state_with_a_bad_todo_mark_falls_back_to_a_whole_load() {
         rt.close().await.unwrap();
     });
 }
+
+/// A restore to a checkpoint taken while a call waited for a decision: the
+/// agent waits for that decision again (PAUSED at AWAITING_APPROVAL, as a
+/// resume of the same session says), not READY with a pending decision.
+#[test]
+fn a_restore_to_a_pending_decision_is_paused_as_a_resume_says() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut rt = AgentRuntime::create(store.clone(), meta("rp"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        let s = send(&mut rt, "go", 11.0).await;
+        let t = model_ticket(&s).unwrap();
+        reply(&mut rt, t, calls(&[("c", "danger", json!({}))]), 12.0).await;
+        assert_eq!(rt.machine().pending(), ["c".to_string()]);
+        let cp = rt
+            .handle(
+                Input::Checkpoint {
+                    args: json!({ "executionId": "e", "stepName": "s", "stepIndex": 0 }),
+                },
+                13.0,
+            )
+            .await
+            .unwrap();
+        let cp: Value = serde_json::from_str(cp.reply.value.as_deref().unwrap()).unwrap();
+        let s = rt
+            .handle(
+                Input::Decide {
+                    call_id: "c".into(),
+                    allow: true,
+                    note: None,
+                },
+                14.0,
+            )
+            .await
+            .unwrap();
+        let (tt, _) = tool_ticket(&s).unwrap();
+        let s = rt
+            .handle(
+                Input::ToolDone {
+                    ticket: tt,
+                    outcome: ToolOutcome::Value { value: "1".into() },
+                },
+                15.0,
+            )
+            .await
+            .unwrap();
+        reply(&mut rt, model_ticket(&s).unwrap(), text("done"), 16.0).await;
+        rt.restore(cp["id"].as_str().unwrap(), 20.0).await.unwrap();
+        let live: Value = serde_json::from_str(&rt.query(&q("status")).await.unwrap()).unwrap();
+        rt.close().await.unwrap();
+        let mut rt = reopen(&store, "rp", 2).await;
+        let resumed: Value = serde_json::from_str(&rt.query(&q("status")).await.unwrap()).unwrap();
+        for k in ["state", "breakpoint", "pending"] {
+            assert_eq!(live[k], resumed[k], "{k}: live {live} / resumed {resumed}");
+        }
+        assert_eq!(resumed["state"], "PAUSED");
+        rt.close().await.unwrap();
+    });
+}
