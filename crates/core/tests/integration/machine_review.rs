@@ -1510,3 +1510,74 @@ fn a_restore_to_a_pending_decision_is_paused_as_a_resume_says() {
         rt.close().await.unwrap();
     });
 }
+
+/// A fork of an agent resumed from the tail: one create, the todo list as it
+/// is now, seqs continuing the parent's, a session that loads strictly and
+/// opens; a create that fails leaves no fork.
+#[test]
+fn a_fork_of_a_tail_resumed_agent() {
+    use forkpoint_core::storage::{Fault, FaultPlan, FaultStorage};
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut rt = AgentRuntime::create(store.clone(), meta("fp"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        turn(&mut rt, "one", 11.0).await;
+        rt.handle(
+            Input::Snapshot {
+                label: Some("s1".into()),
+            },
+            12.0,
+        )
+        .await
+        .unwrap();
+        rt.handle(
+            Input::SetTodos {
+                todos: json!([{ "id": "t", "title": "later", "status": "pending" }]),
+            },
+            13.0,
+        )
+        .await
+        .unwrap();
+        turn(&mut rt, "two", 14.0).await;
+        rt.close().await.unwrap();
+        let mut rt = reopen(&store, "fp", 2).await;
+        assert!(!rt.machine().is_whole());
+        let last = rt.machine().last_event().unwrap().seq;
+        // A create that fails: no fork, and the parent goes on.
+        let failing = FaultStorage::new(
+            store.clone(),
+            FaultPlan {
+                at: Some(1),
+                fault: Fault::Fail,
+            },
+        );
+        assert!(
+            rt.fork(&failing, Some("s1"), tools(), 3, 20.0)
+                .await
+                .is_err()
+        );
+        assert_eq!(store.list().await.unwrap().len(), 1);
+        let (mut f, _) = rt
+            .fork(store.clone(), Some("s1"), tools(), 3, 21.0)
+            .await
+            .unwrap();
+        let fid = f.lease().agent_id.clone();
+        assert!(f.query(&q("todos")).await.unwrap().contains("later"));
+        f.close().await.unwrap();
+        let (session, events, _) = store.raw(&fid).unwrap();
+        let s = Session::from_bytes(session, &LoadOptions::default(), None).unwrap();
+        assert!(!s.context_json(None, false).unwrap().contains("two"));
+        let first = forkpoint_core::events::parse_event_line(
+            String::from_utf8(events).unwrap().lines().next().unwrap(),
+            512,
+        )
+        .unwrap();
+        assert_eq!(first.seq, last + 1, "the fork's seqs continue the parent's");
+        turn(&mut rt, "three", 30.0).await;
+        rt.close().await.unwrap();
+        let mut f = reopen(&store, &fid, 4).await;
+        turn(&mut f, "in the fork", 40.0).await;
+        f.close().await.unwrap();
+    });
+}
