@@ -848,3 +848,27 @@ test('a provider that streams a bad piece or answers with a non-object: the call
   assert.equal((await agent.chat('three')).text, 'turn 3');
   await agent.close();
 });
+
+test('a tool error or a model answer with a lone surrogate: the call ends (failed) and the agent goes on', async () => {
+  const store = freshStore();
+  const toolRegistry = tools().register({ name: 'weird', description: 'throws odd text', inputSchema: { type: 'object' }, run: () => { throw new Error('bad \ud83d text'); } });
+  let turn = 0;
+  const model = {
+    provider: 'p',
+    model: 'm',
+    async complete() {
+      turn++;
+      if (turn === 1) return { content: [{ type: 'toolCall', id: 'w1', name: 'weird', arguments: {} }] };
+      if (turn === 2) return { content: [{ type: 'text', text: 'lone \udc00 surrogate' }] };
+      return { content: [{ type: 'text', text: `turn ${turn}` }] };
+    },
+  };
+  const agent = await Agent.create({ agentId: 'surrogates', model, tools: ['weird'] }, { store, toolRegistry });
+  await rejectsCode(agent.chat('go'), 'INVALID_INPUT');
+  const call = (await agent.toolCalls()).find((c) => c.id === 'w1');
+  assert.equal(call.state, 'FAILED');
+  const st = await agent.status();
+  assert.equal(st.state, 'READY');
+  assert.equal((await agent.chat('again')).text, 'turn 3');
+  await agent.close();
+});

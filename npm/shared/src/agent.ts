@@ -690,7 +690,16 @@ export class Agent {
       });
       answer = this.redact(m, { kind: 'assistantMessage' });
     }
-    await this.input({ kind: 'modelReply', ticket: c.ticket, reply: answer });
+    try {
+      await this.input({ kind: 'modelReply', ticket: c.ticket, reply: answer });
+    } catch (e) {
+      // Refused before the machine saw it (JSON it cannot read: a lone
+      // surrogate, too deep): the call ends as failed (a no-op if it did see it).
+      if (e instanceof ForkpointError && e.code === 'INVALID_INPUT') {
+        await this.input({ kind: 'modelError', ticket: c.ticket, message: `the model's answer cannot be stored: ${e.message}` });
+      }
+      throw e;
+    }
   }
 
   private async runTool(c: Extract<Cmd, { kind: 'runTool' }>): Promise<void> {
@@ -742,7 +751,13 @@ export class Agent {
     } else {
       outcome = { kind: 'error', message: String(this.redact(String((error as Error)?.message ?? error), { ...where, isError: true })) };
     }
-    await this.input({ kind: 'toolDone', ticket: c.ticket, outcome });
+    try {
+      await this.input({ kind: 'toolDone', ticket: c.ticket, outcome });
+    } catch (e) {
+      if (!(e instanceof ForkpointError) || e.code !== 'INVALID_INPUT') throw e;
+      // What the tool gave cannot be read back (a lone surrogate, too deep): the call fails with why.
+      await this.input({ kind: 'toolDone', ticket: c.ticket, outcome: { kind: 'error', message: `the tool's result cannot be stored: ${e.message}` } });
+    }
   }
 
   // -- events ----------------------------------------------------------------

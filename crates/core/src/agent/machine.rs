@@ -719,8 +719,14 @@ impl AgentMachine {
             }
         }
         self.emit(json!({ "type": "checkpoint_restored", "channel": "monitor", "checkpointId": cp.id, "entryId": cp.entry_id }))?;
-        self.set_breakpoint(Breakpoint::Ready)?;
-        self.set_state(AgentState::Ready)?;
+        if self.pending.is_empty() {
+            self.set_breakpoint(Breakpoint::Ready)?;
+            self.set_state(AgentState::Ready)?;
+        } else {
+            // A decision awaited at the checkpoint is awaited again.
+            self.set_breakpoint(Breakpoint::AwaitingApproval)?;
+            self.set_state(AgentState::Paused)?;
+        }
         self.flush();
         Ok(())
     }
@@ -766,9 +772,15 @@ impl AgentMachine {
                 if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
                     return Ok(Reply::default()); // interrupted: the answer is dropped
                 }
+                let steps = self.core.assistant_messages();
                 if let Err(e) = self.answer(&reply.to_string()) {
-                    // An answer that cannot be stored ends the call as a failed one.
-                    self.model_failed(&e.message)?;
+                    if self.core.assistant_messages() == steps {
+                        // Not stored: the model call failed.
+                        self.model_failed(&format!(
+                            "the model's answer cannot be stored: {}",
+                            e.message
+                        ))?;
+                    }
                     return Err(e);
                 }
                 self.advance()?;
@@ -906,6 +918,9 @@ impl AgentMachine {
             // at once while a call runs or a decision is awaited).
             self.advance()?;
         } else {
+            // Messages queued before (an interrupt or a crash stopped the turn
+            // that would have delivered them) go first, in the order sent.
+            self.deliver_queued()?;
             self.deliver(&queue_id, &text)?;
             self.advance()?;
         }
@@ -922,6 +937,20 @@ impl AgentMachine {
             self.messages.push(raw(&m)?);
         }
         Ok(())
+    }
+
+    /// Delivers the queued messages, oldest first; false when there were none.
+    fn deliver_queued(&mut self) -> Result<bool> {
+        let queued: Vec<Value> = self.core.queued().into_iter().cloned().collect();
+        for q in &queued {
+            let id = q["queueId"].as_str().unwrap_or_default().to_string();
+            let content = q
+                .get("content")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new()));
+            self.deliver(&id, &content.to_string())?;
+        }
+        Ok(!queued.is_empty())
     }
 
     fn needs_model(&self) -> bool {
@@ -949,19 +978,8 @@ impl AgentMachine {
                 }
                 continue;
             }
-            if !self.needs_model() {
-                let queued: Vec<Value> = self.core.queued().into_iter().cloned().collect();
-                if queued.is_empty() {
-                    break;
-                }
-                for q in queued {
-                    let id = q["queueId"].as_str().unwrap_or_default().to_string();
-                    let content = q
-                        .get("content")
-                        .cloned()
-                        .unwrap_or(Value::Array(Vec::new()));
-                    self.deliver(&id, &content.to_string())?;
-                }
+            if !self.needs_model() && !self.deliver_queued()? {
+                break;
             }
             self.call_model()?;
             return Ok(());
@@ -1017,12 +1035,20 @@ impl AgentMachine {
         };
         let content: Vec<Value> = match reply.get("content") {
             Some(Value::Array(a)) => a.clone(),
+            // A provider that answers with a string (OpenAI Chat style).
+            Some(Value::String(s)) => vec![json!({ "type": "text", "text": s })],
             _ => Vec::new(),
         };
+        // Call ids are unique within the answer: a result answers one call.
+        let mut seen = std::collections::HashSet::new();
         let content: Vec<Value> = content
             .into_iter()
             .map(|mut b| {
-                if b["type"] == "toolCall" && b["id"].as_str().is_none_or(|s| s.is_empty()) {
+                if b["type"] == "toolCall"
+                    && b["id"]
+                        .as_str()
+                        .is_none_or(|s| s.is_empty() || !seen.insert(s.to_string()))
+                {
                     let id = self.new_id("call");
                     if let Value::Object(o) = &mut b {
                         o.insert("id".into(), Value::String(id));
@@ -1048,11 +1074,13 @@ impl AgentMachine {
         answer.insert("stopReason".into(), json!("stop"));
         answer.insert("timestamp".into(), json!(now as i64));
         for (k, v) in reply {
-            if !v.is_null()
-                || !matches!(
-                    k.as_str(),
-                    "api" | "provider" | "model" | "usage" | "stopReason"
-                )
+            // An answer is the assistant's, whatever role the object names.
+            if k != "role"
+                && (!v.is_null()
+                    || !matches!(
+                        k.as_str(),
+                        "api" | "provider" | "model" | "usage" | "stopReason"
+                    ))
             {
                 answer.insert(k, v);
             }
@@ -1539,13 +1567,13 @@ impl AgentMachine {
         if e.starts_with("{\"type\":\"custom\",\"customType\":\"forkpoint.todos\"") {
             m.todos = Some((off, len));
         } else if e.starts_with("{\"type\":\"custom\",\"customType\":\"forkpoint.queued\"") {
-            if let Ok(v) = serde_json::from_str::<Value>(e)
+            if let Ok(v) = super::parse_json::<Value>(e, "entry")
                 && let Some(q) = v["data"]["queueId"].as_str()
             {
                 m.queued.push((q.to_string(), off, len));
             }
         } else if e.starts_with("{\"type\":\"message\",\"queueId\"")
-            && let Ok(v) = serde_json::from_str::<Value>(e)
+            && let Ok(v) = super::parse_json::<Value>(e, "entry")
             && let Some(q) = v["queueId"].as_str()
         {
             m.queued.retain(|x| x.0 != q);

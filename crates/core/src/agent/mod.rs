@@ -379,7 +379,9 @@ impl AgentCore {
     /// The marks a resume from the tail needs, found on the current path of
     /// `s` (whose line `i` starts at `s.entries()[i].offset + shift` in the
     /// real file, and whose path is preceded by `before`); `prior` gives what
-    /// lies before `s` (a tail's todos and queued messages).
+    /// lies before `s` (a tail's todos and queued messages). Without a
+    /// safe-fork-point yet, the marks have none (an empty `sfp_id`) but keep
+    /// the todo list and the queued messages, for the one that comes later.
     pub fn tail_marks(
         &self,
         s: &Session,
@@ -387,7 +389,7 @@ impl AgentCore {
         before: PathCounts,
         prior: Option<&TailMarks>,
     ) -> Option<TailMarks> {
-        let (_, sfp_id) = self.last_sfp()?;
+        let sfp_id = self.last_sfp().map(|(_, id)| id);
         let mut marks = TailMarks {
             todos: prior.and_then(|p| p.todos),
             queued: prior.map(|p| p.queued.clone()).unwrap_or_default(),
@@ -399,7 +401,7 @@ impl AgentCore {
             let e = &s.entries()[i as usize];
             let off = e.offset + shift;
             let text = s.entry_text(i);
-            if !found && *e.id == *sfp_id {
+            if !found && let Some(sfp_id) = sfp_id.filter(|s| *e.id == **s) {
                 marks.sfp_offset = off;
                 marks.sfp_id = sfp_id.to_string();
                 marks.before = counts;
@@ -429,7 +431,7 @@ impl AgentCore {
                 _ => {}
             }
         }
-        found.then_some(marks)
+        (found || sfp_id.is_none()).then_some(marks)
     }
 
     /// Checks an entry the way [`observe`](Self::observe) will read it (before it
@@ -605,14 +607,14 @@ impl AgentCore {
     }
 
     fn add_snapshot(&mut self, d: Option<&RawValue>) {
-        if let Some(Ok(s)) = d.map(|d| serde_json::from_str::<SnapshotInfo>(d.get())) {
+        if let Some(Ok(s)) = d.map(|d| parse_checked::<SnapshotInfo>(d.get(), "snapshot")) {
             self.snapshots.retain(|o| o.id != s.id);
             self.snapshots.push(s);
         }
     }
 
     fn add_checkpoint(&mut self, d: Option<&RawValue>) {
-        if let Some(Ok(c)) = d.map(|d| serde_json::from_str::<CheckpointInfo>(d.get())) {
+        if let Some(Ok(c)) = d.map(|d| parse_checked::<CheckpointInfo>(d.get(), "checkpoint")) {
             self.checkpoints.retain(|o| o.id != c.id);
             self.checkpoints.push(c);
         }

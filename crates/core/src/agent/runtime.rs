@@ -238,30 +238,32 @@ impl<S: AgentStorage> AgentRuntime<S> {
         if !starts_right || !one_branch {
             return Ok(None);
         }
+        // A pointed line that is not what it should be: load it whole.
         let line = |(off, n): (u64, u64)| async move {
             let b = store.read_session(id, off, off + n).await?;
-            String::from_utf8(b).map_err(|_| Error::corrupted("a resume mark points into a line"))
+            Ok::<_, Error>(
+                String::from_utf8(b)
+                    .ok()
+                    .and_then(|t| super::parse_json::<Value>(&t, "entry").ok().map(|v| (t, v))),
+            )
         };
         let todos = match state.marks.todos.filter(|t| t.0 < from) {
-            Some(t) => Some(line(t).await?),
+            Some(t) => match line(t).await? {
+                Some((text, v)) if v["customType"] == super::TODOS => Some(text),
+                _ => return Ok(None),
+            },
             None => None,
         };
         let mut queued = Vec::new();
         for (q, off, n) in state.marks.queued.iter().filter(|q| q.1 < from) {
-            let text = line((*off, *n)).await?;
-            let Ok(v) = super::parse_json::<Value>(&text, "queued message") else {
+            let Some((_, v)) = line((*off, *n)).await? else {
                 return Ok(None);
             };
-            if v["data"]["queueId"].as_str() != Some(q.as_str()) {
+            if v["customType"] != super::QUEUED || v["data"]["queueId"].as_str() != Some(q.as_str())
+            {
                 return Ok(None);
             }
             queued.push((q.clone(), v["data"].clone()));
-        }
-        if todos
-            .as_deref()
-            .is_some_and(|t| !t.contains("\"forkpoint.todos\""))
-        {
-            return Ok(None);
         }
         AgentMachine::from_tail(
             meta.clone(),
@@ -404,17 +406,34 @@ impl<S: AgentStorage> AgentRuntime<S> {
         self.ensure_whole().await?;
         let cp = self.machine_mut()?.begin_restore(id, now)?;
         let mut step = self.run(Reply::default()).await?;
+        // The leaf moved in the store: a machine that could not take in the
+        // restored path would go on with the old one, so it closes.
+        let more = match self.finish_restore(&cp, now).await {
+            Ok(more) => more,
+            Err(e) => {
+                if self.broken.borrow().is_none() {
+                    if let Ok(mut m) = self.machine_mut() {
+                        m.close();
+                    }
+                    *self.broken.borrow_mut() = Some(e.clone());
+                }
+                return Err(e);
+            }
+        };
+        step.events.extend(more.events);
+        step.commands.extend(more.commands);
+        Ok((cp, step))
+    }
+
+    async fn finish_restore(&self, cp: &CheckpointInfo, now: f64) -> Result<Step> {
         let len = self.machine_mut()?.session_len();
         let bytes = self
             .store
             .read_session(&self.lease.agent_id, 0, len)
             .await?;
         let session = load(bytes)?;
-        self.machine_mut()?.finish_restore(&session, &cp, now)?;
-        let more = self.run(Reply::default()).await?;
-        step.events.extend(more.events);
-        step.commands.extend(more.commands);
-        Ok((cp, step))
+        self.machine_mut()?.finish_restore(&session, cp, now)?;
+        self.run(Reply::default()).await
     }
 
     /// Creates a fork from snapshot `snapshot` (default: a new snapshot of the
@@ -481,8 +500,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
         )?;
         let child_todos = child_core.todos().map(|t| t.get().to_string());
         if let Some(t) = todos_now.filter(|t| Some(t) != child_todos.as_ref()) {
-            let list: Value =
-                serde_json::from_str(&t).map_err(|e| Error::internal(e.to_string()))?;
+            let list: Value = super::parse_json(&t, "todos")?;
             let (entry, current, previous) =
                 child_core.todos_entry(&list["todos"].to_string(), now)?;
             let mut w =

@@ -9,6 +9,7 @@ mod hardening;
 mod import;
 mod lazy_props;
 mod machine;
+mod machine_review;
 mod providers;
 mod storage;
 mod store;
