@@ -849,7 +849,7 @@ test('a provider that streams a bad piece or answers with a non-object: the call
   await agent.close();
 });
 
-test('a tool error or a model answer with a lone surrogate: the call ends (failed) and the agent goes on', async () => {
+test('a tool error or a model answer with a lone surrogate: stored with U+FFFD, the call ends, the agent goes on', async () => {
   const store = freshStore();
   const toolRegistry = tools().register({ name: 'weird', description: 'throws odd text', inputSchema: { type: 'object' }, run: () => { throw new Error('bad \ud83d text'); } });
   let turn = 0;
@@ -864,9 +864,11 @@ test('a tool error or a model answer with a lone surrogate: the call ends (faile
     },
   };
   const agent = await Agent.create({ agentId: 'surrogates', model, tools: ['weird'] }, { store, toolRegistry });
-  await rejectsCode(agent.chat('go'), 'INVALID_INPUT');
+  // Lone surrogates become U+FFFD: the text reaches the store and the model.
+  assert.equal((await agent.chat('go')).text, 'lone \ufffd surrogate');
   const call = (await agent.toolCalls()).find((c) => c.id === 'w1');
   assert.equal(call.state, 'FAILED');
+  assert.equal(call.result.error, 'bad \ufffd text');
   const st = await agent.status();
   assert.equal(st.state, 'READY');
   assert.equal((await agent.chat('again')).text, 'turn 3');

@@ -254,8 +254,7 @@ impl NativeAgent {
     pub fn input(&self, input_json: String) -> AsyncTask<Job<String>> {
         let rt = self.rt.clone();
         Job::new(move || {
-            let input: Input = forkpoint_core::agent::parse_json(&input_json, "agent input")
-                .map_err(|e| Error::invalid_input(e.message))?;
+            let input = Input::from_json(&input_json)?;
             let rt = lock(&rt)?;
             Ok(pollster::block_on(rt.handle(input, now()))?.to_json(false))
         })

@@ -500,8 +500,7 @@ impl NativeAgent {
     /// bookmark}`, JSON) once what it wrote is durable.
     pub fn input(&self, input_json: String) -> Promise {
         self.step(move |rt| async move {
-            let input: Input = forkpoint_core::agent::parse_json(&input_json, "agent input")
-                .map_err(|e| Error::invalid_input(e.message))?;
+            let input = Input::from_json(&input_json)?;
             let step = rt.handle(input, now()).await?;
             let json = step.to_json(false);
             Ok((step, json))

@@ -135,6 +135,71 @@ pub enum Input {
     Checkpoint { args: Value },
 }
 
+impl Input {
+    /// Reads an input as a driver sends it (JSON). Text JavaScript made may
+    /// hold lone surrogates (`"\ud83d"`), which JSON parsers refuse: each
+    /// becomes U+FFFD, so a tool's or a model's odd text still reaches the
+    /// machine. Nesting is checked as the session writer takes it (512).
+    pub fn from_json(text: &str) -> Result<Input> {
+        let text = well_formed(text);
+        super::parse_json(&text, "agent input").map_err(|e| Error::invalid_input(e.message))
+    }
+}
+
+/// `text` with every `\uXXXX` escape of a lone surrogate replaced by `\ufffd`.
+fn well_formed(text: &str) -> std::borrow::Cow<'_, str> {
+    let b = text.as_bytes();
+    let hex = |i: usize| -> Option<u16> {
+        let h = text.get(i..i + 4)?;
+        u16::from_str_radix(h, 16).ok()
+    };
+    let unit_at = |i: usize| -> Option<u16> {
+        (b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u'))
+            .then(|| hex(i + 2))
+            .flatten()
+    };
+    let mut out: Option<String> = None;
+    let (mut i, mut copied, mut in_string) = (0, 0, false);
+    while i < b.len() {
+        match b[i] {
+            b'"' => in_string = !in_string,
+            b'\\' if in_string => {
+                if let Some(u) = unit_at(i) {
+                    let lone = match u {
+                        0xD800..=0xDBFF => {
+                            !unit_at(i + 6).is_some_and(|l| (0xDC00..=0xDFFF).contains(&l))
+                        }
+                        0xDC00..=0xDFFF => true,
+                        _ => false,
+                    };
+                    if lone {
+                        let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                        o.push_str(&text[copied..i]);
+                        o.push_str("\\ufffd");
+                        copied = i + 6;
+                    } else if (0xD800..=0xDBFF).contains(&u) {
+                        i += 12; // the pair
+                        continue;
+                    }
+                    i += 6;
+                    continue;
+                }
+                i += 2; // any other escape
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    match out {
+        Some(mut o) => {
+            o.push_str(&text[copied..]);
+            std::borrow::Cow::Owned(o)
+        }
+        None => std::borrow::Cow::Borrowed(text),
+    }
+}
+
 /// A request to the model.
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
