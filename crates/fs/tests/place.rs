@@ -221,7 +221,15 @@ fn a_writer_that_locks_a_replaced_file_sees_it_and_goes_to_the_new_one() {
     let tmp = temp_path(&dst, "tmp");
     fs::write(&tmp, fs::read(&dst).unwrap()).unwrap();
     commit_new_file(&dst, &tmp, true).unwrap();
-    lock(&writers_open, &dst, ErrorCode::SessionLocked, "locked").unwrap();
+    // Other tests of this binary spawn processes: a child forked while
+    // `commit_new_file` held the old file's lock holds it until its exec, so
+    // the lock may take a moment to be free.
+    let mut tries = 0;
+    while let Err(e) = lock(&writers_open, &dst, ErrorCode::SessionLocked, "locked") {
+        tries += 1;
+        assert!(tries < 200, "{e}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert!(!names_inode(&writers_open, &dst).unwrap());
     drop(writers_open);
     let f = open_locked(&dst).unwrap();
