@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds what the benchmark runs (Node addon, wasm, native
 # example), then runs bench/bench.mjs (sessions), bench/events.mjs (event logs) and
-# bench/agent.mjs (a 1,000-step agent), bench/normalize.mjs (provider conversion) and
-# bench/store.mjs (IndexedDB sessions in Chromium).
+# bench/agent.mjs (a 1,000-step agent), bench/normalize.mjs (provider conversion),
+# bench/store.mjs (IndexedDB sessions in Chromium) and bench/agent-browser.mjs
+# (the 1,000-step agent on IndexedDB in Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -12,3 +13,4 @@ node bench/events.mjs
 node bench/agent.mjs
 node bench/normalize.mjs
 node bench/store.mjs
+node bench/agent-browser.mjs
