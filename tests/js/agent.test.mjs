@@ -1,8 +1,8 @@
 // The durable Agent (Node): the semantics of the issue, each with a test.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -874,3 +874,36 @@ test('a tool error or a model answer with a lone surrogate: stored with U+FFFD, 
   assert.equal((await agent.chat('again')).text, 'turn 3');
   await agent.close();
 });
+
+test('a lying, torn, FIFO or /dev/zero state.json never hangs or misleads a resume: it falls back to the whole session', async () => {
+  const store = freshStore();
+  const deps = { store, toolRegistry: tools() };
+  const a = await Agent.create({ agentId: 'st', model: new ScriptedProvider([{ text: 'a' }]) }, deps);
+  await a.chat('hi');
+  await a.close();
+  const st = join(store.dir, 'st', 'state.json');
+  const cases = [
+    ['fifo', () => execFileSync('mkfifo', [st])],
+    ['/dev/zero', () => symlinkSync('/dev/zero', st)],
+    ['lying offsets', () => writeFileSync(st, JSON.stringify({ v: 1, sessionLen: 1e8, marks: { sfpOffset: 5, sfpId: 'zz', before: { messages: 1, users: 1, assistants: 0 }, todos: [1, 999999], queued: [] } }))],
+    ['torn', () => writeFileSync(st, '{"v":1,"sessionLen":10')],
+  ];
+  let expected = 2;
+  for (const [name, make] of cases) {
+    rmSync(st, { force: true });
+    make();
+    const b = await Agent.resume('st', { model: new ScriptedProvider([{ text: 'b' }]) }, deps, { strategy: 'crash' });
+    assert.equal((await b.info()).messageCount, expected, name);
+    assert.equal((await b.chat('again')).text, 'b', name);
+    expected += 2;
+    await b.close();
+  }
+  assert.equal(readlinkOr(st), null, 'the state file was replaced, not written through a link');
+});
+const readlinkOr = (p) => {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return null;
+  }
+};
