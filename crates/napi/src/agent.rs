@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use forkpoint_core::agent::machine::{Input, Query, ResumeStrategy, ToolSpec};
+use forkpoint_core::agent::machine::{Input, Query, ToolSpec};
 use forkpoint_core::agent::meta::{AgentMeta, MetaChanges};
 use forkpoint_core::agent::runtime::AgentRuntime;
 use forkpoint_core::storage::AgentStorage;
@@ -143,19 +143,7 @@ fn lock(rt: &Mutex<Runtime>) -> forkpoint_core::Result<MutexGuard<'_, Runtime>> 
 }
 
 fn tools_of(json: &str) -> forkpoint_core::Result<Vec<ToolSpec>> {
-    parse("tools", json)
-}
-
-/// Options of `open`.
-#[derive(serde::Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct OpenOpts {
-    #[serde(default)]
-    strategy: ResumeStrategy,
-    #[serde(default)]
-    changes: Option<MetaChanges>,
-    #[serde(default)]
-    auto_run: bool,
+    ToolSpec::list_from_json(json)
 }
 
 fn agent(store: &Arc<FileStorage>, rt: Runtime) -> NativeAgent {
@@ -219,15 +207,8 @@ impl NativeAgent {
     pub fn resume(&self, opts_json: String) -> AsyncTask<Job<String>> {
         let rt = self.rt.clone();
         Job::new(move || {
-            let o: OpenOpts = parse("resume options", &opts_json)?;
             let rt = lock(&rt)?;
-            let (step, opened) =
-                pollster::block_on(rt.resume(o.strategy, o.changes.as_ref(), o.auto_run, now()))?;
-            Ok(format!(
-                "{{\"opened\":{},\"step\":{}}}",
-                to_json(&opened)?,
-                step.to_json(false)
-            ))
+            Ok(pollster::block_on(rt.resume_json(&opts_json, now()))?.1)
         })
     }
 

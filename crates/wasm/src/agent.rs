@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use forkpoint_core::agent::machine::{Input, Query, ResumeStrategy, ToolSpec};
+use forkpoint_core::agent::machine::{Input, Query, ToolSpec};
 use forkpoint_core::agent::meta::{AgentMeta, MetaChanges};
 use forkpoint_core::agent::runtime::{AgentRuntime, Step};
 use forkpoint_core::eventlog::{Hub, RING_BYTES, RING_EVENTS, ReadOut, Since, seq_arg};
@@ -39,7 +39,7 @@ fn parse<'a, T: serde::Deserialize<'a>>(what: &str, text: &'a str) -> Result<T> 
 }
 
 fn tools_of(json: &str) -> Result<Vec<ToolSpec>> {
-    parse("tools", json)
+    ToolSpec::list_from_json(json)
 }
 
 fn now() -> f64 {
@@ -381,18 +381,6 @@ pub struct NativeAgent {
     id: String,
 }
 
-/// Options of `resume`.
-#[derive(serde::Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct OpenOpts {
-    #[serde(default)]
-    strategy: ResumeStrategy,
-    #[serde(default)]
-    changes: Option<MetaChanges>,
-    #[serde(default)]
-    auto_run: bool,
-}
-
 fn agent(store: &Rc<IdbAgentStorage>, rt: Runtime) -> NativeAgent {
     let id = rt.lease().agent_id.clone();
     let last = rt.with_machine(|m| m.last_event()).ok().flatten();
@@ -453,15 +441,11 @@ impl NativeAgent {
         future_to_promise(async move {
             validate_id(&id, "agent").map_err(jerr)?;
             let tools = tools_of(&tools_json).map_err(jerr)?;
-            let rt = Runtime::open(store.clone(), &id, tools, seed())
+            // The page's queries are synchronous and IndexedDB is not: the
+            // whole session is loaded now, not on a query's first need.
+            let rt = Runtime::open_whole(store.clone(), &id, tools, seed())
                 .await
                 .map_err(jerr)?;
-            // The page's queries are synchronous and IndexedDB is not: the
-            // whole session is loaded here, not on a query's first need.
-            if let Err(e) = rt.ensure_whole().await {
-                let _ = rt.close().await;
-                return Err(jerr(e));
-            }
             Ok(agent(&store, rt).into())
         })
     }
@@ -469,18 +453,7 @@ impl NativeAgent {
     /// Resumes an opened agent (`opts`: `{strategy, changes, autoRun}`, JSON);
     /// resolves to `{opened, step}` (JSON).
     pub fn resume(&self, opts_json: String) -> Promise {
-        self.step(move |rt| async move {
-            let o: OpenOpts = parse("resume options", &opts_json)?;
-            let (step, opened) = rt
-                .resume(o.strategy, o.changes.as_ref(), o.auto_run, now())
-                .await?;
-            let json = format!(
-                "{{\"opened\":{},\"step\":{}}}",
-                to_json_text(&opened)?,
-                step.to_json(false)
-            );
-            Ok((step, json))
-        })
+        self.step(move |rt| async move { rt.resume_json(&opts_json, now()).await })
     }
 
     /// The agent's id.

@@ -590,3 +590,51 @@ impl Step {
         out
     }
 }
+
+/// `resume`'s options as a binding passes them (JSON `{strategy, changes, autoRun}`).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeOptions {
+    #[serde(default)]
+    pub strategy: ResumeStrategy,
+    #[serde(default)]
+    pub changes: Option<MetaChanges>,
+    #[serde(default)]
+    pub auto_run: bool,
+}
+
+impl<S: AgentStorage> AgentRuntime<S> {
+    /// [`resume`](Self::resume) with its options as JSON; answers
+    /// `{opened, step}` (JSON), as both bindings return it.
+    pub async fn resume_json(&self, opts_json: &str, now: f64) -> Result<(Step, String)> {
+        let o: ResumeOptions = serde_json::from_str(opts_json)
+            .map_err(|e| Error::invalid_input(format!("resume options: {e}")))?;
+        let (step, opened) = self
+            .resume(o.strategy, o.changes.as_ref(), o.auto_run, now)
+            .await?;
+        let json = format!(
+            "{{\"opened\":{},\"step\":{}}}",
+            crate::types::to_json_text(&opened)?,
+            step.to_json(false)
+        );
+        Ok((step, json))
+    }
+
+    /// [`open`](Self::open), then the whole session loaded at once (for a
+    /// binding whose queries cannot wait for the store: the browser's).
+    pub async fn open_whole(store: S, id: &str, tools: Vec<ToolSpec>, seed: u64) -> Result<Self> {
+        let rt = Self::open(store, id, tools, seed).await?;
+        if let Err(e) = rt.ensure_whole().await {
+            let _ = rt.close().await;
+            return Err(e);
+        }
+        Ok(rt)
+    }
+}
+
+impl ToolSpec {
+    /// The tools a driver can run, from their JSON (`ToolSpec[]`).
+    pub fn list_from_json(json: &str) -> Result<Vec<ToolSpec>> {
+        serde_json::from_str(json).map_err(|e| Error::invalid_input(format!("tools: {e}")))
+    }
+}
