@@ -302,7 +302,7 @@ export async function startProviderServer({ provider, script = [], requireKey, o
       rec.status = 0;
       return gone(res);
     }
-    if (item.error !== undefined) {
+    if (typeof item.error === 'number') {
       const e = httpError(provider, item.error, { requestId, ...item });
       return answer({ ...e, headers: { ...e.headers, ...(item.headers ?? {}) } });
     }
@@ -362,6 +362,7 @@ export async function startProviderServer({ provider, script = [], requireKey, o
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((err) => {
+      if (process.env.FKP_SERVER_DEBUG) console.error(err);
       res.destroy(err);
     });
   });
