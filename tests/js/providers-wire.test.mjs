@@ -429,3 +429,17 @@ test('script: times repeats an item, a function chooses per request, exhaustion 
     assert.equal(reassemble('openai', parseSse(await (await fetchStream(srv)).text())).text, 'model-x#1');
   });
 });
+
+test('spawnProviderServer: the same server in a child process, its requests fetched over IPC', async () => {
+  const { spawnProviderServer } = await import('./providers/spawn.mjs');
+  const srv = await spawnProviderServer({ provider: 'anthropic', script: [{ turn: { text: 'from a child' }, times: 2 }] });
+  try {
+    assert.notEqual(srv.pid, process.pid);
+    assert.equal(reassemble('anthropic', parseSse(await (await fetchStream(srv)).text())).text, 'from a child');
+    const reqs = await srv.requests();
+    assert.deepEqual(reqs.map((r) => [r.path, r.outcome, r.auth.scheme]), [['/v1/messages', 'complete', 'x-api-key']]);
+  } finally {
+    await srv.close();
+  }
+  await assert.rejects(fetchStream(srv), { name: 'TypeError' }, 'closed: the port no longer answers');
+});
