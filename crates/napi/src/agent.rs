@@ -53,7 +53,9 @@ type JobFn<T> = Box<dyn FnOnce() -> forkpoint_core::Result<T> + Send>;
 pub struct Job<T>(Option<JobFn<T>>);
 
 impl<T> Job<T> {
-    fn new(f: impl FnOnce() -> forkpoint_core::Result<T> + Send + 'static) -> AsyncTask<Job<T>>
+    pub(crate) fn new(
+        f: impl FnOnce() -> forkpoint_core::Result<T> + Send + 'static,
+    ) -> AsyncTask<Job<T>>
     where
         Job<T>: Task,
     {
