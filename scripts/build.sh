@@ -15,6 +15,13 @@ log "napi addon (release)"
 (cd npm/forkpoint && napi build --platform --release --manifest-path ../../crates/napi/Cargo.toml \
   --output-dir native --js index.js --dts index.d.ts)
 
+# For the tests only (not in the package): the storage contract suite over
+# FileStorage, exported as runStorageContract (a debug build: it compiles fast).
+log "napi addon with the storage contract (tests)"
+rm -rf tests/native-contract
+(cd npm/forkpoint && napi build --platform --manifest-path ../../crates/napi/Cargo.toml --features contract \
+  --output-dir ../../tests/native-contract --no-js --dts index.d.ts)
+
 if [ "$node_only" = 1 ]; then
   log "TypeScript layers (Node)"
   npm run build --silent -w @forkpoint/shared

@@ -17,7 +17,7 @@ step() {
 }
 
 step "rustfmt" cargo fmt --all --check
-step "clippy" cargo clippy --quiet --workspace --all-targets -- -D warnings
+step "clippy" cargo clippy --quiet --workspace --all-targets --features forkpoint-napi/contract -- -D warnings
 step "clippy (wasm32)" cargo clippy --quiet -p forkpoint-wasm --target wasm32-unknown-unknown -- -D warnings
 step "Rust tests" cargo test --quiet --workspace
 step "build" bash scripts/build.sh

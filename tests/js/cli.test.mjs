@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,6 +69,26 @@ test('list, show and events on a crashed agent; errors carry their code', async 
   assert.match(s2.out, /SEALED/);
   assert.match(run(store.dir, 'fork', 'crashed').err, /AGENT_LOCKED/);
   await a.close();
+});
+
+test('show on the store the 0.1.0 Node Agent wrote (read without a lease, nothing written)', () => {
+  const fixture = fileURLToPath(new URL('../fixtures/agent-store-0.1.0-node/store/', import.meta.url));
+  const dir = mkdtempSync(join(tmpdir(), 'fp-cli-old-'));
+  cpSync(fixture, dir, { recursive: true });
+  const before = readFileSync(join(dir, 'crashed-bot', 'events.jsonl'));
+  const s = run(dir, 'show', 'crashed-bot');
+  assert.equal(s.code, 0, s.err);
+  assert.match(s.out, /breakpoint {2}TOOL_EXECUTING/);
+  assert.match(s.out, /call_slow_1 slow EXECUTING/);
+  const j = JSON.parse(run(dir, 'show', 'fixture-bot', '--json').out);
+  assert.equal(j.breakpoint, 'AWAITING_APPROVAL');
+  assert.deepEqual(j.openCalls.map((c) => [c.id, c.state]), [['call_danger_1', 'APPROVAL_REQUIRED']]);
+  assert.deepEqual(j.toolCalls.map((c) => [c.id, c.state]), [['call_echo_1', 'COMPLETED'], ['call_danger_1', 'APPROVAL_REQUIRED']]);
+  assert.equal(j.checkpoints[0].checkpoints[0].id, 'ckpt-run-1-1');
+  assert.ok(j.snapshots.some((x) => x.id === 'after-echo'));
+  assert.equal(j.lastBookmark.seq, JSON.parse(readFileSync(join(dir, 'fixture-bot', 'events.jsonl'), 'utf8').trim().split('\n').at(-1)).seq);
+  assert.ok(j.tree.length >= 1);
+  assert.deepEqual(readFileSync(join(dir, 'crashed-bot', 'events.jsonl')), before);
 });
 
 test('checkpoint (rewind, restore): --json lists grouped, --select restores for real, the prompt offers (current) first', async () => {

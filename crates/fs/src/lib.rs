@@ -6,10 +6,10 @@
 //! (temporary file, fsync, rename, fsync of the directory).
 #![forbid(unsafe_code)]
 
-pub mod agent;
 pub mod commit;
 pub mod events;
 pub mod incremental;
+pub mod inspect;
 pub mod io;
 pub mod lazy;
 pub mod list;
@@ -21,5 +21,5 @@ pub mod writer;
 pub use io::{io_error, read_session};
 pub use lazy::load_lazy;
 pub use list::{list_sessions, list_sessions_with};
-pub use storage::FileStorage;
+pub use storage::{FileStorage, validate_id};
 pub use writer::FileWriter;

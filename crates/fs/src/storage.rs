@@ -33,7 +33,6 @@ use forkpoint_core::load::{is_blank, is_torn_final_line};
 use forkpoint_core::storage::{AgentHead, AgentStorage, Lease, Listed, WriteBatch};
 use forkpoint_core::{Durability, Error, ErrorCode, EventLogOptions, LoadOptions, Result};
 
-use crate::agent::validate_id;
 use crate::events::FileEventLog;
 use crate::io::{
     check_regular, complete_last_line, cut_tail, io_error, nonblocking, open_error, open_regular,
@@ -45,6 +44,13 @@ const META: &str = "meta.json";
 const SESSION: &str = "session.jsonl";
 const EVENTS: &str = "events.jsonl";
 const LOCK: &str = "LOCK";
+
+/// Checks an agent id: `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`, no `..`, not a
+/// reserved device name (`INVALID_ID`). Ids become directory names, so nothing
+/// else passes.
+pub fn validate_id(id: &str) -> Result<()> {
+    forkpoint_core::store::validate_id(id, "agent")
+}
 
 /// Longest `LOCK` text read.
 const LOCK_TEXT_MAX: u64 = 4096;
@@ -305,6 +311,14 @@ impl FileStorage {
     pub fn events(&self, id: &str) -> Option<Arc<FileEventLog>> {
         let st = self.state().ok()?;
         st.held.get(id).map(|h| h.events.clone())
+    }
+
+    /// The `meta.json` text of agent `id`, read without its lease (the file is
+    /// replaced atomically, so it is always whole): `INVALID_ID`,
+    /// `AGENT_NOT_FOUND`, `INVALID_INPUT` when it is not a regular file.
+    pub fn read_meta(&self, id: &str) -> Result<Vec<u8>> {
+        let dir = self.existing(id)?;
+        read_optional(&dir.join(META), "meta.json")?.ok_or_else(|| not_found(id, &self.root))
     }
 
     fn state(&self) -> Result<MutexGuard<'_, State>> {

@@ -75,18 +75,6 @@ impl FileWriter {
         now_ms: i64,
         seed: u64,
     ) -> Result<(FileWriter, WriterOpenReport)> {
-        Self::open_with(path, opts, now_ms, seed, |_| Ok(()))
-    }
-
-    /// [`open`](Self::open), showing `inspect` the session as repaired, before
-    /// the writer takes it over (the agent builds its state from it: one read).
-    pub fn open_with(
-        path: &Path,
-        opts: &WriterOptions,
-        now_ms: i64,
-        seed: u64,
-        inspect: impl FnOnce(&Session) -> Result<()>,
-    ) -> Result<(FileWriter, WriterOpenReport)> {
         let p = path.display().to_string();
         if opts.durability == forkpoint_core::Durability::Memory {
             return Err(Error::invalid_input(
@@ -233,7 +221,6 @@ impl FileWriter {
             // guess where the next line starts.
             return Err(Error::corrupted("the gzip session ends inside a line").with_path(p));
         }
-        inspect(&session)?;
         let core = WriterCore::from_session(session, content_len, seed, &load)?;
         report.leaf_id = core.leaf_id().map(str::to_string);
         report.entry_count = core.entry_count();

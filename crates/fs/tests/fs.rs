@@ -487,39 +487,50 @@ fn files_that_cannot_be_appended_to_are_left_untouched() {
 }
 
 /// `meta.json` on disk holds none of the credentials of issue 12 (item 8):
-/// neither when the agent is created nor when its configuration is replaced,
-/// and what the store hands back is what it wrote.
+/// neither when the agent is created nor when its configuration is changed
+/// (the agent runtime over `FileStorage`), and what the store hands back is
+/// what it wrote.
 #[test]
 fn agent_meta_on_disk_holds_no_credentials() {
-    use forkpoint_fs::agent::AgentFiles;
+    use forkpoint_core::agent::meta::{AgentMeta, MetaChanges};
+    use forkpoint_core::agent::runtime::AgentRuntime;
+    use forkpoint_core::storage::AgentStorage;
+    use forkpoint_fs::FileStorage;
+    use pollster::block_on;
     use serde_json::json;
 
     const KEY: &str = "sk-proj-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789";
     const ANT: &str = "sk-ant-api03-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789";
     const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlMTIz";
-    let secret_meta = || {
+    let secret_metadata = || {
         json!({
-            "model": { "provider": "openai", "model": "gpt-4o", "apiKey": "plain-1" },
-            "cwd": "/home/user/project",
-            "metadata": {
-                "private_key": "plain-2", "privateKey": "plain-3", "OPENAI_KEY": "plain-4", "key": "plain-5",
-                "bearer": "plain-6", "cookie": "plain-7", "passwd": "plain-8", "pwd": "plain-9", "pat": "plain-10",
-                "tokens": { "access": "plain-11" }, "ＡＰＩ＿ＫＥＹ": "plain-12", "Api-Key": "plain-13", "APIKEY": "plain-14",
-                "headers": [["Authorization", format!("Bearer {KEY}")], ["X-Api-Key", "plain-15"]],
-                "proxy": "https://user:plain-16@proxy.example.com",
-                "note": format!("keys {ANT} and {JWT}"),
-                "maxTokens": 4096, "max_output_tokens": 1024, "tokenCount": 3, "tokensUsed": 4,
-            }
+            "private_key": "plain-2", "privateKey": "plain-3", "OPENAI_KEY": "plain-4", "key": "plain-5",
+            "bearer": "plain-6", "cookie": "plain-7", "passwd": "plain-8", "pwd": "plain-9", "pat": "plain-10",
+            "tokens": { "access": "plain-11" }, "ＡＰＩ＿ＫＥＹ": "plain-12", "Api-Key": "plain-13", "APIKEY": "plain-14",
+            "headers": [["Authorization", format!("Bearer {KEY}")], ["X-Api-Key", "plain-15"]],
+            "proxy": "https://user:plain-16@proxy.example.com",
+            "note": format!("keys {ANT} and {JWT}"),
+            "maxTokens": 4096, "max_output_tokens": 1024, "tokenCount": 3, "tokensUsed": 4,
         })
     };
+    let secret_meta = |id: &str| -> AgentMeta {
+        serde_json::from_value(json!({
+            "agentId": id,
+            "model": { "provider": "openai", "model": "gpt-4o", "apiKey": "plain-1" },
+            "cwd": "/home/user/project",
+            "apiKey": "plain-17",
+            "metadata": secret_metadata(),
+        }))
+        .unwrap()
+    };
     let dir = tempfile::tempdir().unwrap();
-    let check = |id: &str, meta: &serde_json::Value| {
+    let store = std::sync::Arc::new(FileStorage::new(dir.path()));
+    let check = |id: &str| {
         let text = std::fs::read_to_string(dir.path().join(id).join("meta.json")).unwrap();
         for s in [KEY, ANT, JWT, "plain-"] {
             assert!(!text.contains(s), "meta.json holds {s}: {text}");
         }
         let disk: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(&disk, meta, "the store hands back what it wrote");
         let m = &disk["metadata"];
         assert_eq!(
             m["headers"],
@@ -540,16 +551,66 @@ fn agent_meta_on_disk_holds_no_credentials() {
             json!({ "provider": "openai", "model": "gpt-4o" })
         );
         assert_eq!(disk["cwd"], "/home/user/project");
+        // What the store hands back is what it wrote: listed, and the meta an
+        // agent opened from it holds.
+        let listed = block_on(store.list()).unwrap();
+        let l = listed.iter().find(|l| l.id == id).unwrap();
+        assert_eq!(l.meta.as_ref().unwrap(), text.as_bytes());
+        disk
     };
-    let (agent, opened) = AgentFiles::create(dir.path(), "a", secret_meta()).unwrap();
-    check("a", &opened.meta);
-    agent.set_meta(secret_meta()).unwrap();
-    check("a", &agent.meta().unwrap());
-    agent.close().unwrap();
+    let rt = block_on(AgentRuntime::create(
+        store.clone(),
+        secret_meta("a"),
+        vec![],
+        1,
+        1e12,
+    ))
+    .unwrap();
+    check("a");
+    let changes = MetaChanges {
+        model: Some(
+            serde_json::from_value(
+                json!({ "provider": "openai", "model": "gpt-4o-mini", "apiKey": "plain-18" }),
+            )
+            .unwrap(),
+        ),
+        metadata: Some(serde_json::from_value(json!({ "more": secret_metadata() })).unwrap()),
+        ..MetaChanges::default()
+    };
+    block_on(rt.change_meta(&changes, 1e12 + 1.0)).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("a").join("meta.json")).unwrap();
+    assert!(
+        text.contains("gpt-4o-mini"),
+        "the change is on disk: {text}"
+    );
+    for s in [KEY, ANT, JWT, "plain-"] {
+        assert!(
+            !text.contains(s),
+            "meta.json holds {s} after a change: {text}"
+        );
+    }
+    block_on(rt.close()).unwrap();
+    let rt = block_on(AgentRuntime::open(store.clone(), "a", vec![], 2)).unwrap();
+    let q =
+        block_on(rt.query(&serde_json::from_value(json!({ "kind": "meta" })).unwrap())).unwrap();
+    let opened: serde_json::Value = serde_json::from_str(&q).unwrap();
+    let disk: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        opened, disk,
+        "an agent opened from the store holds what it wrote"
+    );
+    block_on(rt.close()).unwrap();
     // An id shaped like a key is a directory name already: meta.json keeps it and reopens.
     let id = "AKIAIOSFODNN7EXAMPLE";
-    let (agent, opened) = AgentFiles::create(dir.path(), id, json!({ "lineage": [id] })).unwrap();
-    assert_eq!(opened.meta, json!({ "agentId": id, "lineage": [id] }));
-    agent.close().unwrap();
-    AgentFiles::open(dir.path(), id).unwrap().0.close().unwrap();
+    let mut meta = secret_meta(id);
+    meta.lineage = vec![id.to_string()];
+    let rt = block_on(AgentRuntime::create(store.clone(), meta, vec![], 1, 1e12)).unwrap();
+    let disk = check(id);
+    assert_eq!(
+        (&disk["agentId"], &disk["lineage"]),
+        (&json!(id), &json!([id]))
+    );
+    block_on(rt.close()).unwrap();
+    let rt = block_on(AgentRuntime::open(store.clone(), id, vec![], 2)).unwrap();
+    block_on(rt.close()).unwrap();
 }

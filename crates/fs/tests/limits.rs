@@ -383,27 +383,45 @@ fn devices_are_refused() {
 
 #[test]
 fn a_special_meta_json_or_lock_does_not_block_the_agent_store() {
+    use forkpoint_core::storage::contract::Expect;
+    use forkpoint_core::storage::{AgentStorage, listed_json};
+    use forkpoint_fs::FileStorage;
+    use pollster::block_on;
+
     let root = tempfile::tempdir().unwrap();
     let agent = root.path().join("a1");
     std::fs::create_dir(&agent).unwrap();
     mkfifo(&agent.join("meta.json"));
     let r = root.path().to_path_buf();
-    let e = promptly("inspect", move || forkpoint_fs::agent::inspect(&r, "a1")).unwrap_err();
+    let e = promptly("inspect", move || {
+        block_on(forkpoint_fs::inspect::inspect(&FileStorage::new(r), "a1"))
+    })
+    .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidInput, "{e}");
     let r = root.path().to_path_buf();
-    let list = promptly("agent list", move || forkpoint_fs::agent::list(&r)).unwrap();
+    let e = promptly("read_meta", move || FileStorage::new(r).read_meta("a1")).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidInput, "{e}");
+    let r = root.path().to_path_buf();
+    let list = promptly("agent list", move || {
+        listed_json(block_on(FileStorage::new(r).list()).unwrap())
+    })
+    .unwrap();
+    let list: Vec<serde_json::Value> = serde_json::from_str(&list).unwrap();
     assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["agentId"], "a1");
     assert_eq!(list[0]["corrupted"], true);
     // A FIFO as the lock file.
-    let (files, _) =
-        forkpoint_fs::agent::AgentFiles::create(root.path(), "a2", serde_json::json!({})).unwrap();
-    drop(files);
+    let s = FileStorage::new(root.path());
+    let (_, init) = Expect::new("a2");
+    let lease = block_on(s.create("a2", &init)).unwrap();
+    block_on(s.release(&lease)).unwrap();
+    drop(s);
     let lock = root.path().join("a2").join("LOCK");
     std::fs::remove_file(&lock).unwrap();
     mkfifo(&lock);
     let r = root.path().to_path_buf();
-    let e = promptly("agent open", move || {
-        forkpoint_fs::agent::AgentFiles::open(&r, "a2").map(|_| ())
+    let e = promptly("agent acquire", move || {
+        block_on(FileStorage::new(r).acquire("a2")).map(|_| ())
     })
     .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidInput, "{e}");

@@ -12,7 +12,6 @@ use forkpoint_core::events::{EventFilter, parse_event_line};
 use forkpoint_core::storage::contract::{self, Backend, Expect, entry_line, event_line};
 use forkpoint_core::storage::{AgentStorage, Lease, WriteBatch};
 use forkpoint_fs::FileStorage;
-use forkpoint_fs::agent::AgentFiles;
 use pollster::block_on;
 use serde_json::{Value, json};
 
@@ -505,82 +504,40 @@ fn fixture_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/agent-store-0.1.0")
 }
 
-/// Writes an agent store with 0.1.0's agent code (`AgentFiles`), as the
-/// Node agent drives it: meta.json, session entries, a snapshot, events.
-fn write_with_0_1_0(root: &Path, id: &str) {
-    let meta = json!({
-        "agentId": id,
-        "templateId": null,
-        "createdAt": "2026-03-01T10:00:00.000Z",
-        "updatedAt": "2026-03-01T10:00:00.000Z",
-        "lineage": [],
-        "configVersion": "forkpoint-1",
-        "model": { "provider": "anthropic", "model": "claude-sonnet-4-5", "api": "anthropic-messages" },
-        "tools": [],
-        "permission": { "mode": "auto" },
-        "systemPrompt": "You are terse.",
-        "metadata": { "project": "demo" },
-    });
-    let (agent, _) = AgentFiles::create(root, id, meta).unwrap();
-    let t = 1_772_359_200_000i64;
-    let ev = |json: Value, at: i64| {
-        let b = agent.events().append(&json.to_string(), at).unwrap();
-        agent.events().wait(b.seq).unwrap();
+/// What 0.1.0's agent code read when it opened agent `id` (its session
+/// through a session writer, which repairs a torn tail, its event log, its
+/// `meta.json`, which had to be an object naming the agent): the meta, whether
+/// the writer repaired the session, the last event's seq and the context.
+fn open_as_0_1_0(root: &Path, id: &str) -> (Value, bool, Option<u64>, Value) {
+    use forkpoint_core::{Durability, EventLogOptions, WriterOptions};
+    let dir = root.join(id);
+    let meta: Value = serde_json::from_slice(&fs::read(dir.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["agentId"], id, "meta.json names the agent");
+    let opts = WriterOptions {
+        durability: Durability::Group,
+        ..WriterOptions::default()
     };
-    ev(
-        json!({ "type": "agent_created", "channel": "monitor", "agentId": id, "templateId": null }),
-        t,
-    );
-    ev(
-        json!({ "type": "breakpoint_changed", "previous": "READY", "current": "MODEL_CALL", "timestamp": t + 1 }),
-        t + 1,
-    );
-    agent
-        .append(&[json!({ "type": "message", "message": { "role": "user", "content": [{ "type": "text", "text": "Hello?" }], "timestamp": t + 2 } }).to_string()])
-        .unwrap();
-    ev(
-        json!({ "type": "text_chunk", "step": 1, "delta": "Hi." }),
-        t + 3,
-    );
-    agent
-        .append(&[json!({ "type": "message", "message": {
-            "role": "assistant", "content": [{ "type": "text", "text": "Hi." }],
-            "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
-            "usage": { "input": 3, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 4,
-                       "cost": { "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0 } },
-            "stopReason": "stop", "timestamp": t + 4 } }).to_string()])
-        .unwrap();
-    agent.snapshot(Some("greeted")).unwrap();
-    ev(
-        json!({ "type": "done", "step": 1, "reason": "completed" }),
-        t + 5,
-    );
-    ev(
-        json!({ "type": "breakpoint_changed", "previous": "MODEL_CALL", "current": "READY", "timestamp": t + 6 }),
-        t + 6,
-    );
-    agent.close().unwrap();
+    let (writer, report) =
+        forkpoint_fs::FileWriter::open(&dir.join("session.jsonl"), &opts, 1, 1).unwrap();
+    writer.close().unwrap();
+    let session =
+        forkpoint_fs::read_session(&dir.join("session.jsonl"), &Default::default()).unwrap();
+    forkpoint_core::agent::AgentCore::from_session(&session).unwrap();
+    let ctx: Value = serde_json::from_str(&session.context_json(None, false).unwrap()).unwrap();
+    let eopts = EventLogOptions {
+        durability: Durability::Group,
+        ..EventLogOptions::default()
+    };
+    let (events, _) =
+        forkpoint_fs::events::FileEventLog::open(&dir.join("events.jsonl"), &eopts).unwrap();
+    let last = events.last_bookmark().unwrap().map(|b| b.seq);
+    events.close().unwrap();
+    (meta, report.repaired.is_some(), last, ctx)
 }
 
-/// Regenerates `tests/fixtures/agent-store-0.1.0/` with the current 0.1.0
-/// agent code: `cargo test -p forkpoint-fs --test storage -- --ignored`.
-/// Run once; the output is committed and kept forever.
-#[test]
-#[ignore = "writes the committed fixture"]
-fn make_agent_store_fixture() {
-    let root = fixture_root();
-    let _ = fs::remove_dir_all(root.join(FIXTURE_ID));
-    write_with_0_1_0(&root, FIXTURE_ID);
-    // The lock's text names this machine: a fixed holder instead.
-    fs::write(
-        root.join(FIXTURE_ID).join("LOCK"),
-        "pid 4242 on fixture-host",
-    )
-    .unwrap();
-}
-
-/// Opens a store 0.1.0 wrote in `root` and checks head, reads and a write
-/// that continues it; then 0.1.0's code opens it again.
+/// Opens agent `id` of a store 0.1.0 wrote in `root` and checks head, reads
+/// and a write that continues it; then what 0.1.0's code read of an agent
+/// reads what FileStorage wrote.
 fn check_0_1_0_store(root: &Path, id: &str) {
     let dir = root.join(id);
     let session = fs::read(dir.join("session.jsonl")).unwrap();
@@ -590,17 +547,14 @@ fn check_0_1_0_store(root: &Path, id: &str) {
 
     let s = FileStorage::new(root);
     let listed = block_on(s.list()).unwrap();
-    assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].id, id);
-    assert_eq!(listed[0].meta.as_ref().unwrap(), &meta);
+    let l = listed.iter().find(|l| l.id == id).expect("listed");
+    assert_eq!(l.meta.as_ref().unwrap(), &meta);
     let lease = block_on(s.acquire(id)).unwrap();
     let h = block_on(s.head(&lease)).unwrap();
     assert_eq!(h.meta, meta);
     assert_eq!(h.session_len, session.len() as u64);
     assert_eq!(h.last_event, Some(last.bookmark()));
-    let hint = fs::read(dir.join("session.jsonl.idx.json")).ok();
-    assert!(hint.is_some(), "0.1.0 leaves a resume hint");
-    assert_eq!(h.hint, hint);
+    assert_eq!(h.hint, fs::read(dir.join("session.jsonl.idx.json")).ok());
     assert_eq!(
         block_on(s.read_session(id, 0, u64::MAX)).unwrap(),
         session,
@@ -657,18 +611,13 @@ fn check_0_1_0_store(root: &Path, id: &str) {
     );
     block_on(s.release(&lease)).unwrap();
 
-    // 0.1.0's code still opens what FileStorage wrote.
-    let (agent, opened) = AgentFiles::open(root, id).unwrap();
-    assert!(!opened.repaired);
-    assert_eq!(opened.meta["updatedAt"], "2026-03-01T10:01:00.000Z");
-    assert_eq!(
-        agent.events().last_bookmark().unwrap().unwrap().seq,
-        last.seq + 1
-    );
-    let ctx: Value = serde_json::from_str(&opened.context_json).unwrap();
+    // What 0.1.0's code read of an agent reads what FileStorage wrote.
+    let (meta, repaired, last_seq, ctx) = open_as_0_1_0(root, id);
+    assert!(!repaired);
+    assert_eq!(meta["updatedAt"], "2026-03-01T10:01:00.000Z");
+    assert_eq!(last_seq, Some(last.seq + 1));
     let msgs = ctx["messages"].as_array().unwrap();
     assert_eq!(msgs.last().unwrap()["content"][0]["text"], "Again?");
-    agent.close().unwrap();
     // And FileStorage after it (0.1.0 wrote its lock text without a generation).
     let lease2 = block_on(s.acquire(id)).unwrap();
     assert!(lease2.token > lease.token);
@@ -681,16 +630,186 @@ fn the_committed_0_1_0_store_opens_unchanged() {
         src.join(FIXTURE_ID).join("meta.json").exists(),
         "the fixture is committed"
     );
+    assert!(
+        src.join(FIXTURE_ID).join("session.jsonl.idx.json").exists(),
+        "0.1.0 left a resume hint"
+    );
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&src.join(FIXTURE_ID), &dir.path().join(FIXTURE_ID));
     check_0_1_0_store(dir.path(), FIXTURE_ID);
 }
 
+fn node_fixture_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/agent-store-0.1.0-node/store")
+}
+
+/// The store the 0.1.0 Node `Agent` wrote (three agents: one waiting for a
+/// decision, its fork, one killed while its tool ran) opens the same way.
 #[test]
-fn a_store_written_now_by_0_1_0_code_opens_unchanged() {
+fn the_committed_0_1_0_node_store_opens_unchanged() {
     let dir = tempfile::tempdir().unwrap();
-    write_with_0_1_0(dir.path(), "agt-now");
-    check_0_1_0_store(dir.path(), "agt-now");
+    copy_dir(&node_fixture_root(), dir.path());
+    let mut ids: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids.len(), 3);
+    let listed: Vec<String> = block_on(FileStorage::new(dir.path()).list())
+        .unwrap()
+        .into_iter()
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(listed, ids);
+    for id in &ids {
+        check_0_1_0_store(dir.path(), id);
+    }
+}
+
+// -- inspect (forkpoint show) --------------------------------------------------
+
+/// `inspect` of the stores 0.1.0 wrote: where each agent stood, its open
+/// calls, snapshots and checkpoints, read without taking a lease.
+#[test]
+fn inspect_reads_the_0_1_0_stores() {
+    use forkpoint_fs::inspect::inspect;
+    let files = |root: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut v: Vec<_> = fs::read_dir(root)
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let b = fs::read(&p).unwrap();
+                (p, b)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files(&fixture_root().join(FIXTURE_ID));
+    let s = FileStorage::new(fixture_root());
+    let i = block_on(inspect(&s, FIXTURE_ID)).unwrap();
+    assert_eq!(
+        files(&fixture_root().join(FIXTURE_ID)),
+        before,
+        "inspect writes nothing"
+    );
+    assert_eq!(i["meta"]["agentId"], FIXTURE_ID);
+    assert_eq!(i["meta"]["systemPrompt"], "You are terse.");
+    assert_eq!(i["breakpoint"], "READY");
+    assert_eq!(i["lastBookmark"]["seq"], 5);
+    assert_eq!(i["messageCount"], 2);
+    assert_eq!(i["lastSfpIndex"], 1);
+    assert_eq!(i["openCalls"], json!([]));
+    assert_eq!(i["toolCalls"], json!([]));
+    assert_eq!(i["snapshots"][0]["id"], "greeted");
+    assert_eq!(i["checkpoints"], json!([]));
+    assert!(i["leafId"].is_string());
+
+    let node = FileStorage::new(node_fixture_root());
+    let i = block_on(inspect(&node, "fixture-bot")).unwrap();
+    assert_eq!(i["breakpoint"], "AWAITING_APPROVAL");
+    assert_eq!(
+        i["openCalls"],
+        json!([{ "id": "call_danger_1", "name": "danger", "arguments": { "target": "prod" }, "state": "APPROVAL_REQUIRED" }])
+    );
+    let calls: Vec<(&str, &str)> = i["toolCalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap(), c["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_echo_1", "COMPLETED"),
+            ("call_danger_1", "APPROVAL_REQUIRED")
+        ]
+    );
+    assert_eq!(i["checkpoints"][0]["checkpoints"][0]["id"], "ckpt-run-1-1");
+    assert!(
+        i["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["id"] == "after-echo")
+    );
+    let i = block_on(inspect(&node, "crashed-bot")).unwrap();
+    assert_eq!(i["breakpoint"], "TOOL_EXECUTING");
+    assert_eq!(
+        i["openCalls"],
+        json!([{ "id": "call_slow_1", "name": "slow", "arguments": { "n": 1 }, "state": "EXECUTING" }])
+    );
+    let fork = fs::read_dir(node_fixture_root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.starts_with("fixture-bot-fork-"))
+        .unwrap();
+    let i = block_on(inspect(&node, &fork)).unwrap();
+    assert_eq!(i["meta"]["lineage"], json!(["fixture-bot"]));
+    assert_eq!(i["openCalls"], json!([]));
+}
+
+/// `inspect` answers while another object holds the agent's lease and sees
+/// what the holder wrote; its errors carry their codes and paths.
+#[test]
+fn inspect_reads_without_the_lease_and_reports_errors() {
+    use forkpoint_fs::inspect::inspect;
+    let dir = tempfile::tempdir().unwrap();
+    let holder = FileStorage::new(dir.path());
+    let (mut e, init) = Expect::new("a");
+    let lease = block_on(holder.create("a", &init)).unwrap();
+    let reader = FileStorage::new(dir.path());
+    let i = block_on(inspect(&reader, "a")).unwrap();
+    assert_eq!(i["lastBookmark"]["seq"], e.last_seq().unwrap());
+    assert_eq!(i["messageCount"], 1);
+    // A breakpoint event written by the holder is seen by the reader.
+    let (line, meta) = forkpoint_core::events::build_event_line(
+        r#"{"type":"breakpoint_changed","channel":"monitor","previous":"READY","current":"PRE_MODEL"}"#,
+        e.last_seq().unwrap() + 1,
+        5_000,
+        512,
+    )
+    .unwrap();
+    let mut batch = e.step(2, 0, false);
+    batch.events.push(forkpoint_core::storage::EventLine {
+        meta,
+        line: line.into(),
+    });
+    block_on(holder.write(&lease, &batch)).unwrap();
+    let i = block_on(inspect(&reader, "a")).unwrap();
+    assert_eq!(i["breakpoint"], "PRE_MODEL");
+    assert_eq!(i["messageCount"], 3);
+    assert_eq!(i["lastBookmark"]["seq"], e.last_seq().unwrap() + 1);
+    assert_eq!(
+        block_on(holder.acquire("a")).unwrap_err().code,
+        ErrorCode::AgentLocked,
+        "the holder keeps its lease"
+    );
+
+    let code = |id: &str| block_on(inspect(&reader, id)).unwrap_err();
+    assert_eq!(code("../etc").code, ErrorCode::InvalidId);
+    assert_eq!(code("missing").code, ErrorCode::AgentNotFound);
+    fs::create_dir(dir.path().join("b")).unwrap();
+    let meta = dir.path().join("b").join("meta.json");
+    fs::write(&meta, r#"{"agentId":"not-b"}"#).unwrap();
+    let err = code("b");
+    assert_eq!(err.code, ErrorCode::CorruptedData);
+    assert_eq!(err.path.as_deref(), Some(meta.to_str().unwrap()));
+    fs::write(&meta, "not json").unwrap();
+    assert_eq!(code("b").code, ErrorCode::CorruptedData);
+    // A session that is not one: the error names the file and the line.
+    fs::write(&meta, r#"{"agentId":"b"}"#).unwrap();
+    let session = dir.path().join("b").join("session.jsonl");
+    fs::write(
+        &session,
+        format!("{}{{oops\n{}", contract::header_line("s"), entry_line(1)),
+    )
+    .unwrap();
+    let err = code("b");
+    assert_eq!(err.code, ErrorCode::CorruptedData, "{err}");
+    assert_eq!(err.path.as_deref(), Some(session.to_str().unwrap()));
+    assert_eq!(err.line, Some(2));
 }
 
 // -- crash points ----------------------------------------------------------------

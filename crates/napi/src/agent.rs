@@ -4,7 +4,6 @@
 //! [`Job`] on the libuv pool, where the runtime's futures are driven to the end
 //! (the file store completes them synchronously).
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use forkpoint_core::agent::machine::{Input, Query, ToolSpec};
@@ -12,8 +11,7 @@ use forkpoint_core::agent::meta::{AgentMeta, MetaChanges};
 use forkpoint_core::agent::runtime::AgentRuntime;
 use forkpoint_core::storage::AgentStorage;
 use forkpoint_core::{Error, EventLogInfo, EventLogOptions};
-use forkpoint_fs::FileStorage;
-use forkpoint_fs::agent as files;
+use forkpoint_fs::{FileStorage, validate_id};
 use napi::bindgen_prelude::{AsyncTask, ToNapiValue, TypeName};
 use napi::{Env, Task};
 use napi_derive::napi;
@@ -55,7 +53,9 @@ type JobFn<T> = Box<dyn FnOnce() -> forkpoint_core::Result<T> + Send>;
 pub struct Job<T>(Option<JobFn<T>>);
 
 impl<T> Job<T> {
-    fn new(f: impl FnOnce() -> forkpoint_core::Result<T> + Send + 'static) -> AsyncTask<Job<T>>
+    pub(crate) fn new(
+        f: impl FnOnce() -> forkpoint_core::Result<T> + Send + 'static,
+    ) -> AsyncTask<Job<T>>
     where
         Job<T>: Task,
     {
@@ -81,7 +81,6 @@ impl<T: Send + 'static + ToNapiValue + TypeName> Task for Job<T> {
 #[napi]
 pub struct NativeStore {
     inner: Arc<FileStorage>,
-    root: PathBuf,
 }
 
 #[napi]
@@ -89,10 +88,8 @@ impl NativeStore {
     /// The store at `root` (created when the first agent is).
     #[napi(constructor)]
     pub fn new(root: String) -> Self {
-        let root = PathBuf::from(root);
         NativeStore {
-            inner: Arc::new(FileStorage::new(root.clone())),
-            root,
+            inner: Arc::new(FileStorage::new(root)),
         }
     }
 
@@ -118,14 +115,18 @@ impl NativeStore {
     /// What the store knows of agent `id`, without taking its lease (JSON).
     #[napi(ts_return_type = "Promise<string>")]
     pub fn inspect(&self, id: String) -> AsyncTask<Job<String>> {
-        let root = self.root.clone();
-        Job::new(move || to_json(&files::inspect(&root, &id)?))
+        let store = self.inner.clone();
+        Job::new(move || {
+            to_json(&pollster::block_on(forkpoint_fs::inspect::inspect(
+                &store, &id,
+            ))?)
+        })
     }
 
     /// Checks an agent id (`INVALID_ID`).
     #[napi]
     pub fn validate_id(id: String) -> napi::Result<()> {
-        guard(|| files::validate_id(&id))
+        guard(|| validate_id(&id))
     }
 }
 
@@ -175,7 +176,7 @@ impl NativeAgent {
         Job::new(move || {
             let meta: AgentMeta = parse("meta", &meta_json)?;
             if !meta.agent_id.is_empty() {
-                files::validate_id(&meta.agent_id)?;
+                validate_id(&meta.agent_id)?;
             }
             let tools = tools_of(&tools_json)?;
             let rt =
@@ -194,7 +195,7 @@ impl NativeAgent {
     ) -> AsyncTask<Job<NativeAgent>> {
         let store = store.inner.clone();
         Job::new(move || {
-            files::validate_id(&id)?;
+            validate_id(&id)?;
             let tools = tools_of(&tools_json)?;
             let rt = pollster::block_on(Runtime::open(store.clone(), &id, tools, seed()))?;
             Ok(agent(&store, rt))

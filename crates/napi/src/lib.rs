@@ -6,6 +6,8 @@
 //! layer turns them into `ForkpointError`s.
 
 mod agent;
+#[cfg(feature = "contract")]
+mod contract;
 mod events;
 mod incremental;
 mod lazy;

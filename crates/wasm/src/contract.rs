@@ -8,7 +8,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use forkpoint_core::Error;
 use forkpoint_core::storage::contract::{self, Backend};
 use js_sys::{Array, Reflect};
 use wasm_bindgen::prelude::*;
@@ -172,24 +171,8 @@ pub async fn run_storage_contract(check: String, db_name: String) -> Result<(), 
         pool: RefCell::new(vec![Rc::new(store)]),
     };
     match check.as_str() {
-        "create_then_already_exists" => contract::create_then_already_exists(&b).await,
-        "acquire_missing_agent" => contract::acquire_missing_agent(&b).await,
-        "acquire_while_held" => contract::acquire_while_held(&b).await,
-        "release_then_acquire_grows_token" => contract::release_then_acquire_grows_token(&b).await,
-        "stale_lease_is_lost" => contract::stale_lease_is_lost(&b).await,
-        "writes_are_ordered_and_durable" => contract::writes_are_ordered_and_durable(&b).await,
-        "torn_tails_are_cut_on_acquire" => contract::torn_tails_are_cut_on_acquire(&b).await,
-        "read_session_clamps" => contract::read_session_clamps(&b).await,
-        "list_is_sorted_with_meta" => contract::list_is_sorted_with_meta(&b).await,
-        "exists_and_delete" => contract::exists_and_delete(&b).await,
-        "batch_at_wrong_offset_is_refused" => contract::batch_at_wrong_offset_is_refused(&b).await,
-        "second_handle_sees_writes" => contract::second_handle_sees_writes(&b).await,
         "chunks_and_ranges" => chunks_and_ranges(&b).await,
-        other => {
-            return Err(jerr(Error::invalid_input(format!(
-                "no contract check '{other}'"
-            ))));
-        }
+        other => contract::run(&b, other).await.map_err(jerr)?,
     }
     Ok(())
 }

@@ -68,9 +68,10 @@ fn load(bytes: Vec<u8>) -> Result<Session> {
     Session::from_bytes(bytes, &LoadOptions::default(), None)
 }
 
-/// The breakpoint the last `breakpoint_changed` event names, read from the
-/// log's tail (growing the window until one is found or the log is read whole).
-async fn last_breakpoint<S: AgentStorage>(
+/// The breakpoint the last `breakpoint_changed` event of agent `id` names
+/// (`READY` when there is none), read from the log's tail (growing the window
+/// until one is found or the log is read whole); `last` is the log's last event.
+pub async fn last_breakpoint<S: AgentStorage>(
     store: &S,
     id: &str,
     last: Option<Bookmark>,

@@ -77,6 +77,18 @@ mod memory {
     );
 }
 
+/// Every check of `CHECKS` runs by name (the bindings' test builds pick them
+/// so); a name that is none is `INVALID_INPUT`.
+#[test]
+fn every_check_runs_by_name() {
+    for name in contract::CHECKS {
+        block_on(contract::run(&Memory, name)).unwrap();
+    }
+    let e = block_on(contract::run(&Memory, "no_such_check")).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidInput);
+    assert!(e.message.contains("no_such_check"), "{e}");
+}
+
 mod counting_fault_storage {
     use super::*;
     contract_tests!(
