@@ -22,7 +22,6 @@ const MAX_MESSAGE_CHARS: usize = 1000;
 
 /// The error code of a provider's error kind (Anthropic `error.type`, OpenAI
 /// `error.type` / `error.code`, Gemini `error.status`), when it is one we know.
-#[allow(dead_code)]
 pub(crate) fn kind_code(kind: &str) -> Option<ErrorCode> {
     Some(match kind {
         "authentication_error"
@@ -65,7 +64,6 @@ pub(crate) fn kind_code(kind: &str) -> Option<ErrorCode> {
 /// The kind and message of a provider's error object (`{"error": {...}}`,
 /// Anthropic's `{"type":"error","error":{...}}`, Gemini's `[{"error": {...}}]`,
 /// or the error object itself).
-#[allow(dead_code)]
 pub(crate) fn error_parts(v: &Value) -> (Option<String>, Option<String>) {
     let v = match v {
         Value::Array(a) => a.first().unwrap_or(v),
@@ -92,7 +90,6 @@ pub(crate) fn error_parts(v: &Value) -> (Option<String>, Option<String>) {
 }
 
 /// Text safe to show: credentials masked, at most 1000 characters.
-#[allow(dead_code)]
 pub(crate) fn clean_message(text: &str) -> String {
     let text = crate::secrets::redact_str(text).unwrap_or_else(|| text.to_string());
     match text.char_indices().nth(MAX_MESSAGE_CHARS) {

@@ -8,8 +8,17 @@
 
 pub mod http;
 pub mod pricing;
+pub mod request;
+pub mod response;
 pub mod sse;
+pub mod stream;
 
 pub use http::{Failure, http_failure, retry_wait_ms, retry_wait_ms_at};
 pub use pricing::{Pricing, Rates, cost, default_pricing};
+pub use request::{
+    HttpRequest, RequestOptions, ThinkingOption, auth_header, build_request, build_request_raw,
+    default_base_url,
+};
+pub use response::{decode_response, decode_response_text};
 pub use sse::{SseEvent, SseParser};
+pub use stream::{StreamDecoder, StreamPiece};
