@@ -125,8 +125,8 @@ fn float(f: f64) -> Result<J> {
 /// (pi's), `tools` `{name, description?, inputSchema}` (or `parameters`). The
 /// body is what `toProvider` gives for them, with the model, limits, thinking
 /// and the stream flags added (`stream: true`; OpenAI Chat also
-/// `stream_options: {include_usage: true}`; Responses `store: false`, and the
-/// encrypted reasoning included when thinking; Gemini's path is
+/// `stream_options: {include_usage: true}`; Responses, when thinking, `store:
+/// false` with the encrypted reasoning included; Gemini's path is
 /// `/models/{model}:streamGenerateContent?alt=sse`).
 pub fn build_request(
     api: Provider,
@@ -281,9 +281,12 @@ fn build_request_j(
                     "reasoning",
                     J::obj([("effort", J::s(&e)), ("summary", J::s("auto"))]),
                 );
+                // Stateless: nothing kept at OpenAI; the reasoning comes back
+                // encrypted and is replayed whole. (Without thinking the
+                // server's default `store` stays, so replayed item ids resolve.)
                 body.set("include", J::Arr(vec![J::s("reasoning.encrypted_content")]));
+                body.set("store", J::Bool(false));
             }
-            body.set("store", J::Bool(false));
             body.set("stream", J::Bool(true));
             "/responses".to_string()
         }

@@ -109,12 +109,7 @@ impl Common {
     fn protocol(&self, what: impl std::fmt::Display) -> Error {
         Error::new(
             ErrorCode::ProviderProtocol,
-            format!(
-                "{} stream: {what} (event {}, byte {})",
-                self.api.name(),
-                self.events,
-                self.offset
-            ),
+            format!("{} stream: {what} (event {})", self.api.name(), self.events),
         )
         .at(None, self.offset)
     }
@@ -337,7 +332,7 @@ impl AState {
                         let name = b.start.str_of("name").unwrap_or_default().into_owned();
                         c.call(out, canon, &id, &name);
                     }
-                    _ => c.delivered = true,
+                    _ => {}
                 }
                 self.blocks.push(b);
             }
@@ -848,7 +843,7 @@ impl RState {
                     }
                 }
             }
-            _ => c.delivered = true,
+            _ => {}
         }
         self.items.push(it);
         self.items.len() - 1
@@ -1180,8 +1175,6 @@ impl GState {
                     canon,
                     fc.get("args").map_or_else(|| "{}".to_string(), J::text),
                 );
-            } else {
-                c.delivered = true;
             }
             self.parts.push(GPart {
                 kind: GKind::Other,
@@ -1350,7 +1343,8 @@ impl StreamDecoder {
         self.c.pricing = Some(pricing);
     }
 
-    /// Whether any content was given out as pieces: a retry would give it twice.
+    /// Whether any content was given out as pieces (any piece but usage): a
+    /// retry would give it twice.
     pub fn delivered(&self) -> bool {
         self.c.delivered
     }

@@ -65,7 +65,7 @@ fn bodies_are_what_to_provider_gives_plus_the_stream_flags() {
         (
             Provider::Responses,
             "gpt-5",
-            &["model", "store", "stream"][..],
+            &["model", "stream"][..],
             "/responses",
         ),
         (
@@ -112,11 +112,8 @@ fn bodies_are_what_to_provider_gives_plus_the_stream_flags() {
                 assert_eq!(body["model"], "gpt-4o");
             }
             Provider::Responses => {
-                assert_eq!(
-                    (body["store"].as_bool(), body["stream"].as_bool()),
-                    (Some(false), Some(true))
-                );
-                assert!(body.get("include").is_none());
+                assert_eq!(body["stream"], true);
+                assert!(body.get("include").is_none() && body.get("store").is_none());
             }
             Provider::Google => {
                 assert!(body.get("model").is_none() && body.get("stream").is_none());
@@ -181,6 +178,7 @@ fn limits_thinking_and_bad_options() {
         json!({"effort": "medium", "summary": "auto"})
     );
     assert_eq!(b["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(b["store"], false);
     assert_eq!(b["max_output_tokens"], 100);
     let b = think(Provider::Google, ThinkingOption::Budget(512), Some(100));
     assert_eq!(

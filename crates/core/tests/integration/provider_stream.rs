@@ -586,6 +586,15 @@ fn mid_stream_errors_have_their_codes() {
             .any(|p| matches!(p, StreamPiece::Text { text, .. } if text == "Hi"))
     );
     assert!(d.delivered());
+    // Usage and a block with nothing to show deliver nothing: a retry is safe.
+    let mut d = StreamDecoder::new(Provider::Anthropic, "anthropic", "m");
+    let s = anthropic_sse(&[
+        A_START,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"ENC"}}"#,
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+    ]);
+    assert_eq!(d.push(s.as_bytes()).unwrap().len(), 1);
+    assert!(!d.delivered());
     let e = d.finish().unwrap_err();
     assert_eq!(e.code, ErrorCode::ProviderUnavailable);
     assert!(
