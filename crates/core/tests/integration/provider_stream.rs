@@ -586,6 +586,13 @@ fn mid_stream_errors_have_their_codes() {
             .any(|p| matches!(p, StreamPiece::Text { text, .. } if text == "Hi"))
     );
     assert!(d.delivered());
+    let e = d.finish().unwrap_err();
+    assert_eq!(e.code, ErrorCode::ProviderUnavailable);
+    assert!(
+        e.message.contains("Overloaded") && e.message.contains("event 4"),
+        "{e}"
+    );
+    assert_eq!(d.push(b"data: {}\n\n").unwrap_err(), e);
     // Usage and a block with nothing to show deliver nothing: a retry is safe.
     let mut d = StreamDecoder::new(Provider::Anthropic, "anthropic", "m");
     let s = anthropic_sse(&[
@@ -595,13 +602,6 @@ fn mid_stream_errors_have_their_codes() {
     ]);
     assert_eq!(d.push(s.as_bytes()).unwrap().len(), 1);
     assert!(!d.delivered());
-    let e = d.finish().unwrap_err();
-    assert_eq!(e.code, ErrorCode::ProviderUnavailable);
-    assert!(
-        e.message.contains("Overloaded") && e.message.contains("event 4"),
-        "{e}"
-    );
-    assert_eq!(d.push(b"data: {}\n\n").unwrap_err(), e);
 
     for (api, data, code) in [
         (
