@@ -63,6 +63,23 @@ pub enum ErrorCode {
     /// This writer's lease on the agent was taken over (or released): the write
     /// carried a stale fencing token and nothing of it was stored.
     LeaseLost,
+    /// The model provider refused the API key (HTTP 401/403, or an authentication
+    /// error in the stream). Not retried: fix the key or its permissions.
+    ProviderAuth,
+    /// The model provider asks to slow down (HTTP 429, a rate-limit error in the
+    /// stream). Retried after a wait unless the quota is used up.
+    ProviderRateLimited,
+    /// The model provider rejected the request as invalid (HTTP 400/404/413/422,
+    /// `invalid_request_error`): the message says what it objected to. Not retried.
+    ProviderBadRequest,
+    /// The model provider is overloaded, down or timed out (HTTP 408/409/5xx/529,
+    /// an overloaded or server error in the stream). Retried after a wait while
+    /// nothing of the answer was delivered.
+    ProviderUnavailable,
+    /// The provider's answer broke its own format: bad JSON in an event, a delta
+    /// for a block never started, tool arguments that are not JSON, or a stream
+    /// that ended before its last event. The message says what and at which event.
+    ProviderProtocol,
 }
 
 impl ErrorCode {
@@ -92,6 +109,11 @@ impl ErrorCode {
             ErrorCode::Blocked => "BLOCKED",
             ErrorCode::AlreadyExists => "ALREADY_EXISTS",
             ErrorCode::LeaseLost => "LEASE_LOST",
+            ErrorCode::ProviderAuth => "PROVIDER_AUTH",
+            ErrorCode::ProviderRateLimited => "PROVIDER_RATE_LIMITED",
+            ErrorCode::ProviderBadRequest => "PROVIDER_BAD_REQUEST",
+            ErrorCode::ProviderUnavailable => "PROVIDER_UNAVAILABLE",
+            ErrorCode::ProviderProtocol => "PROVIDER_PROTOCOL",
         }
     }
 }

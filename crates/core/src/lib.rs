@@ -25,6 +25,7 @@ pub mod lazy;
 pub mod listing;
 pub mod load;
 pub mod normalize;
+pub mod provider;
 pub mod schema;
 pub mod secrets;
 pub mod session;

@@ -10,6 +10,8 @@ mod import;
 mod lazy_props;
 mod machine;
 mod machine_review;
+mod provider_request;
+mod provider_stream;
 mod providers;
 mod storage;
 mod store;
