@@ -180,7 +180,9 @@ impl Common {
     }
 
     fn set_model(&mut self, v: Option<Cow<'_, str>>) {
-        if let Some(m) = v.filter(|m| !m.is_empty()) {
+        if let Some(m) = v.filter(|m| !m.is_empty())
+            && self.model.as_deref() != Some(m.as_ref())
+        {
             self.model = Some(m.into_owned());
         }
     }
