@@ -1653,6 +1653,25 @@ export type TextChunkEvent = { step: number, delta: string, };
 export type TextChunkEndEvent = { step: number, text: string, };
 
 /**
+ * `tool_input_chunk_start` (`progress`): the model's streamed answer
+ * started tool call `index` (the index of its block in the answer) to
+ * tool `name`; `tool_input_chunk` pieces of its JSON input follow.
+ */
+export type ToolInputChunkStartEvent = { step: number, index: number, name: string, };
+
+/**
+ * `tool_input_chunk` (`progress`): a piece of the JSON text of tool call
+ * `index`'s input as it streams (the pieces joined are the input).
+ */
+export type ToolInputChunkEvent = { step: number, index: number, delta: string, };
+
+/**
+ * `tool_input_chunk_end` (`progress`): the streamed tool call `index` is
+ * in the stored answer as call `callId` (emitted once the answer is durable).
+ */
+export type ToolInputChunkEndEvent = { step: number, index: number, callId: string, };
+
+/**
  * `tool:start` (`progress`): a tool is about to run; its `EXECUTING`
  * record is durable.
  */
@@ -1735,12 +1754,33 @@ export type StepCompleteEvent = { step: number, done: Bookmark, };
  * `error` (`monitor`): something failed (today: the model call, which
  * ends the step).
  */
-export type AgentErrorEvent = { severity: ErrorSeverity, phase: ErrorPhase, message: string, };
+export type AgentErrorEvent = { severity: ErrorSeverity, phase: ErrorPhase, message: string, 
+/**
+ * The error's stable code (`PROVIDER_RATE_LIMITED`, …) when it has one.
+ */
+code?: string, };
 
 /**
  * `token_usage` (`monitor`): the tokens of one model call (from its `usage`).
  */
-export type TokenUsageEvent = { inputTokens: number, outputTokens: number, totalTokens: number, };
+export type TokenUsageEvent = { inputTokens: number, outputTokens: number, totalTokens: number, 
+/**
+ * Input tokens read from the provider's prompt cache.
+ */
+cacheReadTokens?: number, 
+/**
+ * Input tokens written to the provider's prompt cache.
+ */
+cacheWriteTokens?: number, 
+/**
+ * Output tokens spent on reasoning (where the provider says).
+ */
+reasoningTokens?: number, 
+/**
+ * The call's cost in dollars (from the pricing table; absent when the
+ * model's prices are not known).
+ */
+cost?: number, };
 
 /**
  * `tool_executed` (`monitor`): a tool call ran (after its `tool:end`, and
@@ -1768,11 +1808,33 @@ export type TodoChangedEvent = { current: Array<TodoItem>, previous: Array<TodoI
 export type CheckpointRestoredEvent = { checkpointId: string, entryId: string, };
 
 /**
+ * `model_partial` (`monitor`): a model call ended before its answer was
+ * complete (the stream failed or broke, the agent was interrupted, or the
+ * process died mid-stream: then it is written by the resume). `content`
+ * is what had streamed, in the answer's block shapes (`text`, `thinking`,
+ * `toolCall` with the `partialInput` text); its pieces are also in the log
+ * as `*_chunk` events. The half-answer is not in the session: the call is
+ * made again by the next `run()` (or `autoRun`), so no tool call of it runs.
+ */
+export type ModelPartialEvent = { step: number, 
+/**
+ * `failed`, `interrupted` or `crashed`.
+ */
+reason: string, content: Array<Record<string, unknown>>, };
+
+/**
+ * `request_converted` (`monitor`): the first request to a model whose
+ * wire format differs from where some of the context came from was
+ * converted; `steps` is the compatibility report (what changed, what was lost).
+ */
+export type RequestConvertedEvent = { provider: string, model: string, steps: Array<Record<string, unknown>>, };
+
+/**
  * An event of a durable agent, as it appears in its event log (without the
  * log's `seq`, `timestamp` and `channel`, except where an event carries its own
  * `timestamp`). `type` says which; each type always goes to the same channel.
  */
-export type AgentEvent = { "type": "think_chunk_start" } & ThinkChunkStartEvent | { "type": "think_chunk" } & ThinkChunkEvent | { "type": "think_chunk_end" } & ThinkChunkEndEvent | { "type": "text_chunk_start" } & TextChunkStartEvent | { "type": "text_chunk" } & TextChunkEvent | { "type": "text_chunk_end" } & TextChunkEndEvent | { "type": "tool:start" } & ToolStartEvent | { "type": "tool:end" } & ToolEndEvent | { "type": "tool:error" } & ToolErrorEvent | { "type": "done" } & DoneEvent | { "type": "permission_required" } & PermissionRequiredEvent | { "type": "permission_decided" } & PermissionDecidedEvent | { "type": "agent_created" } & AgentCreatedEvent | { "type": "agent_resumed" } & AgentResumedEvent | { "type": "agent_forked" } & AgentForkedEvent | { "type": "state_changed" } & StateChangedEvent | { "type": "breakpoint_changed" } & BreakpointChangedEvent | { "type": "step_complete" } & StepCompleteEvent | { "type": "error" } & AgentErrorEvent | { "type": "token_usage" } & TokenUsageEvent | { "type": "tool_executed" } & ToolExecutedEvent | { "type": "tool_custom_event" } & ToolCustomEvent | { "type": "todo_changed" } & TodoChangedEvent | { "type": "checkpoint_restored" } & CheckpointRestoredEvent;
+export type AgentEvent = { "type": "think_chunk_start" } & ThinkChunkStartEvent | { "type": "think_chunk" } & ThinkChunkEvent | { "type": "think_chunk_end" } & ThinkChunkEndEvent | { "type": "text_chunk_start" } & TextChunkStartEvent | { "type": "text_chunk" } & TextChunkEvent | { "type": "text_chunk_end" } & TextChunkEndEvent | { "type": "tool_input_chunk_start" } & ToolInputChunkStartEvent | { "type": "tool_input_chunk" } & ToolInputChunkEvent | { "type": "tool_input_chunk_end" } & ToolInputChunkEndEvent | { "type": "tool:start" } & ToolStartEvent | { "type": "tool:end" } & ToolEndEvent | { "type": "tool:error" } & ToolErrorEvent | { "type": "done" } & DoneEvent | { "type": "permission_required" } & PermissionRequiredEvent | { "type": "permission_decided" } & PermissionDecidedEvent | { "type": "agent_created" } & AgentCreatedEvent | { "type": "agent_resumed" } & AgentResumedEvent | { "type": "agent_forked" } & AgentForkedEvent | { "type": "state_changed" } & StateChangedEvent | { "type": "breakpoint_changed" } & BreakpointChangedEvent | { "type": "step_complete" } & StepCompleteEvent | { "type": "error" } & AgentErrorEvent | { "type": "token_usage" } & TokenUsageEvent | { "type": "tool_executed" } & ToolExecutedEvent | { "type": "tool_custom_event" } & ToolCustomEvent | { "type": "todo_changed" } & TodoChangedEvent | { "type": "checkpoint_restored" } & CheckpointRestoredEvent | { "type": "model_partial" } & ModelPartialEvent | { "type": "request_converted" } & RequestConvertedEvent;
 
 /** An entry of a type this library does not know, kept as written. */
 export type UnknownEntry = EntryBase & { type: string; [key: string]: unknown };

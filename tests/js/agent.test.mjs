@@ -907,3 +907,18 @@ const readlinkOr = (p) => {
     return null;
   }
 };
+
+test('an agent created without an id gets one (agt-…) and reopens by it', async () => {
+  const store = freshStore();
+  const a = await Agent.create({ model: new ScriptedProvider([{ text: 'hi' }]) }, { store, toolRegistry: tools() });
+  const b = await Agent.create({ model: new ScriptedProvider([{ text: 'hi' }]) }, { store, toolRegistry: tools() });
+  assert.match(a.agentId, /^agt-[0-9a-z]+$/);
+  assert.notEqual(a.agentId, b.agentId);
+  assert.equal((await a.chat('x')).text, 'hi');
+  const id = a.agentId;
+  await a.close();
+  await b.close();
+  const again = await Agent.resume(id, { model: new ScriptedProvider([]) }, { store, toolRegistry: tools() });
+  assert.equal((await again.messages()).length, 2);
+  await again.close();
+});

@@ -19,6 +19,12 @@ import {
   call,
   callAsync,
   createNormalizer,
+  createProviders,
+  Agent as SharedAgent,
+  type NativeProviderLike,
+  type ProviderOptions,
+  type StreamingProvider,
+  type ModelRef as SharedModelRef,
   type NativeSessionLike,
   type NativeLazyLike,
   type NativeEventLogLike,
@@ -57,13 +63,21 @@ export type {
   ToolContext,
   ToolDefinition,
   TodoItem,
+  UsageTotals,
+  Pricing,
+  ProviderApi,
+  ProviderOptions,
+  StreamingProvider,
+  ThinkingOption,
+  WireRequest,
 } from '@forkpoint/shared';
+export { isStreamingProvider } from '@forkpoint/shared';
 export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';
 export type { ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from '@forkpoint/shared';
 export type * from '@forkpoint/types';
 
 /** The wasm-bindgen module, Node or web build. */
-export interface WasmBackend extends NativeNormalizerLike {
+export interface WasmBackend extends NativeNormalizerLike, NativeProviderLike {
   importSessionJson(bytes: Uint8Array, format: string, sessionId: string, nowIso: string, limits?: string | null): string;
   NativeMigration: new (from: string, to: string, model: string | null, nowIso: string) => {
     push(text: string): string;
@@ -136,11 +150,33 @@ export interface NativeStoredLazyLike extends NativeLazyLike {
 
 let backend: WasmBackend | undefined;
 let normalizer: Normalizer | undefined;
+let providers: ReturnType<typeof createProviders> | undefined;
 
 /** @internal Set by the entry module once the wasm module is ready. */
 export function setBackend(b: WasmBackend): void {
   backend = b;
   normalizer = createNormalizer(b);
+  providers = createProviders(b);
+  SharedAgent.defaultModelFactory ??= providerFromRef;
+}
+
+function provs(): ReturnType<typeof createProviders> {
+  if (!providers) throw new Error('forkpoint-web: the WebAssembly module is not initialized');
+  return providers;
+}
+
+/**
+ * A streaming provider for Anthropic Messages, OpenAI Chat Completions, OpenAI
+ * Responses or Gemini (or any endpoint that speaks one of them). In a page,
+ * pass `apiKey` (or route through your own proxy with `baseURL`).
+ */
+export function createProvider(opts: ProviderOptions): StreamingProvider {
+  return provs().createProvider(opts);
+}
+
+/** The default `modelFactory`: a provider from a stored model reference. */
+export function providerFromRef(ref: SharedModelRef): StreamingProvider {
+  return provs().providerFromRef(ref);
 }
 
 function norm(): Normalizer {

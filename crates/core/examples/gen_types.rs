@@ -138,6 +138,9 @@ fn main() {
         forkpoint_core::agent_events::TextChunkStartEvent,
         forkpoint_core::agent_events::TextChunkEvent,
         forkpoint_core::agent_events::TextChunkEndEvent,
+        forkpoint_core::agent_events::ToolInputChunkStartEvent,
+        forkpoint_core::agent_events::ToolInputChunkEvent,
+        forkpoint_core::agent_events::ToolInputChunkEndEvent,
         forkpoint_core::agent_events::ToolStartEvent,
         forkpoint_core::agent_events::ToolEndEvent,
         forkpoint_core::agent_events::ToolErrorEvent,
@@ -156,6 +159,8 @@ fn main() {
         forkpoint_core::agent_events::ToolCustomEvent,
         forkpoint_core::agent_events::TodoChangedEvent,
         forkpoint_core::agent_events::CheckpointRestoredEvent,
+        forkpoint_core::agent_events::ModelPartialEvent,
+        forkpoint_core::agent_events::RequestConvertedEvent,
         forkpoint_core::agent_events::AgentEvent,
     );
     out.push_str(

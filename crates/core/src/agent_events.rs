@@ -275,6 +275,12 @@ pub enum AgentEvent {
     TextChunk(TextChunkEvent),
     #[serde(rename = "text_chunk_end")]
     TextChunkEnd(TextChunkEndEvent),
+    #[serde(rename = "tool_input_chunk_start")]
+    ToolInputChunkStart(ToolInputChunkStartEvent),
+    #[serde(rename = "tool_input_chunk")]
+    ToolInputChunk(ToolInputChunkEvent),
+    #[serde(rename = "tool_input_chunk_end")]
+    ToolInputChunkEnd(ToolInputChunkEndEvent),
     #[serde(rename = "tool:start")]
     ToolStart(ToolStartEvent),
     #[serde(rename = "tool:end")]
@@ -311,6 +317,10 @@ pub enum AgentEvent {
     TodoChanged(TodoChangedEvent),
     #[serde(rename = "checkpoint_restored")]
     CheckpointRestored(CheckpointRestoredEvent),
+    #[serde(rename = "model_partial")]
+    ModelPartial(ModelPartialEvent),
+    #[serde(rename = "request_converted")]
+    RequestConverted(RequestConvertedEvent),
 }
 
 // The members of each event type. (ts-rs drops the docs of enum variants, so
@@ -368,6 +378,43 @@ shape! {
         #[cfg_attr(feature = "ts", ts(type = "number"))]
         pub step: u64,
         pub text: String,
+    }
+}
+
+shape! {
+    /// `tool_input_chunk_start` (`progress`): the model's streamed answer
+    /// started tool call `index` (the index of its block in the answer) to
+    /// tool `name`; `tool_input_chunk` pieces of its JSON input follow.
+    pub struct ToolInputChunkStartEvent {
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        pub step: u64,
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        pub index: u64,
+        pub name: String,
+    }
+}
+
+shape! {
+    /// `tool_input_chunk` (`progress`): a piece of the JSON text of tool call
+    /// `index`'s input as it streams (the pieces joined are the input).
+    pub struct ToolInputChunkEvent {
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        pub step: u64,
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        pub index: u64,
+        pub delta: String,
+    }
+}
+
+shape! {
+    /// `tool_input_chunk_end` (`progress`): the streamed tool call `index` is
+    /// in the stored answer as call `callId` (emitted once the answer is durable).
+    pub struct ToolInputChunkEndEvent {
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        pub step: u64,
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        pub index: u64,
+        pub call_id: String,
     }
 }
 
@@ -500,6 +547,10 @@ shape! {
         pub severity: ErrorSeverity,
         pub phase: ErrorPhase,
         pub message: String,
+        /// The error's stable code (`PROVIDER_RATE_LIMITED`, …) when it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        pub code: Option<String>,
     }
 }
 
@@ -515,6 +566,23 @@ shape! {
         #[serde(with = "js_number")]
         #[cfg_attr(feature = "ts", ts(type = "number"))]
         pub total_tokens: f64,
+        /// Input tokens read from the provider's prompt cache.
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "js_number_opt")]
+        #[cfg_attr(feature = "ts", ts(optional, type = "number"))]
+        pub cache_read_tokens: Option<f64>,
+        /// Input tokens written to the provider's prompt cache.
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "js_number_opt")]
+        #[cfg_attr(feature = "ts", ts(optional, type = "number"))]
+        pub cache_write_tokens: Option<f64>,
+        /// Output tokens spent on reasoning (where the provider says).
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "js_number_opt")]
+        #[cfg_attr(feature = "ts", ts(optional, type = "number"))]
+        pub reasoning_tokens: Option<f64>,
+        /// The call's cost in dollars (from the pricing table; absent when the
+        /// model's prices are not known).
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "js_number_opt")]
+        #[cfg_attr(feature = "ts", ts(optional, type = "number"))]
+        pub cost: Option<f64>,
     }
 }
 
@@ -559,14 +627,47 @@ shape! {
     }
 }
 
+shape! {
+    /// `model_partial` (`monitor`): a model call ended before its answer was
+    /// complete (the stream failed or broke, the agent was interrupted, or the
+    /// process died mid-stream: then it is written by the resume). `content`
+    /// is what had streamed, in the answer's block shapes (`text`, `thinking`,
+    /// `toolCall` with the `partialInput` text); its pieces are also in the log
+    /// as `*_chunk` events. The half-answer is not in the session: the call is
+    /// made again by the next `run()` (or `autoRun`), so no tool call of it runs.
+    pub struct ModelPartialEvent {
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        pub step: u64,
+        /// `failed`, `interrupted` or `crashed`.
+        pub reason: String,
+        #[cfg_attr(feature = "ts", ts(type = "Array<Record<string, unknown>>"))]
+        pub content: Value,
+    }
+}
+
+shape! {
+    /// `request_converted` (`monitor`): the first request to a model whose
+    /// wire format differs from where some of the context came from was
+    /// converted; `steps` is the compatibility report (what changed, what was lost).
+    pub struct RequestConvertedEvent {
+        pub provider: String,
+        pub model: String,
+        #[cfg_attr(feature = "ts", ts(type = "Array<Record<string, unknown>>"))]
+        pub steps: Value,
+    }
+}
+
 /// Every event type, in the order of [`AgentEvent`]'s variants.
-pub const AGENT_EVENT_TYPES: [&str; 24] = [
+pub const AGENT_EVENT_TYPES: [&str; 29] = [
     "think_chunk_start",
     "think_chunk",
     "think_chunk_end",
     "text_chunk_start",
     "text_chunk",
     "text_chunk_end",
+    "tool_input_chunk_start",
+    "tool_input_chunk",
+    "tool_input_chunk_end",
     "tool:start",
     "tool:end",
     "tool:error",
@@ -585,6 +686,8 @@ pub const AGENT_EVENT_TYPES: [&str; 24] = [
     "tool_custom_event",
     "todo_changed",
     "checkpoint_restored",
+    "model_partial",
+    "request_converted",
 ];
 
 impl AgentEvent {
@@ -597,6 +700,9 @@ impl AgentEvent {
             AgentEvent::TextChunkStart(_) => "text_chunk_start",
             AgentEvent::TextChunk(_) => "text_chunk",
             AgentEvent::TextChunkEnd(_) => "text_chunk_end",
+            AgentEvent::ToolInputChunkStart(_) => "tool_input_chunk_start",
+            AgentEvent::ToolInputChunk(_) => "tool_input_chunk",
+            AgentEvent::ToolInputChunkEnd(_) => "tool_input_chunk_end",
             AgentEvent::ToolStart(_) => "tool:start",
             AgentEvent::ToolEnd(_) => "tool:end",
             AgentEvent::ToolError(_) => "tool:error",
@@ -615,6 +721,8 @@ impl AgentEvent {
             AgentEvent::ToolCustomEvent(_) => "tool_custom_event",
             AgentEvent::TodoChanged(_) => "todo_changed",
             AgentEvent::CheckpointRestored(_) => "checkpoint_restored",
+            AgentEvent::ModelPartial(_) => "model_partial",
+            AgentEvent::RequestConverted(_) => "request_converted",
         }
     }
 
@@ -739,6 +847,9 @@ mod tests {
             r#"{"type":"text_chunk_start","step":2}"#.into(),
             r#"{"type":"text_chunk","step":2,"delta":"Done: 3 files."}"#.into(),
             r#"{"type":"text_chunk_end","step":2,"text":"Done: 3 files."}"#.into(),
+            r#"{"type":"tool_input_chunk_start","channel":"progress","step":2,"index":1,"name":"bash"}"#.into(),
+            r#"{"type":"tool_input_chunk","channel":"progress","step":2,"index":1,"delta":"{\"cmd\":"}"#.into(),
+            r#"{"type":"tool_input_chunk_end","channel":"progress","step":2,"index":1,"callId":"toolu_01"}"#.into(),
             with(r#"{"type":"tool:start","call":CALL}"#, EXECUTING_CALL),
             with(r#"{"type":"tool:end","call":CALL}"#, CALL),
             with(r#"{"type":"tool:end","call":CALL,"sealed":true}"#, SEALED_CALL),
@@ -762,13 +873,17 @@ mod tests {
             r#"{"type":"breakpoint_changed","previous":"READY","current":"PRE_MODEL","timestamp":1700000000000}"#.into(),
             r#"{"type":"step_complete","step":2,"done":{"seq":41,"timestamp":1700000000400}}"#.into(),
             r#"{"type":"error","severity":"error","phase":"model","message":"429 rate limited"}"#.into(),
+            r#"{"type":"error","severity":"error","phase":"model","message":"overloaded","code":"PROVIDER_UNAVAILABLE"}"#.into(),
             r#"{"type":"token_usage","inputTokens":1200,"outputTokens":45,"totalTokens":1245}"#.into(),
+            r#"{"type":"token_usage","inputTokens":1200,"outputTokens":45,"totalTokens":1245,"cacheReadTokens":1000,"cacheWriteTokens":0,"reasoningTokens":12,"cost":0.0043}"#.into(),
             with(r#"{"type":"tool_executed","call":CALL}"#, CALL),
             r#"{"type":"tool_custom_event","toolName":"bash","eventType":"progress","data":{"line":"x","pct":50},"timestamp":1700000000500}"#.into(),
             r#"{"type":"tool_custom_event","toolName":"bash","eventType":"ping","timestamp":1700000000500}"#.into(),
             r#"{"type":"tool_custom_event","toolName":"bash","eventType":"ping","data":null,"timestamp":1700000000500}"#.into(),
             r#"{"type":"todo_changed","current":[{"createdAt":1700000000000,"id":"t1","status":"in_progress","title":"Read the code","updatedAt":1700000000600},{"assignee":"me","createdAt":1700000000600,"id":"t2","notes":"later","status":"pending","title":"Write tests","updatedAt":1700000000600}],"previous":[{"createdAt":1700000000000,"id":"t1","status":"pending","title":"Read the code","updatedAt":1700000000000}]}"#.into(),
             r#"{"type":"checkpoint_restored","channel":"monitor","checkpointId":"ckpt-e1-2","entryId":"a1b2c3d4"}"#.into(),
+            r#"{"type":"model_partial","channel":"monitor","step":3,"reason":"crashed","content":[{"type":"text","text":"Let me"}]}"#.into(),
+            r#"{"type":"request_converted","channel":"monitor","provider":"openai","model":"gpt-4o","steps":[{"kind":"thinking_dropped","count":1}]}"#.into(),
         ]
     }
 
@@ -783,6 +898,7 @@ mod tests {
 
     fn without_channel(text: &str) -> String {
         text.replace(r#","channel":"monitor""#, "")
+            .replace(r#","channel":"progress""#, "")
     }
 
     #[test]
@@ -854,9 +970,19 @@ mod tests {
         for lit in examples() {
             let ev = AgentEvent::from_json(&lit).unwrap();
             let want = match ev.kind() {
-                "think_chunk_start" | "think_chunk" | "think_chunk_end" | "text_chunk_start"
-                | "text_chunk" | "text_chunk_end" | "tool:start" | "tool:end" | "tool:error"
-                | "done" => Channel::Progress,
+                "think_chunk_start"
+                | "think_chunk"
+                | "think_chunk_end"
+                | "text_chunk_start"
+                | "text_chunk"
+                | "text_chunk_end"
+                | "tool:start"
+                | "tool:end"
+                | "tool:error"
+                | "done"
+                | "tool_input_chunk_start"
+                | "tool_input_chunk"
+                | "tool_input_chunk_end" => Channel::Progress,
                 "permission_required" | "permission_decided" => Channel::Control,
                 _ => Channel::Monitor,
             };
@@ -939,6 +1065,10 @@ mod tests {
             input_tokens: 10.0,
             output_tokens: 2.5,
             total_tokens: 12.5,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
+            reasoning_tokens: None,
+            cost: None,
         });
         assert_eq!(
             serde_json::to_string(&ev).unwrap(),

@@ -50,7 +50,9 @@ impl Channel {
 pub fn channel_of(kind: &str) -> Option<Channel> {
     Some(match kind {
         "think_chunk_start" | "think_chunk" | "think_chunk_end" | "text_chunk_start"
-        | "text_chunk" | "text_chunk_end" | "tool:start" | "tool:end" | "tool:error" | "done" => {
+        | "text_chunk" | "text_chunk_end" | "tool:start" | "tool:end" | "tool:error" | "done"
+        // forkpoint's own progress types
+        | "tool_input_chunk_start" | "tool_input_chunk" | "tool_input_chunk_end" => {
             Channel::Progress
         }
         "permission_required" | "permission_decided" => Channel::Control,

@@ -12,7 +12,7 @@ use forkpoint_core::agent::runtime::AgentRuntime;
 use forkpoint_core::storage::AgentStorage;
 use forkpoint_core::{Error, EventLogInfo, EventLogOptions};
 use forkpoint_fs::{FileStorage, validate_id};
-use napi::bindgen_prelude::{AsyncTask, ToNapiValue, TypeName};
+use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName};
 use napi::{Env, Task};
 use napi_derive::napi;
 use serde_json::Value;
@@ -239,6 +239,23 @@ impl NativeAgent {
             let input = Input::from_json(&input_json)?;
             let rt = lock(&rt)?;
             Ok(pollster::block_on(rt.handle(input, now()))?.to_json(false))
+        })
+    }
+
+    /// Feeds bytes of model call `ticket`'s streamed response body, as they
+    /// arrive; resolves to the step (JSON) once the pieces they completed are
+    /// durable. Its `value` is `null` or `{retry, code, message}` when the
+    /// stream failed.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn stream_bytes(&self, ticket: u32, bytes: Buffer) -> AsyncTask<Job<String>> {
+        let rt = self.rt.clone();
+        let bytes: Vec<u8> = bytes.into();
+        Job::new(move || {
+            let rt = lock(&rt)?;
+            Ok(
+                pollster::block_on(rt.stream_bytes(u64::from(ticket), &bytes, now()))?
+                    .to_json(false),
+            )
         })
     }
 

@@ -13,6 +13,7 @@ mod incremental;
 mod lazy;
 mod list;
 mod normalize;
+mod provider;
 mod session;
 mod util;
 mod writer;

@@ -480,6 +480,19 @@ impl NativeAgent {
         })
     }
 
+    /// Feeds bytes of model call `ticket`'s streamed response body, as they
+    /// arrive; resolves to the step (JSON) once the pieces they completed are
+    /// durable. Its `value` is `null` or `{retry, code, message}` when the
+    /// stream failed.
+    #[wasm_bindgen(js_name = streamBytes)]
+    pub fn stream_bytes(&self, ticket: u32, bytes: Vec<u8>) -> Promise {
+        self.step(move |rt| async move {
+            let step = rt.stream_bytes(u64::from(ticket), &bytes, now()).await?;
+            let json = step.to_json(false);
+            Ok((step, json))
+        })
+    }
+
     /// Answers a query (`Query`, JSON) from the agent's state (JSON).
     pub fn query(&self, query_json: String) -> std::result::Result<String, JsError> {
         let q: Query = parse("agent query", &query_json).map_err(err)?;

@@ -11,6 +11,7 @@ mod events;
 mod idb;
 mod locks;
 mod normalize;
+mod provider;
 mod session;
 mod store;
 mod util;

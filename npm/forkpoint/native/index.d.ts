@@ -35,6 +35,13 @@ export declare class NativeAgent {
    * bookmark}`, JSON) once what it wrote is durable.
    */
   input(inputJson: string): Promise<string>
+  /**
+   * Feeds bytes of model call `ticket`'s streamed response body, as they
+   * arrive; resolves to the step (JSON) once the pieces they completed are
+   * durable. Its `value` is `null` or `{retry, code, message}` when the
+   * stream failed.
+   */
+  streamBytes(ticket: number, bytes: Buffer): Promise<string>
   /** Answers a query (`Query`, JSON) from the agent's state (JSON). */
   query(queryJson: string): string
   /** The model's answer completed as it will be stored (ids minted, defaults filled; JSON). */
@@ -207,6 +214,26 @@ export declare class NativeStore {
   static validateId(id: string): void
 }
 
+/**
+ * Decodes a provider's streamed answer (SSE bytes in any split) into pieces
+ * and, at the end, the canonical assistant message.
+ */
+export declare class NativeStreamDecoder {
+  /** A decoder for wire format `api`; answers carry `provider` and `model`. */
+  constructor(api: string, provider: string, model: string)
+  /**
+   * Tool names the request renamed (its `nameMap`, JSON) and the prices
+   * for the usage's cost (`{input, output, cacheRead?, cacheWrite?}`, JSON).
+   */
+  configure(nameMapJson?: string | undefined | null, pricingJson?: string | undefined | null): void
+  /** Feeds bytes; the pieces they complete (`{type, index, …}[]`, JSON). */
+  push(bytes: Uint8Array): string
+  /** The end of the body: the assistant message (JSON). */
+  finish(): string
+  /** Whether any content was decoded (a retry would repeat it). */
+  get delivered(): boolean
+}
+
 /** A session file open for appending. */
 export declare class NativeWriter {
   /** Opens or creates a session file; `opts` is WriterOptions as JSON. */
@@ -226,6 +253,14 @@ export declare class NativeWriter {
   /** Flushes, writes the resume hint and releases the lock. */
   close(): Promise<void>
 }
+
+/**
+ * The HTTP request (`{path, headers, body, report}`, JSON) for a model call
+ * in wire format `api`: `options` is `{model, maxTokens?, temperature?,
+ * thinking?}`, `messages` the canonical context, `tools` `{name, description,
+ * inputSchema}[]`.
+ */
+export declare function buildProviderRequestJson(api: string, optionsJson: string, system: string | undefined | null, messagesJson: string, toolsJson: string): string
 
 /** `SessionMigrator.checkCompatibility` (CompatibilityReport as JSON). */
 export declare function checkCompatibilityJson(source: string, target: string): string
@@ -252,6 +287,15 @@ export declare function listSessionsJson(dir: string, opts?: string | undefined 
 
 /** `MessageNormalizer.normalize`: one provider message → canonical message(s) (JSON). */
 export declare function normalizeMessageJson(message: string, provider: string): string
+
+/** `{api, piApi, vendor, baseURL, authHeader, authPrefix, keyVars}` of wire format `api` (JSON). */
+export declare function providerDefaultsJson(api: string): string
+
+/** What an HTTP error answer means: `{code, message, retryable}` (JSON). */
+export declare function providerHttpFailureJson(api: string, status: number, body: Uint8Array, retryAfter?: string | undefined | null): string
+
+/** How long to wait (ms) before retry `attempt` (from 0); `jitter` in [0, 1). */
+export declare function providerRetryWaitMs(attempt: number, retryAfter: string | undefined | null, jitter: number): number
 
 /**
  * `redactSecrets`: the filter `meta.json` is written through, applied to any

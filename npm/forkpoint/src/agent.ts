@@ -36,6 +36,7 @@ export type {
   ToolContext,
   ToolDefinition,
   TodoItem,
+  UsageTotals,
 } from '@forkpoint/shared';
 
 /** Kode's config version, stored in `meta.json`. */

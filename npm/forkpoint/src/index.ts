@@ -177,6 +177,8 @@ export async function listSessions(dir: string, opts?: LimitOptions): Promise<Se
 }
 
 export { EventLog } from './eventlog.js';
+export { createProvider, providerFromRef, isStreamingProvider } from './provider.js';
+export type { Pricing, ProviderApi, ProviderOptions, StreamingProvider, ThinkingOption, WireRequest } from './provider.js';
 export { toProvider, fromProvider, MessageNormalizer, SessionMigrator, importSession } from './normalize.js';
 export type { MigrateOptions, MigrationResult, ImportOptions } from './normalize.js';
 export type { ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from '@forkpoint/shared';
@@ -218,4 +220,5 @@ export type {
   ToolContext,
   ToolDefinition,
   TodoItem,
+  UsageTotals,
 } from './agent.js';

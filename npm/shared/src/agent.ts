@@ -8,8 +8,10 @@
  * effect it precedes. The same class runs in Node (over `JSONStore`) and in
  * browsers (over IndexedDB).
  */
-import type { AgentEvent, AgentEventType, AgentMessage, AgentMeta, AgentModelRef, ModelDelta, Permission as MetaPermission, Bookmark, Breakpoint, Channel, CheckpointInfo, ToolCallRecord, ToolCallState } from '@forkpoint/types';
-import { ForkpointError, call, callAsync } from './errors.js';
+import type { AgentEvent, AgentEventType, AgentMessage, AgentMeta, AgentModelRef, ErrorCode, ModelDelta, Permission as MetaPermission, Bookmark, Breakpoint, Channel, CheckpointInfo, ToolCallRecord, ToolCallState } from '@forkpoint/types';
+import { ForkpointError, call, callAsync, toForkpointError } from './errors.js';
+import { isStreamingProvider } from './provider.js';
+import type { StreamingProvider, WireRequest } from './provider.js';
 import { EventBus } from './events.js';
 import type { BookmarkedEvent, EventLog, LoggedEvent } from './events.js';
 
@@ -258,6 +260,8 @@ export interface NativeAgentLike {
   events(): unknown;
   resume(optsJson: string): Promise<string>;
   input(inputJson: string): Promise<string>;
+  /** Bytes of model call `ticket`'s streamed body (a step, JSON). */
+  streamBytes?(ticket: number, bytes: Uint8Array): Promise<string>;
   query(queryJson: string): string;
   completeReply(replyJson: string): string;
   setTools(toolsJson: string): void;
@@ -323,7 +327,25 @@ export interface AgentStatus {
   breakpoint: Breakpoint;
 }
 
+/** Tokens and cost of every model answer in the context, summed. */
+export interface UsageTotals {
+  /** Model answers counted. */
+  calls: number;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  reasoning: number;
+  totalTokens: number;
+  /** Dollars (from the answers' `usage.cost`). */
+  cost: number;
+}
+
 export interface AgentInfo {
+  /** The model the next call goes to. */
+  model: ModelRef;
+  /** Tokens and cost so far (the current branch's answers). */
+  usage: UsageTotals;
   agentId: string;
   templateId: string | null;
   createdAt: string;
@@ -410,6 +432,19 @@ function refOf(m: ModelProvider | ModelRef): ModelRef {
   const r: ModelRef = { provider: String(m.provider), model: String(m.model) };
   if (m.api) r.api = String(m.api);
   return r;
+}
+
+/** The bytes of several chunks as one. */
+function concat(parts: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 /** A request whose messages are read from the machine when first asked for. */
@@ -542,8 +577,16 @@ export class Agent {
     return deps.templateRegistry.get(id);
   }
 
+  /**
+   * The `modelFactory` used when the dependencies have none: the package sets
+   * it to build a `createProvider` provider from the stored `{provider, model,
+   * api}` (keys from the environment).
+   */
+  static defaultModelFactory: ((ref: ModelRef) => ModelProvider) | undefined;
+
   private static providerOf(model: ModelProvider | ModelRef, deps: AgentDependencies): ModelProvider {
     if (isProvider(model)) return model;
+    if (!deps.modelFactory && Agent.defaultModelFactory) return Agent.defaultModelFactory(model);
     if (!deps.modelFactory) {
       throw new ForkpointError({ code: 'INVALID_INPUT', message: `model ${model.provider}/${model.model} is a reference: pass a provider, or a modelFactory in the dependencies` });
     }
@@ -625,6 +668,9 @@ export class Agent {
   }
 
   private async callModel(c: Extract<Cmd, { kind: 'callModel' }>): Promise<void> {
+    if (isStreamingProvider(this.provider) && this.n.streamBytes && !this.deps.store.redact) {
+      return this.callModelStreaming(c, this.provider);
+    }
     const ac = new AbortController();
     this.aborts.add(ac);
     let reply: AssistantReply;
@@ -699,6 +745,111 @@ export class Agent {
         await this.input({ kind: 'modelError', ticket: c.ticket, message: `the model's answer cannot be stored: ${e.message}` });
       }
       throw e;
+    }
+  }
+
+  /**
+   * A model call whose stream the machine decodes: it builds the request, the
+   * provider sends it, the body's bytes go to the machine as they come (those
+   * that arrive while a write runs go out together: group commit), then the
+   * end. The machine says when a failed stream may start over.
+   */
+  private async callModelStreaming(c: Extract<Cmd, { kind: 'callModel' }>, p: StreamingProvider): Promise<void> {
+    const ac = new AbortController();
+    this.aborts.add(ac);
+    const n = this.n as NativeAgentLike & { streamBytes(ticket: number, bytes: Uint8Array): Promise<string> };
+    type Verdict = { retry: boolean; code: ErrorCode; message: string };
+    const fail = (v: Verdict) => {
+      this.failure ??= new ForkpointError({ code: v.code, message: v.message });
+    };
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const open = await this.input({
+          kind: 'modelStream',
+          ticket: c.ticket,
+          api: p.wire.api,
+          provider: p.provider,
+          model: p.model,
+          options: p.wire.options,
+          pricing: p.wire.pricing,
+        });
+        const req = open.value as WireRequest | null;
+        if (!req || ac.signal.aborted) return; // the call ended meanwhile
+        let body: AsyncIterable<Uint8Array>;
+        try {
+          body = await p.send(req, ac.signal);
+        } catch (e) {
+          if (ac.signal.aborted) return;
+          const err = toForkpointError(e);
+          await this.input({ kind: 'modelError', ticket: c.ticket, message: err.message, code: err.code });
+          this.failure ??= err;
+          return;
+        }
+        let queued: Uint8Array[] = [];
+        let feeding: Promise<void> | null = null;
+        let verdict: Verdict | null = null;
+        let refused: unknown = null;
+        const feed = async () => {
+          try {
+            while (queued.length > 0 && verdict === null && refused === null && !ac.signal.aborted) {
+              const bytes = queued.length === 1 ? queued[0]! : concat(queued);
+              queued = [];
+              let text: string;
+              try {
+                text = await callAsync(() => n.streamBytes(c.ticket, bytes));
+              } finally {
+                this.log.pump();
+              }
+              const step = JSON.parse(text) as StepOut;
+              this.carryOut(step);
+              if (step.value) verdict = step.value as Verdict;
+            }
+          } catch (e) {
+            refused = e;
+          } finally {
+            feeding = null;
+          }
+        };
+        let broke: ForkpointError | null = null;
+        try {
+          for await (const chunk of body) {
+            queued.push(chunk);
+            feeding ??= feed();
+            if (verdict !== null || refused !== null || ac.signal.aborted) break;
+          }
+        } catch (e) {
+          broke = toForkpointError(e);
+        }
+        while (feeding) await feeding;
+        if (ac.signal.aborted) return;
+        if (refused !== null) {
+          // A piece the machine refused (over a limit): the call ends as failed.
+          const err = toForkpointError(refused);
+          await this.input({ kind: 'modelError', ticket: c.ticket, message: err.message, code: err.code });
+          throw err;
+        }
+        if (verdict === null) {
+          const end = await this.input({ kind: 'modelStreamEnd', ticket: c.ticket, ...(broke ? { error: broke.message } : {}) });
+          verdict = (end.value as Verdict | null) ?? null;
+          if (verdict === null) return; // stored
+        }
+        const v: Verdict = verdict;
+        if (!v.retry || attempt >= p.maxRetries) {
+          if (v.retry) await this.input({ kind: 'modelError', ticket: c.ticket, message: v.message, code: v.code });
+          fail(v);
+          return;
+        }
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, p.retryWaitMs(attempt, null));
+          ac.signal.addEventListener('abort', () => {
+            clearTimeout(t);
+            resolve();
+          }, { once: true });
+        });
+        if (ac.signal.aborted) return;
+      }
+    } finally {
+      this.aborts.delete(ac);
     }
   }
 
@@ -871,8 +1022,10 @@ export class Agent {
   }
 
   async info(): Promise<AgentInfo> {
+    await this.loadWhole();
     const s = this.status_();
     const m = this.query<StoredMeta>({ kind: 'meta' });
+    const usage = this.query<UsageTotals>({ kind: 'usage' });
     return {
       agentId: this.agentId,
       templateId: m.templateId,
@@ -883,7 +1036,23 @@ export class Agent {
       lastSfpIndex: s.lastSfpIndex,
       lastBookmark: s.lastBookmark,
       breakpoint: s.breakpoint,
+      model: { ...m.model },
+      usage,
     };
+  }
+
+  /**
+   * Switches the model from the next call on: a provider, or a reference the
+   * `modelFactory` turns into one. Stored in `meta.json`; the next request is
+   * converted from whatever providers the context came from (the report is a
+   * `request_converted` event).
+   */
+  async setModel(model: ModelProvider | ModelRef): Promise<void> {
+    this.checkOpen();
+    const provider = Agent.providerOf(model, this.deps);
+    const step = JSON.parse(await callAsync(() => this.n.changeMeta(JSON.stringify({ model: refOf(provider) })))) as StepOut;
+    this.provider = provider;
+    this.carryOut(step);
   }
 
   /** The conversation at the current leaf (pi message shapes). */

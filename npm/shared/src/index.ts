@@ -6,6 +6,8 @@ export type { NativeEventLogLike, LoggedEvent, NewEvent, BookmarkedEvent, Subscr
 export { createNormalizer } from './normalize.js';
 export type { NativeNormalizerLike, Normalizer, ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from './normalize.js';
 export { Agent, ToolRegistry, TemplateRegistry, ScriptedProvider } from './agent.js';
+export { createProviders, isStreamingProvider } from './provider.js';
+export type { NativeProviderLike, NativeStreamDecoderLike, Pricing, ProviderApi, ProviderOptions, StreamingProvider, ThinkingOption, WireRequest } from './provider.js';
 export type {
   AgentBackend,
   AgentLoggedEvent,
@@ -36,4 +38,5 @@ export type {
   ToolContext,
   ToolDefinition,
   TodoItem,
+  UsageTotals,
 } from './agent.js';

@@ -28,6 +28,8 @@ use crate::{Error, ErrorCode, LoadOptions, Result, Session, time};
 
 pub use crate::agent_events::{AgentState, ResumeStrategy};
 
+mod stream;
+
 /// A tool the driver can run: what the model sees, and whether it always asks.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -101,8 +103,40 @@ pub enum Input {
         ticket: u64,
         deltas: Vec<ModelDelta>,
     },
-    /// The model call `ticket` failed.
-    ModelError { ticket: u64, message: String },
+    /// The model call `ticket` failed (`code`: the error's stable code, if any).
+    ModelError {
+        ticket: u64,
+        message: String,
+        #[serde(default)]
+        code: Option<String>,
+    },
+    /// The driver streams call `ticket` from the provider's own bytes: the
+    /// answer is the request to send (`{path, headers, body}`); the bytes
+    /// follow with `stream_bytes`, then `ModelStreamEnd`. Sent again for the
+    /// same ticket, it starts over (a retry: only before anything streamed).
+    ModelStream {
+        ticket: u64,
+        /// The wire format: `anthropic`, `openai`, `openai-responses`, `google`.
+        api: String,
+        /// The provider named in the answer (`anthropic`, `openai`, `openrouter`, …).
+        #[serde(default)]
+        provider: Option<String>,
+        model: String,
+        /// `{maxTokens?, temperature?, thinking?}`.
+        #[serde(default)]
+        options: Value,
+        /// Prices per million tokens `{input, output, cacheRead?, cacheWrite?}`
+        /// (default: the core's table for the model).
+        #[serde(default)]
+        pricing: Option<Value>,
+    },
+    /// The stream of call `ticket` ended: its body was read to the end, or
+    /// reading it failed with `error` (a broken connection, a timeout).
+    ModelStreamEnd {
+        ticket: u64,
+        #[serde(default)]
+        error: Option<String>,
+    },
     /// Tool call `ticket` ended.
     ToolDone { ticket: u64, outcome: ToolOutcome },
     /// A tool's own event (`ctx.emit`) during call `call_id`.
@@ -291,8 +325,35 @@ pub struct AgentMachine {
     marks: Option<TailMarks>,
     /// The marks of the last resume state written.
     marks_written: Option<TailMarks>,
-    /// The kind of each content block the running model call streamed so far.
-    streamed: Vec<Option<DeltaKind>>,
+    /// The content blocks the running model call streamed so far (by index).
+    streamed: Vec<Option<Streamed>>,
+    /// The running call's stream decoder, when the driver streams the
+    /// provider's own bytes (`ModelStream`).
+    wire: Option<stream::Wire>,
+    /// How many messages of the context the running model call sees.
+    call_context: usize,
+    /// The wire formats and models a `request_converted` was emitted for.
+    converted_for: Vec<(String, String)>,
+    /// What had streamed when the process died mid-call (read from the log's
+    /// tail at open): reported by the resume as `model_partial`.
+    crashed_partial: Option<Value>,
+}
+
+/// A content block of the answer being streamed.
+#[derive(Debug, Clone, PartialEq)]
+struct Streamed {
+    kind: BlockKind,
+    /// Its text so far (the input's JSON text for a tool call).
+    text: String,
+    /// A tool call's tool.
+    name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    Text,
+    Thinking,
+    ToolCall,
 }
 
 /// The agent's resume state (FORMAT.md §14.2): a cache in the store, written
@@ -469,6 +530,10 @@ impl AgentMachine {
             marks: None,
             marks_written: None,
             streamed: Vec::new(),
+            wire: None,
+            call_context: 0,
+            converted_for: Vec::new(),
+            crashed_partial: None,
         }
     }
 
@@ -664,6 +729,10 @@ impl AgentMachine {
             self.meta_dirty = true;
         }
         let crashed_at = self.bp;
+        if let Some(content) = self.crashed_partial.take() {
+            let step = self.core.assistant_messages() + 1;
+            self.emit(json!({ "type": "model_partial", "channel": "monitor", "step": step, "reason": "crashed", "content": content }))?;
+        }
         let mut sealed = Vec::new();
         if strategy == ResumeStrategy::Crash && !self.core.open_calls()?.is_empty() {
             sealed = self.seal(None, None)?;
@@ -718,6 +787,12 @@ impl AgentMachine {
             breakpoint: crashed_at,
             sealed,
         })
+    }
+
+    /// What had streamed of the model call the agent's last process died in
+    /// (read from its log at open); the resume reports it as `model_partial`.
+    pub fn set_crashed_partial(&mut self, content: Option<Value>) {
+        self.crashed_partial = content;
     }
 
     /// The first batch of a new agent: `agent_created`.
@@ -837,19 +912,7 @@ impl AgentMachine {
                 if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
                     return Ok(Reply::default()); // interrupted: the answer is dropped
                 }
-                let steps = self.core.assistant_messages();
-                if let Err(e) = self.answer(&reply.to_string()) {
-                    if self.core.assistant_messages() == steps {
-                        // Not stored: the model call failed.
-                        self.model_failed(&format!(
-                            "the model's answer cannot be stored: {}",
-                            e.message
-                        ))?;
-                    }
-                    return Err(e);
-                }
-                self.advance()?;
-                Ok(Reply::default())
+                self.replied(&reply.to_string())
             }
             Input::ModelDeltas { ticket, deltas } => {
                 let Phase::Model { ticket: t, step } = self.phase else {
@@ -863,13 +926,26 @@ impl AgentMachine {
                 }
                 Ok(Reply::default())
             }
-            Input::ModelError { ticket, message } => {
+            Input::ModelError {
+                ticket,
+                message,
+                code,
+            } => {
                 if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
                     return Ok(Reply::default());
                 }
-                self.model_failed(&message)?;
+                self.model_failed_with(code.as_deref(), &message)?;
                 Ok(Reply::default())
             }
+            Input::ModelStream {
+                ticket,
+                api,
+                provider,
+                model,
+                options,
+                pricing,
+            } => self.open_stream(ticket, &api, provider.as_deref(), &model, &options, pricing),
+            Input::ModelStreamEnd { ticket, error } => self.end_stream(ticket, error),
             Input::ToolDone { ticket, outcome } => {
                 let Phase::Tool {
                     ticket: t,
@@ -950,6 +1026,23 @@ impl AgentMachine {
                 })
             }
         }
+    }
+
+    /// The running call's answer: stored, then work goes on.
+    fn replied(&mut self, reply: &str) -> Result<Reply> {
+        let steps = self.core.assistant_messages();
+        if let Err(e) = self.answer(reply) {
+            if self.core.assistant_messages() == steps {
+                // Not stored: the model call failed.
+                self.model_failed(&format!(
+                    "the model's answer cannot be stored: {}",
+                    e.message
+                ))?;
+            }
+            return Err(e);
+        }
+        self.advance()?;
+        Ok(Reply::default())
     }
 
     fn busy(&mut self) -> Result<bool> {
@@ -1074,6 +1167,8 @@ impl AgentMachine {
         let ticket = self.ticket();
         self.phase = Phase::Model { ticket, step };
         self.streamed.clear();
+        self.wire = None;
+        self.call_context = self.messages.len();
         let request = ModelRequest {
             system: self.meta.system_prompt.clone(),
             message_count: self.messages.len(),
@@ -1156,11 +1251,23 @@ impl AgentMachine {
 
     /// The model call failed: `error`, then READY (the caller's `idle()` rejects).
     fn model_failed(&mut self, message: &str) -> Result<()> {
+        self.model_failed_with(None, message)
+    }
+
+    /// [`model_failed`](Self::model_failed) with the error's stable code.
+    fn model_failed_with(&mut self, code: Option<&str>, message: &str) -> Result<()> {
+        if let Phase::Model { step, .. } = self.phase {
+            self.record_partial(step, "failed")?;
+        }
         self.phase = Phase::Idle;
         self.streamed.clear();
-        self.emit(
-            json!({ "type": "error", "severity": "error", "phase": "model", "message": message }),
-        )?;
+        self.wire = None;
+        let mut e =
+            json!({ "type": "error", "severity": "error", "phase": "model", "message": message });
+        if let Some(c) = code {
+            e["code"] = json!(c);
+        }
+        self.emit(e)?;
         self.set_breakpoint(Breakpoint::Ready)?;
         self.set_state(AgentState::Ready)?;
         self.failure = Some(message.to_string());
@@ -1169,33 +1276,94 @@ impl AgentMachine {
 
     /// A streamed piece: `*_chunk_start` for a block's first piece, then `*_chunk`.
     fn delta(&mut self, step: u64, d: ModelDelta) -> Result<()> {
-        if d.index >= MAX_STREAMED_BLOCKS {
+        let kind = match d.kind {
+            DeltaKind::Text => BlockKind::Text,
+            DeltaKind::Thinking => BlockKind::Thinking,
+        };
+        self.piece(step, d.index, kind, "", &d.text)
+    }
+
+    /// A streamed piece of block `index`.
+    fn piece(
+        &mut self,
+        step: u64,
+        index: usize,
+        kind: BlockKind,
+        name: &str,
+        text: &str,
+    ) -> Result<()> {
+        if index >= MAX_STREAMED_BLOCKS {
             return Err(Error::new(
                 ErrorCode::LimitExceeded,
                 format!("a streamed answer has at most {MAX_STREAMED_BLOCKS} content blocks"),
             ));
         }
-        if self.streamed.len() <= d.index {
-            self.streamed.resize(d.index + 1, None);
+        if self.streamed.len() <= index {
+            self.streamed.resize(index + 1, None);
         }
-        let prefix = match d.kind {
-            DeltaKind::Text => "text",
-            DeltaKind::Thinking => "think",
+        let prefix = match kind {
+            BlockKind::Text => "text",
+            BlockKind::Thinking => "think",
+            BlockKind::ToolCall => "tool_input",
         };
-        match self.streamed[d.index] {
-            None => {
-                self.streamed[d.index] = Some(d.kind);
-                self.emit(json!({ "type": format!("{prefix}_chunk_start"), "step": step }))?;
+        match &mut self.streamed[index] {
+            slot @ None => {
+                *slot = Some(Streamed {
+                    kind,
+                    text: String::new(),
+                    name: name.to_string(),
+                });
+                if kind == BlockKind::ToolCall {
+                    self.emit(json!({ "type": "tool_input_chunk_start", "channel": "progress", "step": step, "index": index, "name": name }))?;
+                } else {
+                    self.emit(json!({ "type": format!("{prefix}_chunk_start"), "step": step }))?;
+                }
             }
-            Some(k) if k != d.kind => {
+            Some(b) if b.kind != kind => {
                 return Err(Error::invalid_input(format!(
-                    "streamed block {} changed from {k:?} to {:?}",
-                    d.index, d.kind
+                    "streamed block {index} changed from {:?} to {kind:?}",
+                    b.kind
                 )));
             }
             Some(_) => {}
         }
-        self.emit(json!({ "type": format!("{prefix}_chunk"), "step": step, "delta": d.text }))?;
+        if text.is_empty() {
+            return Ok(());
+        }
+        if let Some(Some(b)) = self.streamed.get_mut(index) {
+            b.text.push_str(text);
+        }
+        if kind == BlockKind::ToolCall {
+            self.emit(json!({ "type": "tool_input_chunk", "channel": "progress", "step": step, "index": index, "delta": text }))?;
+        } else {
+            self.emit(json!({ "type": format!("{prefix}_chunk"), "step": step, "delta": text }))?;
+        }
+        Ok(())
+    }
+
+    /// What streamed of the running call, as answer blocks (`None`: nothing).
+    fn partial_content(&self) -> Option<Value> {
+        let blocks: Vec<Value> = self
+            .streamed
+            .iter()
+            .flatten()
+            .map(|b| match b.kind {
+                BlockKind::Text => json!({ "type": "text", "text": b.text }),
+                BlockKind::Thinking => json!({ "type": "thinking", "thinking": b.text }),
+                BlockKind::ToolCall => {
+                    json!({ "type": "toolCall", "name": b.name, "partialInput": b.text })
+                }
+            })
+            .collect();
+        (!blocks.is_empty()).then_some(Value::Array(blocks))
+    }
+
+    /// `model_partial` for the running call's streamed pieces, if any.
+    fn record_partial(&mut self, step: u64, reason: &str) -> Result<()> {
+        if let Some(content) = self.partial_content() {
+            self.emit(json!({ "type": "model_partial", "channel": "monitor", "step": step, "reason": reason, "content": content }))?;
+        }
+        self.streamed.clear();
         Ok(())
     }
 
@@ -1213,8 +1381,20 @@ impl AgentMachine {
         let mut calls = 0;
         // Blocks that streamed get only their end; the others all three events.
         let streamed = std::mem::take(&mut self.streamed);
+        self.wire = None;
         for (i, b) in content.iter().enumerate() {
-            let was = streamed.get(i).copied().flatten();
+            let was = match streamed.get(i).and_then(Option::as_ref).map(|s| s.kind) {
+                Some(BlockKind::Text) => Some(DeltaKind::Text),
+                Some(BlockKind::Thinking) => Some(DeltaKind::Thinking),
+                Some(BlockKind::ToolCall) => {
+                    if b["type"] == "toolCall" {
+                        let id = b["id"].as_str().unwrap_or("").to_string();
+                        self.emit(json!({ "type": "tool_input_chunk_end", "channel": "progress", "step": step, "index": i, "callId": id }))?;
+                    }
+                    None
+                }
+                None => None,
+            };
             match b["type"].as_str() {
                 Some("thinking") => {
                     let t = b["thinking"].as_str().unwrap_or("");
@@ -1238,7 +1418,23 @@ impl AgentMachine {
         }
         if let Some(u) = message.get("usage").filter(|u| u.is_object()) {
             let n = |k: &str| u.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-            self.emit(json!({ "type": "token_usage", "inputTokens": n("input"), "outputTokens": n("output"), "totalTokens": n("totalTokens") }))?;
+            let mut e = json!({ "type": "token_usage", "inputTokens": n("input"), "outputTokens": n("output"), "totalTokens": n("totalTokens") });
+            // Members beyond Kode's only when they say something.
+            for (from, to) in [
+                ("cacheRead", "cacheReadTokens"),
+                ("cacheWrite", "cacheWriteTokens"),
+            ] {
+                if n(from) > 0.0 {
+                    e[to] = json!(n(from));
+                }
+            }
+            if let Some(r) = u.get("reasoning").and_then(Value::as_f64) {
+                e["reasoningTokens"] = json!(r);
+            }
+            if let Some(c) = u["cost"]["total"].as_f64().filter(|c| *c > 0.0) {
+                e["cost"] = json!(c);
+            }
+            self.emit(e)?;
         }
         if calls > 0 {
             self.set_breakpoint(Breakpoint::ToolPending)?;
@@ -1540,6 +1736,10 @@ impl AgentMachine {
         if self.phase != Phase::Idle {
             self.out.push(Command::Abort);
         }
+        if let Phase::Model { step, .. } = self.phase {
+            self.record_partial(step, "interrupted")?;
+            self.wire = None;
+        }
         self.phase = Phase::Idle;
         let note = note.unwrap_or_else(|| "Interrupted by user".into());
         let sealed = self.seal(Some(&note), None)?;
@@ -1811,6 +2011,9 @@ pub enum Query {
     Snapshot { id: String },
     /// The text of the last assistant message.
     LastText,
+    /// The tokens and cost of every model answer in the context, summed:
+    /// `{calls, input, output, cacheRead, cacheWrite, reasoning, totalTokens, cost}`.
+    Usage,
 }
 
 impl Query {
@@ -1828,6 +2031,47 @@ fn to_text<T: Serialize + ?Sized>(v: &T) -> Result<String> {
 }
 
 impl AgentMachine {
+    /// The usage of every assistant message of the context, summed.
+    fn usage_totals(&self) -> Value {
+        #[derive(serde::Deserialize)]
+        struct Msg {
+            #[serde(default)]
+            role: String,
+            #[serde(default)]
+            usage: Option<Value>,
+        }
+        let keys = [
+            "input",
+            "output",
+            "cacheRead",
+            "cacheWrite",
+            "reasoning",
+            "totalTokens",
+        ];
+        let mut sums = [0f64; 6];
+        let (mut cost, mut calls) = (0f64, 0u64);
+        for m in &self.messages {
+            let Ok(m) = serde_json::from_str::<Msg>(m.get()) else {
+                continue;
+            };
+            if m.role != "assistant" {
+                continue;
+            }
+            calls += 1;
+            let Some(u) = m.usage else { continue };
+            for (s, k) in sums.iter_mut().zip(keys) {
+                *s += u[k].as_f64().unwrap_or(0.0);
+            }
+            cost += u["cost"]["total"].as_f64().unwrap_or(0.0);
+        }
+        let mut o = json!({ "calls": calls });
+        for (s, k) in sums.iter().zip(keys) {
+            o[k] = json!(s);
+        }
+        o["cost"] = json!(cost);
+        o
+    }
+
     /// Answers a query (JSON text); one that [needs the whole
     /// session](Query::needs_whole) is `INTERNAL` before `load_whole`.
     pub fn query(&mut self, q: &Query) -> Result<String> {
@@ -1879,6 +2123,7 @@ impl AgentMachine {
             ),
             Query::Snapshot { id } => to_text(&self.core.snapshot(id)?),
             Query::LastText => to_text(&self.last_text()),
+            Query::Usage => to_text(&self.usage_totals()),
         }
     }
 }

@@ -76,26 +76,90 @@ pub async fn last_breakpoint<S: AgentStorage>(
     id: &str,
     last: Option<Bookmark>,
 ) -> Result<Breakpoint> {
+    Ok(breakpoint_and_partial(store, id, last).await?.0)
+}
+
+/// [`last_breakpoint`], and, when it is `STREAMING_MODEL`, what had streamed
+/// since (the pieces of a model call the process died in, as answer blocks).
+async fn breakpoint_and_partial<S: AgentStorage>(
+    store: &S,
+    id: &str,
+    last: Option<Bookmark>,
+) -> Result<(Breakpoint, Option<Value>)> {
     let Some(last) = last else {
-        return Ok(Breakpoint::Ready);
+        return Ok((Breakpoint::Ready, None));
     };
     let mut count = 64usize;
     loop {
         let lines = store.tail_events(id, count).await?;
-        for l in lines.iter().rev() {
+        for (i, l) in lines.iter().enumerate().rev() {
             let Ok(env) = parse_envelope(l, 512) else {
                 continue;
             };
             if env.kind == "breakpoint_changed" {
                 let v: Value = serde_json::from_str(l).unwrap_or(Value::Null);
-                return Ok(serde_json::from_value(v["current"].clone()).unwrap_or_default());
+                let bp: Breakpoint =
+                    serde_json::from_value(v["current"].clone()).unwrap_or_default();
+                let partial = if bp == Breakpoint::StreamingModel {
+                    streamed_since(&lines[i + 1..])
+                } else {
+                    None
+                };
+                return Ok((bp, partial));
             }
         }
         if lines.len() < count || count as u64 >= last.seq {
-            return Ok(Breakpoint::Ready);
+            return Ok((Breakpoint::Ready, None));
         }
         count = count.saturating_mul(8);
     }
+}
+
+/// The answer blocks the `*_chunk` events of `lines` make (`None`: none).
+fn streamed_since(lines: &[std::sync::Arc<str>]) -> Option<Value> {
+    let mut blocks: Vec<Value> = Vec::new();
+    // The block each tool_input index is, and the last text / thinking block.
+    let mut tools: Vec<(u64, usize)> = Vec::new();
+    let (mut text, mut think) = (None::<usize>, None::<usize>);
+    for l in lines {
+        let Ok(v) = serde_json::from_str::<Value>(l.as_ref()) else {
+            continue;
+        };
+        let delta = v["delta"].as_str().unwrap_or("");
+        let append = |blocks: &mut Vec<Value>, at: Option<usize>, key: &str| {
+            if let Some(b) = at.and_then(|i| blocks.get_mut(i))
+                && let Some(Value::String(s)) = b.get_mut(key)
+            {
+                s.push_str(delta);
+            }
+        };
+        match v["type"].as_str().unwrap_or("") {
+            "text_chunk_start" => {
+                text = Some(blocks.len());
+                blocks.push(serde_json::json!({ "type": "text", "text": "" }));
+            }
+            "think_chunk_start" => {
+                think = Some(blocks.len());
+                blocks.push(serde_json::json!({ "type": "thinking", "thinking": "" }));
+            }
+            "tool_input_chunk_start" => {
+                tools.push((v["index"].as_u64().unwrap_or(0), blocks.len()));
+                let name = v["name"].as_str().unwrap_or("");
+                blocks.push(
+                    serde_json::json!({ "type": "toolCall", "name": name, "partialInput": "" }),
+                );
+            }
+            "text_chunk" => append(&mut blocks, text, "text"),
+            "think_chunk" => append(&mut blocks, think, "thinking"),
+            "tool_input_chunk" => {
+                let at = v["index"].as_u64();
+                let b = tools.iter().rev().find(|t| Some(t.0) == at).map(|t| t.1);
+                append(&mut blocks, b, "partialInput");
+            }
+            _ => {}
+        }
+    }
+    (!blocks.is_empty()).then_some(Value::Array(blocks))
 }
 
 impl<S: AgentStorage> AgentRuntime<S> {
@@ -103,11 +167,20 @@ impl<S: AgentStorage> AgentRuntime<S> {
     /// header, `agent_created` and its meta in one write.
     pub async fn create(
         store: S,
-        meta: AgentMeta,
+        mut meta: AgentMeta,
         tools: Vec<ToolSpec>,
         seed: u64,
         now: f64,
     ) -> Result<Self> {
+        if meta.agent_id.is_empty() {
+            // `agt-` + the time in base 36 + 48 random bits (as 0.1.0 named them).
+            let r = crate::writer::IdRng::new(seed ^ 0xA6E7_1D5E_ED00_0001).next_u64();
+            meta.agent_id = format!(
+                "agt-{}{:012x}",
+                super::machine::base36(now as u64),
+                r & 0xffff_ffff_ffff
+            );
+        }
         let id = meta.agent_id.clone();
         let head = header(now, None, seed);
         let session = load(head.clone().into_bytes())?;
@@ -175,14 +248,15 @@ impl<S: AgentStorage> AgentRuntime<S> {
     ) -> Result<AgentMachine> {
         let head = store.head(lease).await?;
         let meta = AgentMeta::parse(&head.meta, &lease.agent_id)?;
-        let bp = last_breakpoint(store, &lease.agent_id, head.last_event).await?;
+        let (bp, partial) = breakpoint_and_partial(store, &lease.agent_id, head.last_event).await?;
         if let Some(state) = head
             .state
             .as_deref()
             .and_then(|t| serde_json::from_slice::<ResumeState>(t).ok())
-            && let Some(m) =
+            && let Some(mut m) =
                 Self::open_tail(store, lease, &state, &head, &meta, bp, &tools, seed).await?
         {
+            m.set_crashed_partial(partial);
             return Ok(m);
         }
         let bytes = store
@@ -190,7 +264,9 @@ impl<S: AgentStorage> AgentRuntime<S> {
             .await?;
         let len = bytes.len() as u64;
         let session = load(bytes)?;
-        AgentMachine::new(meta, session, len, head.last_event, bp, tools, seed)
+        let mut m = AgentMachine::new(meta, session, len, head.last_event, bp, tools, seed)?;
+        m.set_crashed_partial(partial);
+        Ok(m)
     }
 
     /// The machine from the session's tail, if the resume state holds for the
@@ -390,6 +466,15 @@ impl<S: AgentStorage> AgentRuntime<S> {
         self.check()?;
         self.ensure_whole().await?;
         let r = self.machine_mut()?.handle(input, now);
+        let step = self.run(Reply::default()).await?;
+        Ok(Step { reply: r?, ..step })
+    }
+
+    /// Feeds bytes of model call `ticket`'s streamed body (see
+    /// [`AgentMachine::stream_bytes`]); durable what they completed when it returns.
+    pub async fn stream_bytes(&self, ticket: u64, bytes: &[u8], now: f64) -> Result<Step> {
+        self.check()?;
+        let r = self.machine_mut()?.stream_bytes(ticket, bytes, now);
         let step = self.run(Reply::default()).await?;
         Ok(Step { reply: r?, ..step })
     }

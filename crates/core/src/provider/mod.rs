@@ -6,6 +6,7 @@
 //! origin), HTTP failures and retry waits, and token prices. The bindings only
 //! move bytes.
 
+pub mod bind;
 pub mod http;
 pub mod pricing;
 pub mod request;
@@ -13,6 +14,7 @@ pub mod response;
 pub mod sse;
 pub mod stream;
 
+pub use bind::{build_request_json, defaults_json, http_failure_json};
 pub use http::{Failure, http_failure, retry_wait_ms, retry_wait_ms_at};
 pub use pricing::{Pricing, Rates, cost, default_pricing};
 pub use request::{

@@ -48,7 +48,13 @@ pub struct SseParser {
     line_start: u64,
     limit: usize,
     failed: Option<Error>,
+    /// Lines that are no field (`{`, `  "error": {…`): Gemini writes its
+    /// mid-stream error as bare JSON outside the event framing.
+    stray: String,
 }
+
+/// Most bytes of stray lines kept.
+const MAX_STRAY: usize = 64 << 10;
 
 impl Default for SseParser {
     fn default() -> Self {
@@ -76,6 +82,7 @@ impl SseParser {
             line_start: 0,
             limit,
             failed: None,
+            stray: String::new(),
         }
     }
 
@@ -213,10 +220,21 @@ impl SseParser {
             }
             // id, retry and unknown fields: ignored (but they must still be text).
             _ => {
-                std::str::from_utf8(line).map_err(|e| self.not_utf8(line, e))?;
+                let text = std::str::from_utf8(line).map_err(|e| self.not_utf8(line, e))?;
+                if field != b"id" && field != b"retry" && self.stray.len() + text.len() < MAX_STRAY
+                {
+                    self.stray.push_str(text);
+                    self.stray.push('\n');
+                }
             }
         }
         Ok(())
+    }
+
+    /// The lines read that were no SSE field, joined (at most 64 KiB): where
+    /// a provider wrote bare JSON into the stream.
+    pub fn stray(&self) -> &str {
+        &self.stray
     }
 
     fn not_utf8(&self, line: &[u8], e: std::str::Utf8Error) -> Error {

@@ -1466,6 +1466,21 @@ impl StreamDecoder {
             return Ok(r.clone());
         }
         if !self.c.complete {
+            // Gemini writes a mid-stream error as bare JSON outside the framing.
+            let stray = self.sse.stray().trim();
+            if stray.starts_with('{')
+                && let Ok(v) = serde_json::from_str::<Value>(stray)
+                && v.get("error").is_some_and(Value::is_object)
+            {
+                let status = v["error"]["code"]
+                    .as_u64()
+                    .and_then(|c| u16::try_from(c).ok())
+                    .filter(|c| *c >= 400)
+                    .unwrap_or(500);
+                let e = super::http_failure(self.c.api, status, stray.as_bytes(), None).error;
+                self.failed = Some(e.clone());
+                return Err(e);
+            }
             let end = match self.c.api {
                 Provider::Anthropic => "message_stop",
                 Provider::OpenAi => "a finish_reason or [DONE]",

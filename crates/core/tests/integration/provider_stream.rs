@@ -966,3 +966,23 @@ fn a_burst_of_ten_thousand_chunks() {
     assert_eq!(m["stopReason"], "stop");
     eprintln!("10,000 chunks ({} KiB): {took:?}", s.len() >> 10);
 }
+
+#[test]
+fn a_gemini_error_written_as_bare_json_mid_stream_is_that_error() {
+    // Gemini ends a failing stream with its google.rpc.Status JSON,
+    // pretty-printed and outside the SSE framing.
+    let first = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Half an\"}],\"role\":\"model\"},\"index\":0}]}\r\n\r\n";
+    let bare = "{\n  \"error\": {\n    \"code\": 503,\n    \"message\": \"The model is overloaded. Please try again later.\",\n    \"status\": \"UNAVAILABLE\"\n  }\n}\n";
+    let mut d = StreamDecoder::new(Provider::Google, "google", "gemini-2.5-flash");
+    let pieces = d.push(first.as_bytes()).unwrap();
+    assert_eq!(pieces.len(), 1);
+    assert!(d.push(bare.as_bytes()).unwrap().is_empty());
+    let e = d.finish().unwrap_err();
+    assert_eq!(e.code, ErrorCode::ProviderUnavailable, "{e:?}");
+    assert!(e.message.contains("overloaded"), "{}", e.message);
+    // Bare text that is no error still reads as an early end.
+    let mut d = StreamDecoder::new(Provider::Google, "google", "gemini-2.5-flash");
+    d.push(first.as_bytes()).unwrap();
+    d.push(b"{\"not\": \"an error\"}\n").unwrap();
+    assert_eq!(d.finish().unwrap_err().code, ErrorCode::ProviderProtocol);
+}

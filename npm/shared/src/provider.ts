@@ -1,0 +1,357 @@
+/**
+ * Real model providers: Anthropic Messages, OpenAI Chat Completions, OpenAI
+ * Responses and Gemini, streaming. Everything that decides is in the core
+ * (request bodies from the same encoders as `toProvider`, SSE decoding, the
+ * answer, error codes, retry waits, prices); this file only moves bytes:
+ * `fetch`, the response body's reader, timers.
+ *
+ * Inside an `Agent`, the body's bytes go straight to the agent's machine, so
+ * every piece is an event, durable as it arrives. Outside one, `complete()`
+ * decodes with a standalone decoder and returns the assistant message.
+ */
+import { ForkpointError, call, toForkpointError } from './errors.js';
+import type { AssistantReply, CompleteOptions, ModelProvider, ModelRef, ModelRequest } from './agent.js';
+
+/** The wire formats (the `toProvider` targets). */
+export type ProviderApi = 'anthropic' | 'openai' | 'openai-responses' | 'google';
+
+/** Prices in dollars per million tokens. */
+export interface Pricing {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+
+/** Extended thinking / reasoning: a token budget, an effort, or off. */
+export type ThinkingOption = boolean | { budgetTokens?: number; effort?: 'minimal' | 'low' | 'medium' | 'high' };
+
+/** What `createProvider` takes. */
+export interface ProviderOptions {
+  provider: ProviderApi;
+  model: string;
+  /** Default: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY` (or `GOOGLE_API_KEY`). Never stored. */
+  apiKey?: string;
+  /**
+   * Any compatible endpoint (OpenRouter, vLLM, Ollama, a proxy, a local test
+   * server). Default: `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL` /
+   * `GOOGLE_GEMINI_BASE_URL` when set, else the provider's own.
+   */
+  baseURL?: string;
+  /** Sent with every request (after forkpoint's own). */
+  headers?: Record<string, string>;
+  /** Retries of a request that failed before anything streamed (default 3). */
+  maxRetries?: number;
+  /** Longest wait for the response and between two pieces of its body (default 600,000 ms). */
+  timeoutMs?: number;
+  maxTokens?: number;
+  thinking?: ThinkingOption;
+  temperature?: number;
+  /** Per-million-token prices (default: the core's table for common models). */
+  pricing?: Pricing;
+  /** The name the answers carry in `provider` (default: the vendor, e.g. `openai`). */
+  name?: string;
+  /** A `fetch` to use instead of the global one. */
+  fetch?: typeof fetch;
+}
+
+/** A request the core built: a path under the base URL, headers, the exact body text. */
+export interface WireRequest {
+  path: string;
+  headers: Array<[string, string]>;
+  body: string;
+}
+
+/**
+ * A provider whose stream the agent's machine decodes itself (what
+ * `createProvider` returns). It is also a plain `ModelProvider`.
+ */
+export interface StreamingProvider extends ModelProvider {
+  readonly wire: {
+    api: ProviderApi;
+    options: { maxTokens?: number; temperature?: number; thinking?: ThinkingOption };
+    pricing: Pricing | null;
+  };
+  /**
+   * Sends a request the core built; resolves with the response body as it
+   * arrives. Failures before the body (refused connections, HTTP errors) are
+   * retried here as the core says; a failure is a `ForkpointError` with a
+   * `PROVIDER_*` code.
+   */
+  send(req: WireRequest, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
+  /** How long to wait before retry number `attempt` (from 0). */
+  retryWaitMs(attempt: number, retryAfter?: string | null): number;
+  readonly maxRetries: number;
+}
+
+/** The native functions (napi or wasm) behind the providers. */
+export interface NativeProviderLike {
+  providerDefaultsJson(api: string): string;
+  buildProviderRequestJson(api: string, optionsJson: string, system: string | null, messagesJson: string, toolsJson: string): string;
+  providerHttpFailureJson(api: string, status: number, body: Uint8Array, retryAfter: string | null): string;
+  providerRetryWaitMs(attempt: number, retryAfter: string | null, jitter: number): number;
+  NativeStreamDecoder: new (api: string, provider: string, model: string) => NativeStreamDecoderLike;
+}
+
+export interface NativeStreamDecoderLike {
+  configure(nameMapJson: string | null, pricingJson: string | null): void;
+  push(bytes: Uint8Array): string;
+  finish(): string;
+  readonly delivered: boolean;
+}
+
+interface Defaults {
+  /** pi's `api` name of the format (`anthropic-messages`, …): what `meta.json` keeps. */
+  piApi: string;
+  baseURL: string;
+  /** Environment variables that override the base URL (as the official SDKs read them). */
+  baseVars: string[];
+  authHeader: string;
+  authPrefix: string;
+  keyVars: string[];
+  vendor: string;
+}
+
+type Piece = { type: 'text' | 'thinking' | 'toolCall' | 'toolArgs' | 'usage'; index: number; text?: string };
+
+/** `true` for what `createProvider` returned (the agent streams it itself). */
+export function isStreamingProvider(p: unknown): p is StreamingProvider {
+  return !!p && typeof (p as StreamingProvider).send === 'function' && !!(p as StreamingProvider).wire;
+}
+
+const env = (name: string): string | undefined => {
+  const e = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
+  const v = e?.[name];
+  return v === undefined || v === '' ? undefined : v;
+};
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(aborted());
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', stop);
+      resolve();
+    }, ms);
+    const stop = () => {
+      clearTimeout(t);
+      reject(aborted());
+    };
+    signal.addEventListener('abort', stop, { once: true });
+  });
+
+const aborted = () => new ForkpointError({ code: 'ABORTED', message: 'the model call was aborted' });
+
+/** Removes `secret` from a text that may repeat it (an echoing proxy). */
+const scrub = (text: string, secret: string | undefined) => (secret && secret.length >= 4 ? text.split(secret).join('[redacted]') : text);
+
+/** The providers of one native module (napi or wasm). */
+export function createProviders(native: NativeProviderLike) {
+  function createProvider(opts: ProviderOptions): StreamingProvider {
+    if (!opts || typeof opts !== 'object') throw new ForkpointError({ code: 'INVALID_INPUT', message: 'createProvider takes {provider, model, …}' });
+    if (typeof opts.model !== 'string' || opts.model === '') throw new ForkpointError({ code: 'INVALID_INPUT', message: 'createProvider: model is required' });
+    const d = JSON.parse(call(() => native.providerDefaultsJson(String(opts.provider)))) as Defaults;
+    const api = opts.provider;
+    const baseURL = (opts.baseURL ?? d.baseVars.map(env).find((v) => v !== undefined) ?? d.baseURL).replace(/\/+$/, '');
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const maxRetries = Math.max(0, Math.floor(opts.maxRetries ?? 3));
+    const doFetch = opts.fetch ?? globalThis.fetch;
+    const options: StreamingProvider['wire']['options'] = {};
+    if (opts.maxTokens !== undefined) options.maxTokens = opts.maxTokens;
+    if (opts.temperature !== undefined) options.temperature = opts.temperature;
+    if (opts.thinking !== undefined) options.thinking = opts.thinking;
+    const name = opts.name ?? d.vendor;
+    const key = (): string | undefined => opts.apiKey ?? d.keyVars.map(env).find((v) => v !== undefined);
+    const host = (() => {
+      try {
+        return new URL(baseURL).host;
+      } catch {
+        throw new ForkpointError({ code: 'INVALID_INPUT', message: `createProvider: baseURL ${JSON.stringify(baseURL)} is not a URL` });
+      }
+    })();
+
+    const retryWaitMs = (attempt: number, retryAfter?: string | null) => native.providerRetryWaitMs(attempt, retryAfter ?? null, Math.random());
+
+    async function send(req: WireRequest, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+      const secret = key();
+      const headers: Record<string, string> = {};
+      for (const [k, v] of req.headers) headers[k] = v;
+      if (secret !== undefined) headers[d.authHeader] = d.authPrefix + secret;
+      Object.assign(headers, opts.headers ?? {});
+      for (let attempt = 0; ; attempt++) {
+        if (signal.aborted) throw aborted();
+        const ac = new AbortController();
+        const onAbort = () => ac.abort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        let timedOut = false;
+        let timer = setTimeout(() => {
+          timedOut = true;
+          ac.abort();
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+        };
+        let res: Response;
+        try {
+          res = await doFetch(baseURL + req.path, { method: 'POST', headers, body: req.body, signal: ac.signal });
+        } catch (e) {
+          done();
+          if (signal.aborted) throw aborted();
+          const why = timedOut ? `no answer in ${timeoutMs} ms` : describe(e);
+          const err = new ForkpointError({ code: 'PROVIDER_UNAVAILABLE', message: scrub(`cannot reach ${host}: ${why}`, secret) });
+          if (attempt >= maxRetries) throw err;
+          await sleep(retryWaitMs(attempt, null), signal);
+          continue;
+        }
+        if (!res.ok) {
+          let body = new Uint8Array();
+          try {
+            body = new Uint8Array(await res.arrayBuffer());
+          } catch {
+            // the error text is lost; the status still says what happened
+          }
+          done();
+          const retryAfter = res.headers.get('retry-after') ?? msHeader(res.headers.get('retry-after-ms'));
+          const f = JSON.parse(call(() => native.providerHttpFailureJson(api, res.status, body, retryAfter))) as { code: string; message: string; retryable: boolean };
+          const err = new ForkpointError({ code: f.code as ForkpointError['code'], message: scrub(f.message, secret) });
+          if (!f.retryable || attempt >= maxRetries) throw err;
+          await sleep(retryWaitMs(attempt, retryAfter), signal);
+          continue;
+        }
+        if (!res.body) {
+          done();
+          throw new ForkpointError({ code: 'PROVIDER_PROTOCOL', message: `${host} answered ${res.status} without a body` });
+        }
+        const reader = res.body.getReader();
+        // From here the timer measures the gap between two pieces.
+        const rearm = () => {
+          clearTimeout(timer);
+          timer = setTimeout(() => {
+            timedOut = true;
+            ac.abort();
+          }, timeoutMs);
+        };
+        return {
+          [Symbol.asyncIterator]() {
+            return {
+              async next(): Promise<IteratorResult<Uint8Array>> {
+                try {
+                  const r = await reader.read();
+                  if (r.done) {
+                    done();
+                    return { done: true, value: undefined };
+                  }
+                  rearm();
+                  return { done: false, value: r.value };
+                } catch (e) {
+                  done();
+                  if (signal.aborted) throw aborted();
+                  throw new ForkpointError({
+                    code: 'PROVIDER_UNAVAILABLE',
+                    message: scrub(timedOut ? `${host} sent nothing for ${timeoutMs} ms` : `the stream from ${host} broke: ${describe(e)}`, secret),
+                  });
+                }
+              },
+              async return(): Promise<IteratorResult<Uint8Array>> {
+                done();
+                ac.abort();
+                reader.cancel().catch(() => {});
+                return { done: true, value: undefined };
+              },
+            };
+          },
+        };
+      }
+    }
+
+    const provider: StreamingProvider = {
+      provider: name,
+      model: opts.model,
+      api: d.piApi,
+      wire: { api, options, pricing: opts.pricing ?? null },
+      maxRetries,
+      send,
+      retryWaitMs,
+      /** Outside an agent: the request encoded by the core, the answer decoded by it. */
+      async complete(request: ModelRequest, o: CompleteOptions): Promise<AssistantReply> {
+        const signal = o?.signal ?? new AbortController().signal;
+        const optionsJson = JSON.stringify({ ...options, model: opts.model });
+        const req = JSON.parse(
+          call(() =>
+            native.buildProviderRequestJson(api, optionsJson, request.system ?? null, JSON.stringify(request.messages), JSON.stringify(request.tools ?? [])),
+          ),
+        ) as WireRequest & { nameMap: Record<string, string> };
+        const nameMap = JSON.stringify(req.nameMap ?? {});
+        const pricing = opts.pricing ? JSON.stringify(opts.pricing) : null;
+        for (let attempt = 0; ; attempt++) {
+          const dec = new native.NativeStreamDecoder(api, name, opts.model);
+          call(() => dec.configure(nameMap, pricing));
+          const body = await send(req, signal);
+          let failure: ForkpointError | null = null;
+          try {
+            for await (const chunk of body) {
+              const pieces = JSON.parse(call(() => dec.push(chunk))) as Piece[];
+              for (const p of pieces) {
+                if ((p.type === 'text' || p.type === 'thinking') && p.text) o?.onDelta?.({ index: p.index, kind: p.type, text: p.text });
+              }
+            }
+            return JSON.parse(call(() => dec.finish())) as AssistantReply;
+          } catch (e) {
+            failure = toForkpointError(e);
+          }
+          const transient = failure.code === 'PROVIDER_UNAVAILABLE' || failure.code === 'PROVIDER_RATE_LIMITED';
+          if (signal.aborted || dec.delivered || !transient || attempt >= maxRetries) throw failure;
+          await sleep(retryWaitMs(attempt, null), signal);
+        }
+      },
+    };
+    return provider;
+  }
+
+  /** The default `modelFactory`: a provider from what `meta.json` keeps (keys from the environment). */
+  function providerFromRef(ref: ModelRef): StreamingProvider {
+    const api = wireOf(ref);
+    if (!api) {
+      throw new ForkpointError({
+        code: 'INVALID_INPUT',
+        message: `model ${ref.provider}/${ref.model}: no built-in provider speaks its API (${ref.api ?? ref.provider}); pass a provider or a modelFactory`,
+      });
+    }
+    return createProvider({ provider: api, model: ref.model, name: ref.provider });
+  }
+
+  return { createProvider, providerFromRef };
+}
+
+/** The wire format a stored model reference speaks, if a built-in provider does. */
+function wireOf(ref: ModelRef): ProviderApi | null {
+  const a = ref.api ?? '';
+  if (a === 'anthropic-messages' || a === 'anthropic') return 'anthropic';
+  if (a === 'openai-completions' || a === 'openai') return 'openai';
+  if (a === 'openai-responses') return 'openai-responses';
+  if (a === 'google-generative-ai' || a === 'google') return 'google';
+  if (a !== '') return null;
+  switch (ref.provider) {
+    case 'anthropic':
+      return 'anthropic';
+    case 'openai':
+      return 'openai';
+    case 'google':
+    case 'gemini':
+      return 'google';
+    default:
+      return null;
+  }
+}
+
+function msHeader(v: string | null): string | null {
+  if (v === null) return null;
+  const n = Number(v);
+  return Number.isFinite(n) ? String(n / 1000) : null;
+}
+
+function describe(e: unknown): string {
+  const err = e as { message?: string; cause?: { code?: string; message?: string } };
+  const cause = err?.cause?.code ?? err?.cause?.message;
+  return cause ? `${err.message ?? e} (${cause})` : String(err?.message ?? e);
+}
