@@ -1333,7 +1333,19 @@ status: string, state?: unknown, context?: unknown, variables?: Record<string, u
 /**
  * The session entry that was the leaf when it was made (restore moves the leaf there).
  */
-entryId: string, createdAt: number, };
+entryId: string, createdAt: number, 
+/**
+ * A name for people (given to `IndexedDbStore.saveCheckpoint`).
+ */
+label?: string, 
+/**
+ * Entries in the session when it was made (written by `IndexedDbStore`).
+ */
+entryCount?: number, 
+/**
+ * The last seq of the session's event log when it was made (written by `IndexedDbStore`).
+ */
+eventSeq?: number, };
 
 /**
  * What a crash resume or an interrupt closed.
