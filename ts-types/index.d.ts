@@ -497,12 +497,15 @@ logName: string,
 error?: ErrorInfo, };
 
 /**
- * A named position of a stored session: its leaf and size at one moment,
- * and the seq of its event log then.
+ * A checkpoint of a stored session, as `IndexedDbStore` answers it: the
+ * session's `forkpoint.checkpoint` entry (the record an agent's
+ * `checkpoints.create` writes, `CheckpointInfo`) with the session's id, and
+ * `createdAt` as ISO text.
  */
 export type Checkpoint = { id: string, sessionId: string, label: string | null, 
 /**
- * The entry the checkpoint points at (the leaf when it was saved, unless given).
+ * The entry the checkpoint points at (the leaf when it was saved, unless
+ * given); `null`: before the first entry.
  */
 entryId: string | null, 
 /**
@@ -512,7 +515,23 @@ entryCount: number,
 /**
  * The last event seq of the session's event log when it was saved.
  */
-eventSeq: number | null, createdAt: string, };
+eventSeq: number | null, createdAt: string, 
+/**
+ * The workflow execution it belongs to (the checkpoint's id unless given).
+ */
+executionId: string, 
+/**
+ * The step's name (the label, or `''`, unless given).
+ */
+stepName: string, 
+/**
+ * The step's index (0 unless given).
+ */
+stepIndex: number, 
+/**
+ * `'success'` unless given.
+ */
+status: string, state?: unknown, context?: unknown, variables?: Record<string, unknown>, };
 
 /**
  * A batch from an incremental load.
@@ -1333,7 +1352,19 @@ status: string, state?: unknown, context?: unknown, variables?: Record<string, u
 /**
  * The session entry that was the leaf when it was made (restore moves the leaf there).
  */
-entryId: string, createdAt: number, };
+entryId: string, createdAt: number, 
+/**
+ * A name for people (given to `IndexedDbStore.saveCheckpoint`).
+ */
+label?: string, 
+/**
+ * Entries in the session when it was made (written by `IndexedDbStore`).
+ */
+entryCount?: number, 
+/**
+ * The last seq of the session's event log when it was made (written by `IndexedDbStore`).
+ */
+eventSeq?: number, };
 
 /**
  * What a crash resume or an interrupt closed.

@@ -373,6 +373,27 @@ export const scenarios = [
   },
 ];
 
+/** Every record of an object store, as `[key, value]`, read with IndexedDB itself. */
+export async function rawAll(indexedDB, name, store) {
+  const d = await new Promise((resolve, reject) => {
+    const r = indexedDB.open(name);
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+  try {
+    const tx = d.transaction(store);
+    const keys = tx.objectStore(store).getAllKeys();
+    const values = tx.objectStore(store).getAll();
+    await new Promise((resolve, reject) => {
+      tx.oncomplete = resolve;
+      tx.onerror = () => reject(tx.error);
+    });
+    return keys.result.map((k, i) => [k, values.result[i]]);
+  } finally {
+    d.close();
+  }
+}
+
 /** Loads a dump of `tests/fixtures/idb-v2` into database `name` at its version. */
 export async function loadDump(indexedDB, name, dump) {
   const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -418,6 +439,7 @@ scenarios.push({
       r.onerror = () => reject(r.error);
     });
     assert.deepEqual(schema, { version: 3, stores: ['agentChunks', 'agentEvents', 'agents', 'checkpoints', 'chunks', 'events', 'sessions'] });
+    assert.equal((await rawAll(indexedDB, name, 'checkpoints')).length, 1, 'the agent store leaves sessions alone');
     // What 0.1.0 wrote is all there.
     const sessions = await web.IndexedDbStore.open(name);
     const list = await sessions.listSessions();
@@ -425,9 +447,23 @@ scenarios.push({
     const s = await sessions.loadSession('kept');
     assert.equal(s.entryCount, list[0].entryCount);
     assert.equal(s.getContext().at(-1).content[0].text, 'added by 0.1.0');
-    const [cp] = await sessions.listCheckpoints('kept');
-    assert.equal(cp.id, 'cp-1');
-    assert.equal(cp.eventSeq, 3);
+    // Its checkpoint moved into the session (an entry, as an agent's) when the
+    // store opened, and is listed as 0.1.0 listed it.
+    const old = JSON.parse(dump.stores.checkpoints[0][1].s);
+    const [cp, ...more] = await sessions.listCheckpoints('kept');
+    assert.deepEqual(more, []);
+    assert.deepEqual(cp, { ...old, executionId: 'cp-1', stepName: 'after append', stepIndex: 0, status: 'success' });
+    assert.deepEqual(await rawAll(indexedDB, name, 'checkpoints'), [], 'nothing left beside the session');
+    const entry = s.getEntries().filter((e) => e.customType === 'forkpoint.checkpoint');
+    assert.deepEqual(entry.map((e) => e.data.id), ['cp-1']);
+    assert.equal(entry[0].data.createdAt, Date.parse(old.createdAt));
+    assert.equal(s.leafId, entry[0].id, 'appended at the leaf');
+    // Restorable: the leaf goes back to its entry.
+    await sessions.moveLeaf('kept', null);
+    const back = await sessions.restoreCheckpoint('kept', 'cp-1');
+    assert.equal(back.entryId, old.entryId);
+    assert.equal((await sessions.getSessionInfo('kept')).leafId, old.entryId);
+    assert.equal((await sessions.loadSession('kept')).getContext().at(-1).content[0].text, 'added by 0.1.0');
     const log = await sessions.events('kept');
     assert.deepEqual((await log.readSince(null)).map((e) => e.n), [1, 2, 3]);
     // It goes on: an append and a new event continue where 0.1.0 stopped.
@@ -439,5 +475,73 @@ scenarios.push({
     await other.close();
     assert.deepEqual((await agents.list()).map((m) => m.agentId), ['beside']);
     agents.close();
+  },
+});
+
+scenarios.push({
+  name: 'upgrade: two stores opening a 0.1.0 database at once move its checkpoint into the session once',
+  async run({ web, db, assert, indexedDB, json }) {
+    const dump = await json('idb-v2/forkpoint-0.1.0.json');
+    const name = db();
+    await loadDump(indexedDB, name, dump);
+    const [a, b] = await Promise.all([web.IndexedDbStore.open(name), web.IndexedDbStore.open(name)]);
+    const s = await b.loadSession('kept');
+    assert.deepEqual(
+      s.getEntries().filter((e) => e.customType === 'forkpoint.checkpoint').map((e) => e.data.id),
+      ['cp-1'],
+    );
+    assert.deepEqual((await a.listCheckpoints('kept')).map((c) => c.id), ['cp-1']);
+    assert.deepEqual(await rawAll(indexedDB, name, 'checkpoints'), []);
+    await a.close();
+    await b.close();
+  },
+});
+
+scenarios.push({
+  name: 'one checkpoint model: an agent\'s checkpoint is a store checkpoint (listed, restored, deleted) and the store writes the agent\'s record',
+  async run({ web, db, assert, indexedDB }) {
+    const name = db();
+    const agents = await web.IndexedDbAgentStore.open(name);
+    const toolRegistry = tools(web);
+    const model = new web.ScriptedProvider([{ text: 'first answer' }, { text: 'second answer' }]);
+    const agent = await web.Agent.create({ agentId: 'wf', model, tools: [] }, { store: agents, toolRegistry });
+    await agent.chat('first');
+    await agent.checkpoints.create({ executionId: 'e', stepName: 'plan', stepIndex: 0, variables: { v: 1 } });
+    await agent.chat('second');
+    const [{ checkpoints: [made] }] = agent.checkpoints.list();
+    await agent.close();
+    agents.close();
+    // The agent's session as a file (its chunks, in order), kept by the session store.
+    const chunks = await rawAll(indexedDB, name, 'agentChunks');
+    const parts = chunks.filter(([k]) => k[0] === 'wf').map(([, v]) => v);
+    const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    parts.reduce((at, p) => (bytes.set(p, at), at + p.length), 0);
+    const store = await web.IndexedDbStore.open(name);
+    await store.importSession(bytes, { id: 'from-agent' });
+    const [cp] = await store.listCheckpoints('from-agent');
+    assert.equal(cp.id, made.id);
+    assert.deepEqual(
+      [cp.executionId, cp.stepName, cp.stepIndex, cp.status, cp.entryId, cp.variables, cp.createdAt, cp.sessionId, cp.label, cp.eventSeq],
+      ['e', 'plan', 0, 'success', made.entryId, { v: 1 }, new Date(made.createdAt).toISOString(), 'from-agent', null, null],
+    );
+    const texts = async () => (await store.loadSession('from-agent')).getContext().filter((m) => m.role === 'user').map((m) => m.content[0]?.text ?? m.content);
+    assert.deepEqual(await texts(), ['first', 'second']);
+    await store.restoreCheckpoint('from-agent', made.id);
+    assert.equal((await store.getSessionInfo('from-agent')).leafId, made.entryId);
+    assert.deepEqual(await texts(), ['first'], 'back where the agent made it');
+    // The store makes the same record an agent makes, under the same name.
+    const mine = await store.saveCheckpoint('from-agent', { executionId: 'e', stepName: 'review', stepIndex: 1, label: 'review', variables: { v: 2 } });
+    assert.equal(mine.id, 'ckpt-e-1');
+    await assert.rejectsCode(store.saveCheckpoint('from-agent', { id: made.id }), 'ALREADY_EXISTS');
+    const entries = (await store.loadSession('from-agent')).getEntries().filter((e) => e.customType === 'forkpoint.checkpoint');
+    assert.deepEqual(entries.map((e) => e.data.id), [made.id, 'ckpt-e-1']);
+    const [agentMade, storeMade] = entries.map((e) => e.data);
+    for (const k of Object.keys(agentMade)) assert.ok(k in storeMade, `the store's record has the agent's ${k}`);
+    assert.deepEqual(Object.keys(storeMade).filter((k) => !(k in agentMade)).sort(), ['entryCount', 'label'], 'and adds only its own facts');
+    // Deleting one is an entry too; the other stays.
+    await store.deleteCheckpoint('from-agent', made.id);
+    assert.deepEqual((await store.listCheckpoints('from-agent')).map((c) => c.id), ['ckpt-e-1']);
+    await assert.rejectsCode(store.restoreCheckpoint('from-agent', made.id), 'NOT_FOUND');
+    await store.close();
   },
 });

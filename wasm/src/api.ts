@@ -122,10 +122,10 @@ export interface NativeStoreLike {
   fork(id: string, entryId: string, newId: string, nowMs: number): Promise<string>;
   exportBytes(id: string, original: boolean): Promise<Uint8Array>;
   deleteSession(id: string): Promise<void>;
-  saveCheckpoint(id: string, checkpointId: string, label: string | null, entryId: string | null, eventSeq: number | null, nowMs: number): Promise<string>;
-  checkpointsJson(id: string): Promise<string>;
+  saveCheckpoint(id: string, opts: string, newId: string, nowMs: number): Promise<string>;
+  checkpointsJson(id: string, nowMs: number): Promise<string>;
   restoreCheckpoint(id: string, checkpointId: string, nowMs: number): Promise<string>;
-  deleteCheckpoint(id: string, checkpointId: string): Promise<void>;
+  deleteCheckpoint(id: string, checkpointId: string, nowMs: number): Promise<void>;
   close(): void;
 }
 
@@ -367,6 +367,30 @@ export interface StoreImportOptions extends LimitOptions {
   onProgress?: (p: { phase: 'read' | 'write'; bytes: number; total: number }) => void;
 }
 
+/**
+ * What `IndexedDbStore.saveCheckpoint` records besides the session's leaf; all
+ * optional. The workflow fields are those of an agent's `checkpoints.create`
+ * (`CheckpointArgs`); without them a checkpoint is an execution of its own
+ * (`executionId` = its id, `stepName` = its label, `stepIndex` 0).
+ */
+export interface SaveCheckpointOptions {
+  /** Its id (`[A-Za-z0-9][A-Za-z0-9._-]{0,127}`). Default: `ckpt-{executionId}-{stepIndex}` with `executionId`, else a new UUID. */
+  id?: string;
+  label?: string;
+  /** The entry it points at. Default: the current leaf. */
+  entryId?: string;
+  /** Default: the last seq of the session's event log, when it was opened with `events`. */
+  eventSeq?: number;
+  executionId?: string;
+  stepName?: string;
+  stepIndex?: number;
+  /** Default `'success'`. */
+  status?: string;
+  state?: unknown;
+  context?: unknown;
+  variables?: Record<string, unknown>;
+}
+
 /** What `IndexedDbStore.loadSession(id, { lazy: true })` returns: the context from the current leaf, read from the stored tail. */
 export class LazySession extends LazyView {
   /** @internal */
@@ -571,32 +595,40 @@ export class IndexedDbStore {
   /**
    * Saves a checkpoint: the current leaf (or `entryId`), the entry count and
    * the last seq of the session's event log (when it was opened with `events`,
-   * or `eventSeq`).
+   * or `eventSeq`). It is an entry of the session (`forkpoint.checkpoint`, the
+   * record an agent's `checkpoints.create` writes: FORMAT.md §14), appended at
+   * the current leaf; with `executionId`/`stepName`/`stepIndex` it is the
+   * checkpoint an agent makes (`ckpt-{executionId}-{stepIndex}`). Throws
+   * `ALREADY_EXISTS` when the session has a checkpoint of that id.
    */
-  saveCheckpoint(id: string, opts: { id?: string; label?: string; entryId?: string; eventSeq?: number } = {}): Promise<Checkpoint> {
+  saveCheckpoint(id: string, opts: SaveCheckpointOptions = {}): Promise<Checkpoint> {
     return this.serial(async () => {
       let seq = opts.eventSeq ?? null;
       const log = this.logs.get(id)?.log;
       if (seq === null && log) seq = (await (await log).lastBookmark())?.seq ?? null;
-      const cp = opts.id ?? globalThis.crypto.randomUUID();
-      return JSON.parse(await this.native.saveCheckpoint(id, cp, opts.label ?? null, opts.entryId ?? null, seq, Date.now())) as Checkpoint;
+      const o = JSON.stringify({ ...opts, eventSeq: seq });
+      return JSON.parse(await this.native.saveCheckpoint(id, o, globalThis.crypto.randomUUID(), Date.now())) as Checkpoint;
     });
   }
 
-  /** The session's checkpoints, oldest first. */
+  /**
+   * The session's checkpoints, oldest first: its checkpoint entries, those an
+   * agent made included. Checkpoints forkpoint-web 0.1.0 kept beside the
+   * session are moved into it first.
+   */
   async listCheckpoints(id: string): Promise<Checkpoint[]> {
     await this.settled();
-    return JSON.parse(await callAsync(() => this.native.checkpointsJson(id))) as Checkpoint[];
+    return JSON.parse(await callAsync(() => this.native.checkpointsJson(id, Date.now()))) as Checkpoint[];
   }
 
-  /** Moves the session's leaf back to a checkpoint's entry. */
+  /** Moves the session's leaf back to a checkpoint's entry (a `leaf` entry, as an agent's restore). Throws `NOT_FOUND`. */
   restoreCheckpoint(id: string, checkpointId: string): Promise<Checkpoint> {
     return this.serial(async () => JSON.parse(await this.native.restoreCheckpoint(id, checkpointId, Date.now())) as Checkpoint);
   }
 
-  /** Removes a checkpoint. Throws `NOT_FOUND`. */
+  /** Deletes a checkpoint (with an entry that says so: the history is kept). Throws `NOT_FOUND`. */
   deleteCheckpoint(id: string, checkpointId: string): Promise<void> {
-    return this.serial(() => this.native.deleteCheckpoint(id, checkpointId));
+    return this.serial(() => this.native.deleteCheckpoint(id, checkpointId, Date.now()));
   }
 
   /** Closes the connection (and the event logs opened through `events`). */

@@ -12,6 +12,7 @@
 
 pub mod agent;
 pub mod agent_events;
+pub mod checkpoint;
 pub mod context;
 pub mod entry;
 pub mod error;

@@ -2,7 +2,8 @@
 //! memory in tests. The storage is the [`Storage`] trait; everything else —
 //! import, chunking, the resume hint, appends through the writer's state
 //! machine, forks, exports, checkpoints — is here, once, so every backend
-//! behaves the same (FORMAT.md §16).
+//! behaves the same (FORMAT.md §16). A checkpoint is an entry of its session,
+//! the record an agent writes ([`crate::checkpoint`]).
 //!
 //! A stored session is its pi v3 JSONL text cut into chunks of whole lines
 //! (about [`CHUNK_BYTES`] each), plus one record with its facts, the chunks'
@@ -16,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::{self, CheckpointInfo, Found};
 use crate::error::{Error, ErrorCode, Result};
 use crate::lazy::{LazyLoader, Step};
 use crate::load::CURRENT_VERSION;
@@ -73,15 +75,8 @@ pub enum Op {
     },
     /// Removes the chunks of a part numbered `from` and above.
     DeleteChunks { id: String, part: Part, from: u32 },
-    /// Adds a checkpoint record (JSON); `ALREADY_EXISTS` if the id is in use.
-    AddCheckpoint {
-        id: String,
-        checkpoint: String,
-        record: String,
-    },
-    /// Removes one checkpoint.
-    DeleteCheckpoint { id: String, checkpoint: String },
-    /// Removes all checkpoints of a session.
+    /// Removes the checkpoint records forkpoint-web 0.1.0 kept beside a
+    /// session (checkpoints are entries of the session now).
     DeleteCheckpoints { id: String },
     /// Removes the session's event logs (every log named
     /// `session:<id>:…`), where the backend keeps them.
@@ -98,9 +93,6 @@ pub enum Expect {
     /// This very record: the same incarnation (not deleted and imported again
     /// since) at the same revision (`CONFLICT` otherwise).
     Version { incarnation: u64, revision: u64 },
-    /// The same incarnation at any revision (`CONFLICT` otherwise): for changes
-    /// that do not depend on the entries (checkpoints).
-    Incarnation(u64),
 }
 
 /// Changes applied all together or not at all.
@@ -142,8 +134,10 @@ pub trait Storage {
         from: u32,
         to: u32,
     ) -> Result<Option<(String, Vec<Vec<u8>>)>>;
-    /// Every checkpoint record (JSON) of a session.
-    async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>>;
+    /// The checkpoint records forkpoint-web 0.1.0 kept beside its sessions
+    /// (`(sessionId, JSON)`), of one session or of all; new ones are never
+    /// written (FORMAT.md §16.1).
+    async fn legacy_checkpoints(&self, id: Option<&str>) -> Result<Vec<(String, String)>>;
     /// Applies a commit atomically.
     async fn commit(&self, commit: Commit) -> Result<()>;
     /// Waits before try `attempt + 1` of a change that lost a conflict (a
@@ -745,17 +739,33 @@ impl<S: Storage> Store<S> {
             return Ok(o);
         }
         let (record, bytes) = self.read_all(id, Part::Lines).await?;
+        Ok(self.writer_of(id, record, bytes, |_| ())?.0)
+    }
+
+    /// A writer over a session's record and lines read together; `inspect`
+    /// looks at the loaded session first.
+    fn writer_of<R>(
+        &self,
+        id: &str,
+        record: SessionRecord,
+        bytes: Vec<u8>,
+        inspect: impl FnOnce(&Session) -> R,
+    ) -> Result<(Open, R)> {
         let last_start = record.chunks.last().copied().unwrap_or(0) as usize;
         let last_chunk = bytes.get(last_start..).unwrap_or_default().to_vec();
         let len = bytes.len() as u64;
         let load = LoadOptions::default();
         let session = Session::from_bytes(bytes, &load, Some(id.to_string()))?;
+        let seen = inspect(&session);
         let writer = WriterCore::from_session(session, len, self.next_seed(), &load)?;
-        Ok(Open {
-            record,
-            writer,
-            last_chunk,
-        })
+        Ok((
+            Open {
+                record,
+                writer,
+                last_chunk,
+            },
+            seen,
+        ))
     }
 
     /// Runs `f` on the session's writer and commits the lines it queued as
@@ -769,66 +779,83 @@ impl<S: Storage> Store<S> {
         let mut tries = 0;
         loop {
             tries += 1;
-            let mut o = self.open(id).await?;
-            let out = f(&mut o.writer)?;
-            let Some(batch) = o.writer.take_batch(None) else {
-                let info = o.record.info.clone();
-                self.open.borrow_mut().insert(id.to_string(), o);
-                return Ok((out, info));
-            };
-            let mut r = o.record.clone();
-            let mut ops = Vec::new();
-            let mut n = r.chunks.len() as u32 - 1;
-            if !o.last_chunk.is_empty() && o.last_chunk.len() + batch.bytes.len() > APPEND_CHUNK {
-                n += 1;
-                r.chunks.push(r.info.bytes);
-                o.last_chunk.clear();
-            }
-            o.last_chunk.extend_from_slice(&batch.bytes);
-            ops.push(Op::PutChunk {
-                id: id.to_string(),
-                part: Part::Lines,
-                n,
-                bytes: o.last_chunk.clone(),
-            });
-            r.info.bytes += batch.bytes.len() as u64;
-            r.info.entry_count = o.writer.entry_count();
-            r.info.message_count = o.writer.message_count();
-            r.info.leaf_id = o.writer.leaf_id().map(str::to_string);
-            r.info.modified_at = time::ms_to_iso(now_ms);
-            r.info.changed = true;
-            if let Some(h) = o.writer.take_hint(false) {
-                r.hint = Some(h.to_json());
-            }
-            r.revision += 1;
-            ops.push(Op::PutSession {
-                id: id.to_string(),
-                record: r.json()?,
-            });
-            let res = self
-                .storage
-                .commit(Commit {
-                    guard: Some((id.to_string(), o.record.expect())),
-                    ops,
-                })
-                .await;
-            match res {
-                Ok(()) => {
-                    o.writer.committed(&batch);
-                    let info = r.info.clone();
-                    o.record = r;
-                    self.open.borrow_mut().insert(id.to_string(), o);
-                    return Ok((out, info));
-                }
-                // The cached writer is dropped: it holds the line that was not stored.
-                Err(e) if e.code == ErrorCode::Conflict && tries < CHANGE_TRIES => {
-                    // Another handle got in first: wait a random while, growing
-                    // with each try, so the handles do not keep colliding.
-                    self.storage.backoff(tries).await;
-                    continue;
-                }
+            let o = self.open(id).await?;
+            match self.commit_change(id, o, now_ms, &f, Vec::new()).await? {
+                Ok(done) => return Ok(done),
+                // Another handle got in first: wait a random while, growing
+                // with each try, so the handles do not keep colliding.
+                Err(_) if tries < CHANGE_TRIES => self.storage.backoff(tries).await,
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Runs `f` on an open writer and commits the lines it queued, with
+    /// `extra` ops, as one change guarded by the writer's revision (nothing
+    /// is committed when `f` queued no line). `Ok(Err(CONFLICT))`: another
+    /// handle changed the session first; nothing was stored.
+    async fn commit_change<T>(
+        &self,
+        id: &str,
+        mut o: Open,
+        now_ms: i64,
+        f: &impl Fn(&mut WriterCore) -> Result<T>,
+        extra: Vec<Op>,
+    ) -> Result<std::result::Result<(T, StoredSessionInfo), Error>> {
+        let out = f(&mut o.writer)?;
+        let Some(batch) = o.writer.take_batch(None) else {
+            let info = o.record.info.clone();
+            self.open.borrow_mut().insert(id.to_string(), o);
+            return Ok(Ok((out, info)));
+        };
+        let mut r = o.record.clone();
+        let mut ops = Vec::new();
+        let mut n = r.chunks.len() as u32 - 1;
+        if !o.last_chunk.is_empty() && o.last_chunk.len() + batch.bytes.len() > APPEND_CHUNK {
+            n += 1;
+            r.chunks.push(r.info.bytes);
+            o.last_chunk.clear();
+        }
+        o.last_chunk.extend_from_slice(&batch.bytes);
+        ops.push(Op::PutChunk {
+            id: id.to_string(),
+            part: Part::Lines,
+            n,
+            bytes: o.last_chunk.clone(),
+        });
+        r.info.bytes += batch.bytes.len() as u64;
+        r.info.entry_count = o.writer.entry_count();
+        r.info.message_count = o.writer.message_count();
+        r.info.leaf_id = o.writer.leaf_id().map(str::to_string);
+        r.info.modified_at = time::ms_to_iso(now_ms);
+        r.info.changed = true;
+        if let Some(h) = o.writer.take_hint(false) {
+            r.hint = Some(h.to_json());
+        }
+        r.revision += 1;
+        ops.push(Op::PutSession {
+            id: id.to_string(),
+            record: r.json()?,
+        });
+        ops.extend(extra);
+        let res = self
+            .storage
+            .commit(Commit {
+                guard: Some((id.to_string(), o.record.expect())),
+                ops,
+            })
+            .await;
+        match res {
+            Ok(()) => {
+                o.writer.committed(&batch);
+                let info = r.info.clone();
+                o.record = r;
+                self.open.borrow_mut().insert(id.to_string(), o);
+                Ok(Ok((out, info)))
+            }
+            // The writer is dropped: it holds the lines that were not stored.
+            Err(e) if e.code == ErrorCode::Conflict => Ok(Err(e)),
+            Err(e) => Err(e),
         }
     }
 
@@ -969,105 +996,340 @@ impl<S: Storage> Store<S> {
             .await
     }
 
-    /// Records a checkpoint of a session: its current leaf (or `entry_id`),
-    /// entry count and, if given, the seq of its event log at that moment.
+    /// Saves a checkpoint of a session: a `forkpoint.checkpoint` entry (the
+    /// agent's record, FORMAT.md §14) at the current leaf naming the leaf (or
+    /// `opts.entry_id`), with the entry count and the event seq given.
+    /// `ALREADY_EXISTS` when the session has a checkpoint of that id.
+    /// `new_id` is its id when `opts` names none (and no execution).
     pub async fn save_checkpoint(
         &self,
         id: &str,
-        checkpoint_id: &str,
-        label: Option<String>,
-        entry_id: Option<String>,
-        event_seq: Option<u64>,
+        new_id: &str,
+        opts: &CheckpointOptions,
         now_ms: i64,
     ) -> Result<Checkpoint> {
-        validate_id(checkpoint_id, "checkpoint")?;
-        let r = self.record(id).await?;
-        // (Checked again inside the commit: two handles may save one id at once.)
-        if self.checkpoint(id, checkpoint_id).await.is_ok() {
-            return Err(checkpoint_exists(id, checkpoint_id));
+        if let Some(c) = &opts.id {
+            validate_id(c, "checkpoint")?;
         }
-        let entry_id = match entry_id {
-            Some(e) => {
-                self.load(id, &LoadOptions::default()).await?.index_of(&e)?;
-                Some(e)
-            }
-            None => r.info.leaf_id.clone(),
+        if opts.execution_id.as_deref() == Some("") {
+            return Err(Error::invalid_input(
+                "checkpoint: executionId is a non-empty string",
+            ));
+        }
+        let step_index = opts.step_index.unwrap_or(0);
+        let cp_id = match (&opts.id, &opts.execution_id) {
+            (Some(c), _) => c.clone(),
+            (None, Some(e)) => format!("ckpt-{e}-{step_index}"),
+            (None, None) => new_id.to_string(),
         };
-        let cp = Checkpoint {
-            id: checkpoint_id.to_string(),
-            session_id: id.to_string(),
-            label,
-            entry_id,
-            entry_count: r.info.entry_count,
-            event_seq,
-            created_at: time::ms_to_iso(now_ms),
-        };
-        self.storage
-            .commit(Commit {
-                guard: Some((id.to_string(), Expect::Incarnation(r.incarnation))),
-                ops: vec![Op::AddCheckpoint {
-                    id: id.to_string(),
-                    checkpoint: checkpoint_id.to_string(),
-                    record: crate::types::to_json_text(&cp)?,
-                }],
+        let (cp, _) = self
+            .checkpoint_change(id, now_ms, |at| {
+                if at.found.iter().any(|f| f.info.id == cp_id) {
+                    return Err(checkpoint_exists(id, &cp_id));
+                }
+                let entry_id = match &opts.entry_id {
+                    Some(e) => {
+                        at.session.index_of(e)?;
+                        e.clone()
+                    }
+                    None => at.leaf.clone().unwrap_or_default(),
+                };
+                let info = CheckpointInfo {
+                    id: cp_id.clone(),
+                    execution_id: opts.execution_id.clone().unwrap_or_else(|| cp_id.clone()),
+                    step_name: opts
+                        .step_name
+                        .clone()
+                        .or_else(|| opts.label.clone())
+                        .unwrap_or_default(),
+                    step_index,
+                    status: opts.status.clone().unwrap_or_else(|| "success".into()),
+                    state: opts.state.clone(),
+                    context: opts.context.clone(),
+                    variables: opts.variables.clone(),
+                    entry_id,
+                    created_at: now_ms as f64,
+                    label: opts.label.clone(),
+                    entry_count: Some(at.entries),
+                    event_seq: opts.event_seq,
+                };
+                let entry = checkpoint::entry(&info);
+                let found = Found {
+                    index: at.entries as u32,
+                    info,
+                };
+                Ok((view(id, &found), vec![Edit::Append(entry)]))
             })
             .await?;
         Ok(cp)
     }
 
-    /// A session's checkpoints, oldest first.
-    pub async fn checkpoints(&self, id: &str) -> Result<Vec<Checkpoint>> {
-        self.record(id).await?;
-        let mut out = Vec::new();
-        for t in self.storage.checkpoint_records(id).await? {
-            out.push(serde_json::from_str::<Checkpoint>(&t).map_err(|e| {
-                Error::corrupted(format!("a checkpoint of session {id:?} is damaged: {e}"))
-            })?);
+    /// A session's checkpoints, oldest first: its `forkpoint.checkpoint`
+    /// entries (those an agent made too). Checkpoints kept by forkpoint-web
+    /// 0.1.0 beside the session are moved into it first (`now_ms`).
+    pub async fn checkpoints(&self, id: &str, now_ms: i64) -> Result<Vec<Checkpoint>> {
+        if !self.legacy_checkpoints(id).await?.is_empty() {
+            let (found, _) = self
+                .checkpoint_change(id, now_ms, |at| Ok((at.found.to_vec(), Vec::new())))
+                .await?;
+            return Ok(found.iter().map(|f| view(id, f)).collect());
         }
-        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-        Ok(out)
+        let s = self.load(id, &LoadOptions::default()).await?;
+        Ok(checkpoint::scan(&s).iter().map(|f| view(id, f)).collect())
     }
 
-    /// One checkpoint (`NOT_FOUND` if the session or the checkpoint is absent).
-    async fn checkpoint(&self, id: &str, checkpoint_id: &str) -> Result<Checkpoint> {
-        self.checkpoints(id)
-            .await?
-            .into_iter()
-            .find(|c| c.id == checkpoint_id)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorCode::NotFound,
-                    format!("session {id:?} has no checkpoint {checkpoint_id:?}"),
-                )
-            })
-    }
-
-    /// Moves the session's leaf to a checkpoint's entry.
+    /// Moves the session's leaf to a checkpoint's entry with a `leaf` entry
+    /// (as an agent's restore does); `NOT_FOUND` if there is no such checkpoint.
     pub async fn restore_checkpoint(
         &self,
         id: &str,
         checkpoint_id: &str,
         now_ms: i64,
     ) -> Result<Checkpoint> {
-        let cp = self.checkpoint(id, checkpoint_id).await?;
-        self.move_leaf(id, cp.entry_id.as_deref(), now_ms).await?;
+        let (cp, _) = self
+            .checkpoint_change(id, now_ms, |at| {
+                let f = find(at.found, id, checkpoint_id)?;
+                let target = (!f.info.entry_id.is_empty()).then(|| f.info.entry_id.clone());
+                Ok((view(id, f), vec![Edit::MoveLeaf(target)]))
+            })
+            .await?;
         Ok(cp)
     }
 
-    /// Removes a checkpoint (`NOT_FOUND` if absent).
-    pub async fn delete_checkpoint(&self, id: &str, checkpoint_id: &str) -> Result<()> {
-        let r = self.record(id).await?;
-        self.checkpoint(id, checkpoint_id).await?;
-        self.storage
-            .commit(Commit {
-                guard: Some((id.to_string(), Expect::Incarnation(r.incarnation))),
-                ops: vec![Op::DeleteCheckpoint {
-                    id: id.to_string(),
-                    checkpoint: checkpoint_id.to_string(),
-                }],
-            })
-            .await
+    /// Deletes a checkpoint with an entry that says so (`NOT_FOUND` if absent).
+    pub async fn delete_checkpoint(
+        &self,
+        id: &str,
+        checkpoint_id: &str,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.checkpoint_change(id, now_ms, |at| {
+            find(at.found, id, checkpoint_id)?;
+            let e = checkpoint::deletion(checkpoint_id, now_ms as f64);
+            Ok(((), vec![Edit::Append(e)]))
+        })
+        .await?;
+        Ok(())
     }
+
+    /// Moves the checkpoints forkpoint-web 0.1.0 kept beside their sessions
+    /// into the sessions, as entries (FORMAT.md §16.1). Returns how many
+    /// sessions were done; a session that cannot be done now (damaged, or
+    /// storage full) keeps them, and its checkpoint calls try again.
+    pub async fn migrate_checkpoints(&self, now_ms: i64) -> Result<usize> {
+        let mut ids: Vec<String> = self
+            .storage
+            .legacy_checkpoints(None)
+            .await?
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+        ids.sort();
+        ids.dedup();
+        let mut done = 0;
+        for id in ids {
+            let step = self
+                .checkpoint_change(&id, now_ms, |_| Ok(((), Vec::new())))
+                .await;
+            done += usize::from(step.is_ok());
+        }
+        Ok(done)
+    }
+
+    /// The 0.1.0 checkpoints of one session, oldest first.
+    async fn legacy_checkpoints(&self, id: &str) -> Result<Vec<CheckpointInfo>> {
+        let mut out = Vec::new();
+        for (_, text) in self.storage.legacy_checkpoints(Some(id)).await? {
+            out.push(legacy_checkpoint(&text).ok_or_else(|| {
+                Error::corrupted(format!(
+                    "a checkpoint of session {id:?} kept by forkpoint-web 0.1.0 is damaged"
+                ))
+            })?);
+        }
+        out.sort_by(|a, b| a.created_at.total_cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// A checkpoint operation: `decide` looks at the checkpoints one snapshot
+    /// of the session shows (0.1.0's included, which the change then writes
+    /// as entries) and says what to append; the change is guarded by that
+    /// snapshot's revision, and computed again if another handle got in first.
+    async fn checkpoint_change<T>(
+        &self,
+        id: &str,
+        now_ms: i64,
+        decide: impl Fn(&At<'_>) -> Result<(T, Vec<Edit>)>,
+    ) -> Result<(T, StoredSessionInfo)> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            // 0.1.0's records are read before and after the session: the same
+            // both times, none was moved meanwhile (a move deletes them in its
+            // commit, and nothing adds them any more), so the session as read
+            // holds them (none left) or does not (some left) — not half.
+            let before = self.legacy_checkpoints(id).await?;
+            let (record, bytes) = self.read_all(id, Part::Lines).await?;
+            let legacy = self.legacy_checkpoints(id).await?;
+            if legacy != before {
+                if tries < CHANGE_TRIES {
+                    continue;
+                }
+                return Err(Error::new(
+                    ErrorCode::Conflict,
+                    format!("session {id:?} kept changing while its checkpoints were read"),
+                ));
+            }
+            let moving = !legacy.is_empty();
+            let leaf = record.info.leaf_id.clone();
+            let (o, decided) = self.writer_of(id, record, bytes, |s| {
+                let mut found = checkpoint::scan(s);
+                let mut lines = Vec::new();
+                for c in legacy {
+                    lines.push(checkpoint::entry(&c));
+                    found.retain(|f| f.info.id != c.id);
+                    found.push(Found {
+                        index: (s.entries().len() + lines.len() - 1) as u32,
+                        info: c,
+                    });
+                }
+                let at = At {
+                    session: s,
+                    found: &found,
+                    leaf,
+                    entries: (s.entries().len() + lines.len()) as u64,
+                };
+                decide(&at).map(|(t, edits)| (t, lines, edits))
+            })?;
+            let (out, lines, edits) = decided?;
+            let write = |w: &mut WriterCore| {
+                for l in &lines {
+                    w.append(l, now_ms)?;
+                }
+                for e in &edits {
+                    match e {
+                        Edit::Append(l) => w.append(l, now_ms)?,
+                        Edit::MoveLeaf(t) => w.move_leaf(t.as_deref(), now_ms)?,
+                    };
+                }
+                Ok(())
+            };
+            let extra = if moving {
+                vec![Op::DeleteCheckpoints { id: id.to_string() }]
+            } else {
+                Vec::new()
+            };
+            match self.commit_change(id, o, now_ms, &write, extra).await? {
+                Ok(((), info)) => return Ok((out, info)),
+                Err(_) if tries < CHANGE_TRIES => self.storage.backoff(tries).await,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// What a checkpoint operation sees of a session (one snapshot).
+struct At<'a> {
+    session: &'a Session,
+    /// Its checkpoints, oldest first.
+    found: &'a [Found],
+    /// Its current leaf.
+    leaf: Option<String>,
+    /// Its number of entries (before the operation's own).
+    entries: u64,
+}
+
+/// What a checkpoint operation appends.
+enum Edit {
+    /// An entry (JSON).
+    Append(String),
+    /// A `leaf` entry moving the leaf to this entry (`None`: before the first).
+    MoveLeaf(Option<String>),
+}
+
+/// What a new checkpoint records besides the session's leaf; all optional.
+/// With `executionId`, it is the checkpoint an agent's `checkpoints.create`
+/// makes (`ckpt-{executionId}-{stepIndex}`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CheckpointOptions {
+    /// Its id (`[A-Za-z0-9][A-Za-z0-9._-]{0,127}`).
+    pub id: Option<String>,
+    pub label: Option<String>,
+    /// The entry it points at (default: the current leaf).
+    pub entry_id: Option<String>,
+    pub event_seq: Option<u64>,
+    pub execution_id: Option<String>,
+    pub step_name: Option<String>,
+    pub step_index: Option<u64>,
+    pub status: Option<String>,
+    pub state: Option<serde_json::Value>,
+    pub context: Option<serde_json::Value>,
+    pub variables: Option<serde_json::Value>,
+}
+
+/// A checkpoint as the store answers it.
+fn view(session_id: &str, f: &Found) -> Checkpoint {
+    let c = &f.info;
+    Checkpoint {
+        id: c.id.clone(),
+        session_id: session_id.to_string(),
+        label: c.label.clone(),
+        entry_id: (!c.entry_id.is_empty()).then(|| c.entry_id.clone()),
+        entry_count: c.entry_count.unwrap_or(u64::from(f.index)),
+        event_seq: c.event_seq,
+        created_at: time::ms_to_iso(c.created_at as i64),
+        execution_id: c.execution_id.clone(),
+        step_name: c.step_name.clone(),
+        step_index: c.step_index,
+        status: c.status.clone(),
+        state: c.state.clone(),
+        context: c.context.clone(),
+        variables: c.variables.clone(),
+    }
+}
+
+/// One checkpoint of a list (`NOT_FOUND`).
+fn find<'a>(found: &'a [Found], id: &str, checkpoint_id: &str) -> Result<&'a Found> {
+    found
+        .iter()
+        .rfind(|f| f.info.id == checkpoint_id)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::NotFound,
+                format!("session {id:?} has no checkpoint {checkpoint_id:?}"),
+            )
+        })
+}
+
+/// A checkpoint as forkpoint-web 0.1.0 kept it (`{id, sessionId, label,
+/// entryId, entryCount, eventSeq, createdAt}`), as the record of §14.
+fn legacy_checkpoint(text: &str) -> Option<CheckpointInfo> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Old {
+        id: String,
+        label: Option<String>,
+        entry_id: Option<String>,
+        entry_count: u64,
+        event_seq: Option<u64>,
+        created_at: String,
+    }
+    let o: Old = serde_json::from_str(text).ok()?;
+    Some(CheckpointInfo {
+        execution_id: o.id.clone(),
+        step_name: o.label.clone().unwrap_or_default(),
+        step_index: 0,
+        status: "success".into(),
+        state: None,
+        context: None,
+        variables: None,
+        entry_id: o.entry_id.unwrap_or_default(),
+        created_at: time::iso_to_ms(&o.created_at)? as f64,
+        label: o.label,
+        entry_count: Some(o.entry_count),
+        event_seq: o.event_seq,
+        id: o.id,
+    })
 }
 
 impl StoredLazy {
@@ -1110,6 +1372,15 @@ impl MemoryStorage {
     /// Number of chunks stored (all sessions).
     pub fn chunk_count(&self) -> usize {
         self.state.borrow().chunks.len()
+    }
+
+    /// Keeps a checkpoint record beside session `id` as forkpoint-web 0.1.0
+    /// did (tests of the move into the session).
+    pub fn put_legacy_checkpoint(&self, id: &str, checkpoint: &str, record: &str) {
+        self.state
+            .borrow_mut()
+            .checkpoints
+            .insert((id.into(), checkpoint.into()), record.into());
     }
 }
 
@@ -1203,18 +1474,17 @@ pub fn check_guard(guard: &Option<(String, Expect)>, current: Option<&str>) -> R
             ));
         }
         (_, None) => return Err(no_session(id)),
-        (Expect::Incarnation(i), Some(_)) => (*i, None),
         (
             Expect::Version {
                 incarnation,
                 revision,
             },
             Some(_),
-        ) => (*incarnation, Some(*revision)),
+        ) => (*incarnation, *revision),
     };
     match current.and_then(version_of) {
         Some((i, _)) if i != want_incarnation => conflict(recreated),
-        Some((_, r)) if want_revision.is_none_or(|w| w == r) => Ok(()),
+        Some((_, r)) if r == want_revision => Ok(()),
         Some(_) => conflict("was changed by another handle; reload it and retry"),
         None => conflict(recreated),
     }
@@ -1281,14 +1551,14 @@ impl Storage for MemoryStorage {
         Ok(Some((record.clone(), chunks)))
     }
 
-    async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {
+    async fn legacy_checkpoints(&self, id: Option<&str>) -> Result<Vec<(String, String)>> {
         Ok(self
             .state
             .borrow()
             .checkpoints
             .iter()
-            .filter(|((s, _), _)| s == id)
-            .map(|(_, v)| v.clone())
+            .filter(|((s, _), _)| id.is_none_or(|id| s == id))
+            .map(|((s, _), v)| (s.clone(), v.clone()))
             .collect())
     }
 
@@ -1318,22 +1588,6 @@ impl Storage for MemoryStorage {
                 Op::DeleteChunks { id, part, from } => {
                     next.chunks
                         .retain(|(s, p, n), _| !(s == &id && *p == part && *n >= from));
-                }
-                Op::AddCheckpoint {
-                    id,
-                    checkpoint,
-                    record,
-                } => {
-                    if next
-                        .checkpoints
-                        .contains_key(&(id.clone(), checkpoint.clone()))
-                    {
-                        return Err(checkpoint_exists(&id, &checkpoint));
-                    }
-                    next.checkpoints.insert((id, checkpoint), record);
-                }
-                Op::DeleteCheckpoint { id, checkpoint } => {
-                    next.checkpoints.remove(&(id, checkpoint));
                 }
                 Op::DeleteCheckpoints { id } => {
                     next.checkpoints.retain(|(s, _), _| s != &id);
@@ -1366,8 +1620,8 @@ impl<T: Storage> Storage for std::rc::Rc<T> {
     ) -> Result<Option<(String, Vec<Vec<u8>>)>> {
         (**self).chunks(id, part, from, to).await
     }
-    async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {
-        (**self).checkpoint_records(id).await
+    async fn legacy_checkpoints(&self, id: Option<&str>) -> Result<Vec<(String, String)>> {
+        (**self).legacy_checkpoints(id).await
     }
     async fn commit(&self, commit: Commit) -> Result<()> {
         (**self).commit(commit).await

@@ -650,20 +650,40 @@ pub struct StoredSessionInfo {
     pub error: Option<crate::Error>,
 }
 
-/// A named position of a stored session: its leaf and size at one moment,
-/// and the seq of its event log then.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// A checkpoint of a stored session, as `IndexedDbStore` answers it: the
+/// session's `forkpoint.checkpoint` entry (the record an agent's
+/// `checkpoints.create` writes, `CheckpointInfo`) with the session's id, and
+/// `createdAt` as ISO text.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Checkpoint {
     pub id: String,
     pub session_id: String,
     pub label: Option<String>,
-    /// The entry the checkpoint points at (the leaf when it was saved, unless given).
+    /// The entry the checkpoint points at (the leaf when it was saved, unless
+    /// given); `null`: before the first entry.
     pub entry_id: Option<String>,
     /// Entries in the session when it was saved.
     pub entry_count: u64,
     /// The last event seq of the session's event log when it was saved.
     pub event_seq: Option<u64>,
     pub created_at: String,
+    /// The workflow execution it belongs to (the checkpoint's id unless given).
+    pub execution_id: String,
+    /// The step's name (the label, or `''`, unless given).
+    pub step_name: String,
+    /// The step's index (0 unless given).
+    pub step_index: u64,
+    /// `'success'` unless given.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, type = "unknown"))]
+    pub state: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, type = "unknown"))]
+    pub context: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, type = "Record<string, unknown>"))]
+    pub variables: Option<serde_json::Value>,
 }

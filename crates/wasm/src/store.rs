@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use forkpoint_core::normalize::import::ImportFormat;
 use forkpoint_core::store::{
-    Commit, EVENTS_PREFIX, ImportOptions, Op, Part, Snapshot, Storage, Store, StoredLazy,
-    check_guard, checkpoint_exists,
+    CheckpointOptions, Commit, EVENTS_PREFIX, ImportOptions, Op, Part, Snapshot, Storage, Store,
+    StoredLazy, check_guard,
 };
 use forkpoint_core::types::{options_from_json, to_json_text};
 use forkpoint_core::{Error, ErrorCode, LazyOptions, LoadOptions, Result};
@@ -90,14 +90,6 @@ impl IdbStorage {
         idb::request(&req).await
     }
 
-    async fn get_all(&self, store: &str, range: &JsValue) -> Result<JsValue> {
-        let tx = idb::begin_on(&self.db, &[store], "readonly", false)?;
-        let req = store_of(&tx, store)?
-            .get_all_with_key(range)
-            .map_err(|e| idb::idb_error(&e, "cannot read"))?;
-        idb::request(&req).await
-    }
-
     /// A session's record and its chunks `lo..=hi` of a part, read in one
     /// transaction (`None`: no such session). A record that is not text is
     /// handed on as empty text: the core reports it as damaged.
@@ -136,13 +128,7 @@ impl IdbStorage {
     }
 
     /// Issues one op in `tx` (no waiting: the transaction settles them all).
-    /// Returns the request of an `AddCheckpoint` (its error tells an id in use).
-    fn issue(
-        &self,
-        tx: &IdbTransaction,
-        op: Op,
-        written: &Rc<RefCell<(f64, f64)>>,
-    ) -> Result<Option<web_sys::IdbRequest>> {
+    fn issue(&self, tx: &IdbTransaction, op: Op, written: &Rc<RefCell<(f64, f64)>>) -> Result<()> {
         let fail = |e: JsValue| idb::idb_error(&e, "cannot write");
         match op {
             Op::PutSession { id, record } => {
@@ -183,22 +169,6 @@ impl IdbStorage {
                 let r = bound(&key3(&id, part, f64::from(from)), &key3(&id, part, MAX_KEY))?;
                 store_of(tx, idb::CHUNKS)?.delete(&r).map_err(fail)?;
             }
-            Op::AddCheckpoint {
-                id,
-                checkpoint,
-                record,
-            } => {
-                // `add`: an id in use fails the request (ConstraintError).
-                let req = store_of(tx, idb::CHECKPOINTS)?
-                    .add_with_key(&record.into(), &Array::of2(&id.into(), &checkpoint.into()))
-                    .map_err(fail)?;
-                return Ok(Some(req));
-            }
-            Op::DeleteCheckpoint { id, checkpoint } => {
-                store_of(tx, idb::CHECKPOINTS)?
-                    .delete(&Array::of2(&id.into(), &checkpoint.into()))
-                    .map_err(fail)?;
-            }
             Op::DeleteCheckpoints { id } => {
                 store_of(tx, idb::CHECKPOINTS)?
                     .delete(&session_range(&id)?.into())
@@ -214,7 +184,7 @@ impl IdbStorage {
                 store_of(tx, idb::EVENTS)?.delete(&r).map_err(fail)?;
             }
         }
-        Ok(None)
+        Ok(())
     }
 }
 
@@ -318,11 +288,33 @@ impl Storage for IdbStorage {
         )))
     }
 
-    async fn checkpoint_records(&self, id: &str) -> Result<Vec<String>> {
-        let v = self
-            .get_all(idb::CHECKPOINTS, &session_range(id)?.into())
-            .await?;
-        strings(v, "checkpoints")
+    async fn legacy_checkpoints(&self, id: Option<&str>) -> Result<Vec<(String, String)>> {
+        let tx = idb::begin_on(&self.db, &[idb::CHECKPOINTS], "readonly", false)?;
+        let store = store_of(&tx, idb::CHECKPOINTS)?;
+        let fail = |e: JsValue| idb::idb_error(&e, "cannot read checkpoints");
+        let range: JsValue = match id {
+            Some(id) => session_range(id)?.into(),
+            None => JsValue::UNDEFINED,
+        };
+        let keys = store.get_all_keys_with_key(&range).map_err(fail)?;
+        let values = store.get_all_with_key(&range).map_err(fail)?;
+        let keys: Array = idb::request(&keys)
+            .await?
+            .dyn_into()
+            .map_err(|_| Error::corrupted("checkpoints: not a list of keys"))?;
+        let values = strings(idb::request(&values).await?, "checkpoints")?;
+        // Keys are `[sessionId, checkpointId]`.
+        Ok(keys
+            .iter()
+            .zip(values)
+            .map(|(k, v)| {
+                let s = Reflect::get_u32(&k, 0)
+                    .ok()
+                    .and_then(|s| s.as_string())
+                    .unwrap_or_default();
+                (s, v)
+            })
+            .collect())
     }
 
     async fn commit(&self, commit: Commit) -> Result<()> {
@@ -330,19 +322,13 @@ impl Storage for IdbStorage {
         if signal.as_ref().is_some_and(aborted) {
             return Err(aborted_error());
         }
-        let adds = commit.ops.iter().find_map(|o| match o {
-            Op::AddCheckpoint { id, checkpoint, .. } => Some((id.clone(), checkpoint.clone())),
-            _ => None,
-        });
         // Only the stores the commit touches are locked (an event log in
         // another store keeps appending meanwhile).
         let mut stores = vec![idb::SESSIONS];
         for op in &commit.ops {
             let s = match op {
                 Op::PutChunk { .. } | Op::DeleteChunks { .. } => idb::CHUNKS,
-                Op::AddCheckpoint { .. }
-                | Op::DeleteCheckpoint { .. }
-                | Op::DeleteCheckpoints { .. } => idb::CHECKPOINTS,
+                Op::DeleteCheckpoints { .. } => idb::CHECKPOINTS,
                 Op::DeleteEvents { .. } => idb::EVENTS,
                 Op::PutSession { .. } | Op::DeleteSession { .. } => idb::SESSIONS,
             };
@@ -371,13 +357,10 @@ impl Storage for IdbStorage {
                 })
                 .sum();
             let written = Rc::new(RefCell::new((0.0, total as f64)));
-            let mut add_req = None;
             for op in commit.ops {
-                if let Some(r) = self.issue(&tx, op, &written)? {
-                    add_req = Some(r);
-                }
+                self.issue(&tx, op, &written)?;
             }
-            Ok::<_, Error>(add_req)
+            Ok::<_, Error>(())
         };
         // The signal aborts the transaction while it runs.
         let on_abort = signal.as_ref().map(|s| {
@@ -406,16 +389,6 @@ impl Storage for IdbStorage {
             }
             drop(f);
         }
-        // A checkpoint id added meanwhile by another handle.
-        let constraint = issued
-            .as_ref()
-            .ok()
-            .and_then(|r| r.as_ref())
-            .and_then(|r| r.error().ok().flatten())
-            .is_some_and(|e| e.name() == "ConstraintError");
-        if let (true, Some((id, cp))) = (settled.is_err() && constraint, &adds) {
-            return Err(checkpoint_exists(id, cp));
-        }
         // An abort by the signal explains whatever failed after it.
         if (issued.is_err() || settled.is_err()) && signal.as_ref().is_some_and(aborted) {
             return Err(aborted_error());
@@ -443,7 +416,10 @@ fn json_value<T: serde::Serialize>(v: &T) -> std::result::Result<JsValue, JsValu
 
 #[wasm_bindgen]
 impl NativeStore {
-    /// Opens (creating or upgrading) database `dbName`.
+    /// Opens (creating or upgrading) database `dbName`, then moves the
+    /// checkpoints forkpoint-web 0.1.0 kept beside its sessions into them
+    /// (best effort: a session it cannot do now is done by its next
+    /// checkpoint call).
     pub fn open(db_name: String) -> Promise {
         future_to_promise(async move {
             let db = idb::open(&db_name).await.map_err(jerr)?;
@@ -452,8 +428,10 @@ impl NativeStore {
                 progress: RefCell::new(None),
                 signal: RefCell::new(None),
             };
+            let store = Store::new(storage, seed());
+            let _ = store.migrate_checkpoints(js_sys::Date::now() as i64).await;
             Ok(NativeStore {
-                inner: Rc::new(Store::new(storage, seed())),
+                inner: Rc::new(store),
             }
             .into())
         })
@@ -634,29 +612,22 @@ impl NativeStore {
         })
     }
 
-    /// Saves a checkpoint; resolves to it (JSON).
+    /// Saves a checkpoint (`opts`: CheckpointOptions JSON; `newId`: its id
+    /// when `opts` names none); resolves to it (JSON).
     #[wasm_bindgen(js_name = saveCheckpoint)]
     pub fn save_checkpoint(
         &self,
         id: String,
-        checkpoint_id: String,
-        label: Option<String>,
-        entry_id: Option<String>,
-        event_seq: Option<f64>,
+        opts: Option<String>,
+        new_id: String,
         now_ms: f64,
     ) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
+            let o = options_from_json::<CheckpointOptions>(opts.as_deref()).map_err(jerr)?;
             json_value(
                 &inner
-                    .save_checkpoint(
-                        &id,
-                        &checkpoint_id,
-                        label,
-                        entry_id,
-                        event_seq.map(|s| s as u64),
-                        now_ms as i64,
-                    )
+                    .save_checkpoint(&id, &new_id, &o, now_ms as i64)
                     .await
                     .map_err(jerr)?,
             )
@@ -665,9 +636,11 @@ impl NativeStore {
 
     /// A session's checkpoints (JSON), oldest first.
     #[wasm_bindgen(js_name = checkpointsJson)]
-    pub fn checkpoints_json(&self, id: String) -> Promise {
+    pub fn checkpoints_json(&self, id: String, now_ms: f64) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move { json_value(&inner.checkpoints(&id).await.map_err(jerr)?) })
+        future_to_promise(async move {
+            json_value(&inner.checkpoints(&id, now_ms as i64).await.map_err(jerr)?)
+        })
     }
 
     /// Moves the leaf to a checkpoint's entry; resolves to the checkpoint (JSON).
@@ -684,13 +657,13 @@ impl NativeStore {
         })
     }
 
-    /// Removes a checkpoint.
+    /// Deletes a checkpoint (with an entry that says so).
     #[wasm_bindgen(js_name = deleteCheckpoint)]
-    pub fn delete_checkpoint(&self, id: String, checkpoint_id: String) -> Promise {
+    pub fn delete_checkpoint(&self, id: String, checkpoint_id: String, now_ms: f64) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
             inner
-                .delete_checkpoint(&id, &checkpoint_id)
+                .delete_checkpoint(&id, &checkpoint_id, now_ms as i64)
                 .await
                 .map_err(jerr)?;
             Ok(JsValue::UNDEFINED)

@@ -193,6 +193,18 @@ pub struct CheckpointInfo {
     /// The session entry that was the leaf when it was made (restore moves the leaf there).
     pub entry_id: String,
     pub created_at: f64,
+    /// A name for people (given to `IndexedDbStore.saveCheckpoint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub label: Option<String>,
+    /// Entries in the session when it was made (written by `IndexedDbStore`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub entry_count: Option<u64>,
+    /// The last seq of the session's event log when it was made (written by `IndexedDbStore`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub event_seq: Option<u64>,
 }
 
 /// A call without a result: id, name, arguments, and its record if there is one.
@@ -614,9 +626,8 @@ impl AgentCore {
     }
 
     fn add_checkpoint(&mut self, d: Option<&RawValue>) {
-        if let Some(Ok(c)) = d.map(|d| parse_checked::<CheckpointInfo>(d.get(), "checkpoint")) {
-            self.checkpoints.retain(|o| o.id != c.id);
-            self.checkpoints.push(c);
+        if let Some(d) = d {
+            crate::checkpoint::apply(&mut self.checkpoints, d.get(), |c| &c.id, |c| c);
         }
     }
 
@@ -1083,11 +1094,11 @@ impl AgentCore {
             variables: args.get("variables").cloned(),
             entry_id: entry_id.clone(),
             created_at: now_ms,
+            label: None,
+            entry_count: None,
+            event_seq: None,
         };
-        Ok((
-            json!({ "type": "custom", "customType": CHECKPOINT, "data": c }).to_string(),
-            c,
-        ))
+        Ok((crate::checkpoint::entry(&c), c))
     }
 
     /// Every checkpoint, oldest first.
@@ -1246,7 +1257,7 @@ fn head(text: &str) -> Result<Head<'_>> {
 }
 
 /// `customType` and the `data` JSON of a custom entry, read without decoding the rest.
-fn custom_parts(line: &str) -> Option<(Cow<'_, str>, &str)> {
+pub(crate) fn custom_parts(line: &str) -> Option<(Cow<'_, str>, &str)> {
     let mut r = json::ObjectReader::open(line.as_bytes(), 0, 1, 512).ok()?;
     let (mut ty, mut data) = (None, None);
     while let Some(k) = r.next_key().ok()? {

@@ -2,6 +2,7 @@
 //! named files of `tests/fixtures/` (shared with the JS tests).
 
 mod agent;
+mod checkpoints;
 mod common;
 mod events_props;
 mod fixtures;

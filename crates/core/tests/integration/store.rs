@@ -7,7 +7,8 @@ use std::task::{Context, Poll, Waker};
 
 use forkpoint_core::normalize::import::ImportFormat;
 use forkpoint_core::store::{
-    CHUNK_BYTES, Commit, Expect, ImportOptions, MemoryStorage, Op, Storage, Store, split_chunks,
+    CHUNK_BYTES, CheckpointOptions, Commit, Expect, ImportOptions, MemoryStorage, Op, Storage,
+    Store, split_chunks,
 };
 use forkpoint_core::{Error, ErrorCode, LazyOptions, LoadOptions, Session};
 
@@ -280,17 +281,23 @@ fn move_leaf_fork_label_checkpoints_delete() {
     // Checkpoints.
     // (The label entry is the leaf now, as in pi.)
     let leaf = run(st.info(&id)).unwrap().leaf_id;
-    let cp = run(st.save_checkpoint(&id, "cp1", Some("before".into()), None, Some(41), 8)).unwrap();
+    let o = CheckpointOptions {
+        id: Some("cp1".into()),
+        label: Some("before".into()),
+        event_seq: Some(41),
+        ..Default::default()
+    };
+    let cp = run(st.save_checkpoint(&id, "unused", &o, 8)).unwrap();
     assert_eq!(cp.entry_id, leaf);
     run(st.move_leaf(&id, info.leaf_id.as_deref(), 9)).unwrap();
     let back = run(st.restore_checkpoint(&id, "cp1", 10)).unwrap();
     assert_eq!(back.event_seq, Some(41));
     assert_eq!(run(st.info(&id)).unwrap().leaf_id, leaf);
-    assert_eq!(run(st.checkpoints(&id)).unwrap().len(), 1);
-    run(st.delete_checkpoint(&id, "cp1")).unwrap();
-    assert!(run(st.checkpoints(&id)).unwrap().is_empty());
+    assert_eq!(run(st.checkpoints(&id, 10)).unwrap().len(), 1);
+    run(st.delete_checkpoint(&id, "cp1", 10)).unwrap();
+    assert!(run(st.checkpoints(&id, 10)).unwrap().is_empty());
 
-    run(st.save_checkpoint(&id, "cp2", None, None, None, 11)).unwrap();
+    run(st.save_checkpoint(&id, "cp2", &CheckpointOptions::default(), 11)).unwrap();
     run(st.delete(&id)).unwrap();
     assert_eq!(run(st.info(&id)).unwrap_err().code, ErrorCode::NotFound);
     assert_eq!(run(st.list()).unwrap().len(), 1, "the fork stays");
@@ -461,8 +468,9 @@ fn damaged_records_are_listed_with_their_error_and_can_be_deleted() {
 fn checkpoint_ids_and_format_mismatches_are_refused() {
     let st = store();
     let (info, _) = run(st.import(bytes("branches.jsonl"), &opts("b"))).unwrap();
-    run(st.save_checkpoint(&info.id, "cp", None, None, None, 1)).unwrap();
-    let e = run(st.save_checkpoint(&info.id, "cp", None, None, None, 2)).unwrap_err();
+    let o = CheckpointOptions::default();
+    run(st.save_checkpoint(&info.id, "cp", &o, 1)).unwrap();
+    let e = run(st.save_checkpoint(&info.id, "cp", &o, 2)).unwrap_err();
     assert_eq!(e.code, ErrorCode::AlreadyExists);
     let mut o = opts("c");
     o.format = Some(ImportFormat::ClaudeCode);
