@@ -789,9 +789,24 @@ export class Agent {
         let feeding: Promise<void> | null = null;
         let verdict: Verdict | null = null;
         let refused: unknown = null;
+        // Group commit: a write starts at most every commitIntervalMs (the
+        // core's figure); what arrives meanwhile goes out in the next one. The
+        // end of the body goes out at once.
+        let ending = false;
+        let wake: (() => void) | null = null;
+        let lastStart = -Infinity;
         const feed = async () => {
           try {
             while (queued.length > 0 && verdict === null && refused === null && !ac.signal.aborted) {
+              const gap = lastStart + p.wire.commitIntervalMs - performance.now();
+              if (gap > 0 && !ending) {
+                await new Promise<void>((resolve) => {
+                  wake = resolve;
+                  setTimeout(resolve, gap);
+                });
+                wake = null;
+              }
+              lastStart = performance.now();
               const bytes = queued.length === 1 ? queued[0]! : concat(queued);
               queued = [];
               let text: string;
@@ -820,6 +835,8 @@ export class Agent {
         } catch (e) {
           broke = toForkpointError(e);
         }
+        ending = true;
+        (wake as (() => void) | null)?.();
         while (feeding) await feeding;
         if (ac.signal.aborted) return;
         if (refused !== null) {

@@ -71,6 +71,8 @@ export interface StreamingProvider extends ModelProvider {
     api: ProviderApi;
     options: { maxTokens?: number; temperature?: number; thinking?: ThinkingOption };
     pricing: Pricing | null;
+    /** The shortest time between two writes of streamed pieces (group commit; the core's figure). */
+    commitIntervalMs: number;
   };
   /**
    * Sends a request the core built; resolves with the response body as it
@@ -110,6 +112,7 @@ interface Defaults {
   authPrefix: string;
   keyVars: string[];
   vendor: string;
+  commitIntervalMs: number;
 }
 
 type Piece = { type: 'text' | 'thinking' | 'toolCall' | 'toolArgs' | 'usage'; index: number; text?: string };
@@ -268,7 +271,7 @@ export function createProviders(native: NativeProviderLike) {
       provider: name,
       model: opts.model,
       api: d.piApi,
-      wire: { api, options, pricing: opts.pricing ?? null },
+      wire: { api, options, pricing: opts.pricing ?? null, commitIntervalMs: d.commitIntervalMs },
       maxRetries,
       send,
       retryWaitMs,

@@ -86,8 +86,13 @@ pub fn pricing(v: &Value) -> Result<Pricing> {
     })
 }
 
+/// The shortest time between two writes of a stream's pieces: a piece waits
+/// at most this long (plus one write) to be durable, and a stream that sends
+/// a piece every millisecond costs a write per this many ms, not per piece.
+pub const STREAM_COMMIT_INTERVAL_MS: u32 = 5;
+
 /// What a client of wire format `api` needs besides the core:
-/// `{api, piApi, vendor, baseURL, baseVars, authHeader, authPrefix, keyVars}`.
+/// `{api, piApi, vendor, baseURL, baseVars, authHeader, authPrefix, keyVars, commitIntervalMs}`.
 pub fn defaults_json(api: &str) -> Result<String> {
     let p = Provider::parse(api)?;
     let (header, value) = auth_header(p, "KEY");
@@ -109,6 +114,7 @@ pub fn defaults_json(api: &str) -> Result<String> {
         "authHeader": header,
         "authPrefix": prefix,
         "keyVars": keys,
+        "commitIntervalMs": STREAM_COMMIT_INTERVAL_MS,
     })
     .to_string())
 }
