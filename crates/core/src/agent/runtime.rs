@@ -9,7 +9,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::machine::{
-    AgentMachine, Command, Input, Opened, Query, Reply, ResumeState, ResumeStrategy, ToolSpec,
+    AgentMachine, Command, Input, Opened, PriorLines, Query, Reply, ResumeState, ResumeStrategy,
+    ToolSpec,
 };
 use super::meta::{AgentMeta, MetaChanges};
 use super::{AgentCore, Breakpoint, CheckpointInfo};
@@ -66,6 +67,48 @@ fn header(now: f64, parent: Option<&str>, seed: u64) -> String {
 
 fn load(bytes: Vec<u8>) -> Result<Session> {
     Session::from_bytes(bytes, &LoadOptions::default(), None)
+}
+
+/// Lines `spans` (offset, length without the newline) of agent `id`'s
+/// session, all before `limit`, read with one store read per group of lines
+/// less than 16 KiB apart (a resume state may point to many checkpoints).
+/// `None` if a span reaches `limit` or a line is not UTF-8.
+async fn read_lines<S: AgentStorage>(
+    store: &S,
+    id: &str,
+    spans: &[(u64, u64)],
+    limit: u64,
+) -> Result<Option<Vec<String>>> {
+    const GAP: u64 = 16 << 10;
+    if spans
+        .iter()
+        .any(|&(off, n)| off.checked_add(n).is_none_or(|end| end > limit))
+    {
+        return Ok(None);
+    }
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| spans[i].0);
+    let mut out: Vec<Option<String>> = vec![None; spans.len()];
+    let mut k = 0;
+    while k < order.len() {
+        let start = spans[order[k]].0;
+        let mut end = start + spans[order[k]].1;
+        let mut j = k + 1;
+        while j < order.len() && spans[order[j]].0 <= end.saturating_add(GAP) {
+            end = end.max(spans[order[j]].0 + spans[order[j]].1);
+            j += 1;
+        }
+        let bytes = store.read_session(id, start, end).await?;
+        for &i in &order[k..j] {
+            let (off, n) = spans[i];
+            let a = (off - start) as usize;
+            out[i] = bytes
+                .get(a..a + n as usize)
+                .and_then(|b| String::from_utf8(b.to_vec()).ok());
+        }
+        k = j;
+    }
+    Ok(out.into_iter().collect())
 }
 
 /// The breakpoint the last `breakpoint_changed` event names, read from the
@@ -189,7 +232,9 @@ impl<S: AgentStorage> AgentRuntime<S> {
             .await?;
         let len = bytes.len() as u64;
         let session = load(bytes)?;
-        AgentMachine::new(meta, session, len, head.last_event, bp, tools, seed)
+        let mut m = AgentMachine::new(meta, session, len, head.last_event, bp, tools, seed)?;
+        m.forget_stored_state();
+        Ok(m)
     }
 
     /// The machine from the session's tail, if the resume state holds for the
@@ -208,7 +253,11 @@ impl<S: AgentStorage> AgentRuntime<S> {
         let id = &lease.agent_id;
         let len = head.session_len;
         let from = state.marks.sfp_offset;
-        if state.v != 1 || state.session_len > len || from >= state.session_len || from == 0 {
+        if state.v != ResumeState::VERSION
+            || state.session_len > len
+            || from >= state.session_len
+            || from == 0
+        {
             return Ok(None);
         }
         // The header line (a resume reads at most 64 KiB of it).
@@ -238,32 +287,45 @@ impl<S: AgentStorage> AgentRuntime<S> {
         if !starts_right || !one_branch {
             return Ok(None);
         }
-        // A pointed line that is not what it should be: load it whole.
-        let line = |(off, n): (u64, u64)| async move {
-            let b = store.read_session(id, off, off + n).await?;
-            Ok::<_, Error>(
-                String::from_utf8(b)
-                    .ok()
-                    .and_then(|t| super::parse_json::<Value>(&t, "entry").ok().map(|v| (t, v))),
-            )
+        // The pointed lines (before the tail); one that is not what it should
+        // be: load it whole.
+        let m = &state.marks;
+        let todos = m.todos.filter(|t| t.0 < from);
+        let queued: Vec<_> = m.queued.iter().filter(|q| q.1 < from).collect();
+        let cps: Vec<_> = m.checkpoints.iter().filter(|c| c.0 < from).collect();
+        let mut spans: Vec<(u64, u64)> = todos.into_iter().collect();
+        spans.extend(queued.iter().map(|q| (q.1, q.2)));
+        spans.extend(cps.iter().copied().copied());
+        let Some(lines) = read_lines(store, id, &spans, from).await? else {
+            return Ok(None);
         };
-        let todos = match state.marks.todos.filter(|t| t.0 < from) {
-            Some(t) => match line(t).await? {
-                Some((text, v)) if v["customType"] == super::TODOS => Some(text),
-                _ => return Ok(None),
-            },
-            None => None,
+        let mut lines = lines.into_iter();
+        let mut parsed = |ty: &str| {
+            lines
+                .next()
+                .and_then(|t| super::parse_json::<Value>(&t, "entry").ok().map(|v| (t, v)))
+                .filter(|(_, v)| v["customType"] == ty)
         };
-        let mut queued = Vec::new();
-        for (q, off, n) in state.marks.queued.iter().filter(|q| q.1 < from) {
-            let Some((_, v)) = line((*off, *n)).await? else {
+        let mut prior = PriorLines::default();
+        if todos.is_some() {
+            let Some((text, _)) = parsed(super::TODOS) else {
                 return Ok(None);
             };
-            if v["customType"] != super::QUEUED || v["data"]["queueId"].as_str() != Some(q.as_str())
-            {
-                return Ok(None);
+            prior.todos = Some(text);
+        }
+        for (q, _, _) in queued {
+            match parsed(super::QUEUED) {
+                Some((_, v)) if v["data"]["queueId"].as_str() == Some(q.as_str()) => {
+                    prior.queued.push((q.clone(), v["data"].clone()));
+                }
+                _ => return Ok(None),
             }
-            queued.push((q.clone(), v["data"].clone()));
+        }
+        for _ in cps {
+            let Some((text, _)) = parsed(super::CHECKPOINT) else {
+                return Ok(None);
+            };
+            prior.checkpoints.push(text);
         }
         AgentMachine::from_tail(
             meta.clone(),
@@ -275,8 +337,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
             bp,
             tools.to_vec(),
             seed,
-            todos,
-            queued,
+            prior,
         )
         .map(Some)
     }
@@ -618,17 +679,6 @@ impl<S: AgentStorage> AgentRuntime<S> {
             step.to_json(false)
         );
         Ok((step, json))
-    }
-
-    /// [`open`](Self::open), then the whole session loaded at once (for a
-    /// binding whose queries cannot wait for the store: the browser's).
-    pub async fn open_whole(store: S, id: &str, tools: Vec<ToolSpec>, seed: u64) -> Result<Self> {
-        let rt = Self::open(store, id, tools, seed).await?;
-        if let Err(e) = rt.ensure_whole().await {
-            let _ = rt.close().await;
-            return Err(e);
-        }
-        Ok(rt)
     }
 }
 
