@@ -4,7 +4,9 @@
 //! IndexedDB and the fault-injecting store run the same code.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 
 use serde_json::{Value, json};
 
@@ -67,6 +69,77 @@ fn header(now: f64, parent: Option<&str>, seed: u64) -> String {
 
 fn load(bytes: Vec<u8>) -> Result<Session> {
     Session::from_bytes(bytes, &LoadOptions::default(), None)
+}
+
+/// Runs two futures at once; both outputs when both are done.
+async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    let (mut ra, mut rb) = (None, None);
+    std::future::poll_fn(|cx| {
+        if ra.is_none()
+            && let Poll::Ready(v) = a.as_mut().poll(cx)
+        {
+            ra = Some(v);
+        }
+        if rb.is_none()
+            && let Poll::Ready(v) = b.as_mut().poll(cx)
+        {
+            rb = Some(v);
+        }
+        match (ra.take(), rb.take()) {
+            (Some(x), Some(y)) => Poll::Ready((x, y)),
+            (x, y) => {
+                (ra, rb) = (x, y);
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+/// What a resume from the tail reads: the session's first bytes (its header
+/// line), the tail from the last safe-fork-point, and the lines before it
+/// that the marks point to (todos, queued, checkpoints, in that order).
+struct TailRead {
+    first: Vec<u8>,
+    tail: Vec<u8>,
+    lines: Option<Vec<String>>,
+}
+
+/// Reads what a resume from the tail needs, all at once (`None` when the
+/// state cannot hold for a session `len` bytes long).
+async fn read_tail<S: AgentStorage>(
+    store: &S,
+    id: &str,
+    state: &ResumeState,
+    len: u64,
+) -> Result<Option<TailRead>> {
+    let from = state.marks.sfp_offset;
+    if state.v != ResumeState::VERSION
+        || state.session_len > len
+        || from >= state.session_len
+        || from == 0
+    {
+        return Ok(None);
+    }
+    let m = &state.marks;
+    let mut spans: Vec<(u64, u64)> = m.todos.filter(|t| t.0 < from).into_iter().collect();
+    spans.extend(m.queued.iter().filter(|q| q.1 < from).map(|q| (q.1, q.2)));
+    spans.extend(m.checkpoints.iter().filter(|c| c.0 < from).copied());
+    // The header line: a resume reads at most 64 KiB of it.
+    let ((first, tail), lines) = both(
+        both(
+            store.read_session(id, 0, from.min(64 << 10)),
+            store.read_session(id, from, len),
+        ),
+        read_lines(store, id, &spans, from),
+    )
+    .await;
+    Ok(Some(TailRead {
+        first: first?,
+        tail: tail?,
+        lines: lines?,
+    }))
 }
 
 /// Lines `spans` (offset, length without the newline) of agent `id`'s
@@ -215,21 +288,29 @@ impl<S: AgentStorage> AgentRuntime<S> {
         tools: Vec<ToolSpec>,
         seed: u64,
     ) -> Result<AgentMachine> {
+        let id = &lease.agent_id;
         let head = store.head(lease).await?;
-        let meta = AgentMeta::parse(&head.meta, &lease.agent_id)?;
-        let bp = last_breakpoint(store, &lease.agent_id, head.last_event).await?;
-        if let Some(state) = head
+        let meta = AgentMeta::parse(&head.meta, id)?;
+        let state = head
             .state
             .as_deref()
-            .and_then(|t| serde_json::from_slice::<ResumeState>(t).ok())
-            && let Some(m) =
-                Self::open_tail(store, lease, &state, &head, &meta, bp, &tools, seed).await?
+            .and_then(|t| serde_json::from_slice::<ResumeState>(t).ok());
+        // The log's end and the session's tail are read at once (a store may
+        // serve the reads concurrently: IndexedDB does).
+        let (bp, tail) = both(last_breakpoint(store, id, head.last_event), async {
+            match &state {
+                Some(st) => read_tail(store, id, st, head.session_len).await,
+                None => Ok(None),
+            }
+        })
+        .await;
+        let bp = bp?;
+        if let (Some(state), Some(tail)) = (&state, tail?)
+            && let Some(m) = Self::from_tail(tail, state, &head, &meta, bp, &tools, seed)?
         {
             return Ok(m);
         }
-        let bytes = store
-            .read_session(&lease.agent_id, 0, head.session_len)
-            .await?;
+        let bytes = store.read_session(id, 0, head.session_len).await?;
         let len = bytes.len() as u64;
         let session = load(bytes)?;
         let mut m = AgentMachine::new(meta, session, len, head.last_event, bp, tools, seed)?;
@@ -237,12 +318,11 @@ impl<S: AgentStorage> AgentRuntime<S> {
         Ok(m)
     }
 
-    /// The machine from the session's tail, if the resume state holds for the
-    /// session as it is (`None`: load it whole).
+    /// The machine from the session's tail as read, if the resume state holds
+    /// for the session as it is (`None`: load it whole).
     #[allow(clippy::too_many_arguments)]
-    async fn open_tail(
-        store: &S,
-        lease: &Lease,
+    fn from_tail(
+        read: TailRead,
         state: &ResumeState,
         head: &crate::storage::AgentHead,
         meta: &AgentMeta,
@@ -250,24 +330,14 @@ impl<S: AgentStorage> AgentRuntime<S> {
         tools: &[ToolSpec],
         seed: u64,
     ) -> Result<Option<AgentMachine>> {
-        let id = &lease.agent_id;
-        let len = head.session_len;
         let from = state.marks.sfp_offset;
-        if state.v != ResumeState::VERSION
-            || state.session_len > len
-            || from >= state.session_len
-            || from == 0
-        {
-            return Ok(None);
-        }
-        // The header line (a resume reads at most 64 KiB of it).
-        let first = store.read_session(id, 0, from.min(64 << 10)).await?;
-        let Some(nl) = first.iter().position(|&b| b == b'\n') else {
+        let Some(nl) = read.first.iter().position(|&b| b == b'\n') else {
             return Ok(None);
         };
-        let mut bytes = first[..=nl].to_vec();
+        let mut bytes = read.first;
+        bytes.truncate(nl + 1);
         let header_len = bytes.len() as u64;
-        bytes.extend(store.read_session(id, from, len).await?);
+        bytes.extend(read.tail);
         let Ok(tail) = load(bytes) else {
             return Ok(None);
         };
@@ -287,16 +357,9 @@ impl<S: AgentStorage> AgentRuntime<S> {
         if !starts_right || !one_branch {
             return Ok(None);
         }
-        // The pointed lines (before the tail); one that is not what it should
-        // be: load it whole.
-        let m = &state.marks;
-        let todos = m.todos.filter(|t| t.0 < from);
-        let queued: Vec<_> = m.queued.iter().filter(|q| q.1 < from).collect();
-        let cps: Vec<_> = m.checkpoints.iter().filter(|c| c.0 < from).collect();
-        let mut spans: Vec<(u64, u64)> = todos.into_iter().collect();
-        spans.extend(queued.iter().map(|q| (q.1, q.2)));
-        spans.extend(cps.iter().copied().copied());
-        let Some(lines) = read_lines(store, id, &spans, from).await? else {
+        // The pointed lines (before the tail, in the order `pointed` lists
+        // them); one that is not what it should be: load it whole.
+        let Some(lines) = read.lines else {
             return Ok(None);
         };
         let mut lines = lines.into_iter();
@@ -306,14 +369,15 @@ impl<S: AgentStorage> AgentRuntime<S> {
                 .and_then(|t| super::parse_json::<Value>(&t, "entry").ok().map(|v| (t, v)))
                 .filter(|(_, v)| v["customType"] == ty)
         };
+        let m = &state.marks;
         let mut prior = PriorLines::default();
-        if todos.is_some() {
+        if m.todos.is_some_and(|t| t.0 < from) {
             let Some((text, _)) = parsed(super::TODOS) else {
                 return Ok(None);
             };
             prior.todos = Some(text);
         }
-        for (q, _, _) in queued {
+        for (q, _, _) in m.queued.iter().filter(|q| q.1 < from) {
             match parsed(super::QUEUED) {
                 Some((_, v)) if v["data"]["queueId"].as_str() == Some(q.as_str()) => {
                     prior.queued.push((q.clone(), v["data"].clone()));
@@ -321,7 +385,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
                 _ => return Ok(None),
             }
         }
-        for _ in cps {
+        for _ in m.checkpoints.iter().filter(|c| c.0 < from) {
             let Some((text, _)) = parsed(super::CHECKPOINT) else {
                 return Ok(None);
             };
@@ -332,7 +396,7 @@ impl<S: AgentStorage> AgentRuntime<S> {
             tail,
             header_len,
             state,
-            len,
+            head.session_len,
             head.last_event,
             bp,
             tools.to_vec(),
