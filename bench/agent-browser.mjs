@@ -116,7 +116,7 @@ lines.push('');
 lines.push(`${'store'.padEnd(W)}${pad('open db ms', 11)}${pad('resume ms', 11)}${pad('total ms', 10)}${pad('messages', 10)}`);
 for (const r of rows) lines.push(`${r.name.padEnd(W)}${pad(r.key === 'localStorage' ? '-' : r.openMs.toFixed(1), 11)}${pad(r.resumeMs.toFixed(1), 11)}${pad(r.totalResumeMs.toFixed(1), 10)}${pad(r.messages, 10)}`);
 lines.push(`${`  vs the strongest baseline (${bResume.key}): ×`.padEnd(W)}${pad('', 11)}${pad('', 11)}${pad((bResume.totalResumeMs / fp.totalResumeMs).toFixed(2), 10)}`);
-lines.push(`  (forkpoint: resume is Agent.resume(id, …, { strategy: 'crash' }); in the browser it loads the session whole; messages() after it took ${fp.messagesMs.toFixed(1)} ms)`);
+lines.push(`  (forkpoint: resume is Agent.resume(id, …, { strategy: 'crash' }); it reads the session's tail; the first messages() after it loads the history: ${fp.messagesMs.toFixed(1)} ms)`);
 lines.push('');
 lines.push('Goals:');
 const g = (ok) => (ok ? 'met' : 'NOT met');

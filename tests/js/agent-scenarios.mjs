@@ -545,3 +545,81 @@ scenarios.push({
     await store.close();
   },
 });
+
+/** The result of an IndexedDB request. */
+const req = (r) =>
+  new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+
+scenarios.push({
+  name: 'resume reads the tail: status, todos, open calls and checkpoints come without the history (a history chunk made unreadable goes unnoticed until messages() loads it); history queries work after',
+  async run({ web, db, assert, indexedDB }) {
+    const name = db();
+    const store = await web.IndexedDbAgentStore.open(name);
+    const toolRegistry = tools(web);
+    const big = 'x'.repeat(6000);
+    const turns = [];
+    for (let i = 0; i < 40; i++) turns.push({ text: `answer ${i} ${big}` });
+    turns.push({ toolCalls: [{ id: 'last1', name: 'add', arguments: { a: 40, b: 2 } }] });
+    const agent = await web.Agent.create({ agentId: 'tail', model: new web.ScriptedProvider(turns), tools: ['add'], permission: { mode: 'approval' } }, { store, toolRegistry });
+    await agent.chat('q0');
+    await agent.checkpoints.create({ executionId: 'run', stepName: 'early', stepIndex: 0, variables: { at: 0 } });
+    await agent.setTodos([{ id: 't1', title: 'ship', status: 'in_progress' }]);
+    for (let i = 1; i < 40; i++) await agent.chat(`q${i} ${big}`);
+    assert.equal((await agent.chat('add 40 and 2')).status, 'paused');
+    const st0 = await agent.status();
+    const count = (await agent.info()).messageCount;
+    const roles = (await agent.messages()).map((m) => m.role);
+    await agent.close();
+
+    // A chunk of the history, before the tail and away from every line the
+    // resume state points to, is made unreadable behind the store's back.
+    const raw = await req(indexedDB.open(name));
+    const read = (s, q, all) => req(raw.transaction(s, 'readonly').objectStore(s)[all ? 'getAllKeys' : 'get'](q));
+    const state = JSON.parse(JSON.parse(await read('agents', 'tail')).state);
+    assert.equal(state.v, 2);
+    const marks = state.marks;
+    const pointed = [marks.todos, ...marks.queued.map((q) => q.slice(1)), ...marks.checkpoints].filter(Boolean);
+    assert.equal(marks.checkpoints.length, 1);
+    const offsets = (await read('agentChunks', IDBKeyRange.bound(['tail', 0], ['tail', Number.MAX_SAFE_INTEGER]), true)).map((k) => k[1]);
+    const k = offsets.findIndex((off, i) => i > 0 && i + 1 < offsets.length && offsets[i + 1] <= marks.sfpOffset && !pointed.some(([o, n]) => o + n >= off && o < offsets[i + 1]));
+    assert.ok(k > 0, `a chunk before the tail (${offsets.length} chunks, tail at ${marks.sfpOffset})`);
+    const key = ['tail', offsets[k]];
+    const original = await read('agentChunks', key);
+    const garbage = new Uint8Array(original.length).fill(0x78);
+    garbage[garbage.length - 1] = 0x0a;
+    const put = (v) => {
+      const tx = raw.transaction('agentChunks', 'readwrite');
+      tx.objectStore('agentChunks').put(v, key);
+      return new Promise((resolve, reject) => {
+        tx.oncomplete = resolve;
+        tx.onerror = () => reject(tx.error);
+      });
+    };
+    await put(garbage);
+
+    const again = await web.Agent.resume('tail', { model: new web.ScriptedProvider([{ text: 'the sum is 42' }]) }, { store, toolRegistry });
+    const st = await again.status();
+    assert.deepEqual([st.state, st.breakpoint, st.stepCount, st.lastSfpIndex], [st0.state, st0.breakpoint, st0.stepCount, st0.lastSfpIndex]);
+    assert.equal(st.state, 'PAUSED');
+    assert.equal((await again.info()).messageCount, count);
+    assert.deepEqual(again.getTodos().map((t) => [t.id, t.status]), [['t1', 'in_progress']]);
+    assert.equal(again.checkpoints.list()[0].checkpoints[0].id, 'ckpt-run-0');
+    assert.deepEqual(again.checkpoints.lastSuccessful('run').variables, { at: 0 });
+    const resumed = (await replay(again)).filter((e) => e.type === 'agent_resumed').at(-1);
+    assert.deepEqual(resumed.open.map((c) => [c.id, c.state]), [['last1', 'APPROVAL_REQUIRED']]);
+    // Nothing before the tail was read: the broken chunk shows only now.
+    await assert.rejectsCode(again.messages(), 'CORRUPTED_DATA');
+    await put(original);
+    raw.close();
+    assert.deepEqual((await again.messages()).map((m) => m.role), roles);
+    assert.deepEqual((await again.toolCalls()).map((c) => [c.id, c.state]), [['last1', 'APPROVAL_REQUIRED']]);
+    await again.decide('last1', 'allow');
+    await again.idle();
+    assert.equal((await again.messages()).at(-1).content[0].text, 'the sum is 42');
+    await again.close();
+    store.close();
+  },
+});

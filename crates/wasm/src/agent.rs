@@ -434,19 +434,35 @@ impl NativeAgent {
         })
     }
 
-    /// Opens agent `id` of `store`: takes its lease, reads it; nothing is
-    /// written until `resume`.
+    /// Opens agent `id` of `store`: takes its lease, reads it (from the tail
+    /// of its session when its resume state allows); nothing is written until
+    /// `resume`.
     pub fn open(store: &NativeAgentStore, id: String, tools_json: String) -> Promise {
         let store = store.inner.clone();
         future_to_promise(async move {
             validate_id(&id, "agent").map_err(jerr)?;
             let tools = tools_of(&tools_json).map_err(jerr)?;
-            // The page's queries are synchronous and IndexedDB is not: the
-            // whole session is loaded now, not on a query's first need.
-            let rt = Runtime::open_whole(store.clone(), &id, tools, seed())
+            let rt = Runtime::open(store.clone(), &id, tools, seed())
                 .await
                 .map_err(jerr)?;
             Ok(agent(&store, rt).into())
+        })
+    }
+
+    /// Loads the whole session after an open from the tail (in turn with the
+    /// other calls; at once when it is loaded). Queries that need the history
+    /// (`Query::needs_whole`) are answered only after it: IndexedDB cannot be
+    /// read synchronously.
+    #[wasm_bindgen(js_name = loadWhole)]
+    pub fn load_whole(&self) -> Promise {
+        if self.rt.with_machine(|m| m.is_whole()).unwrap_or(false) {
+            return Promise::resolve(&JsValue::UNDEFINED);
+        }
+        let (rt, serial) = (self.rt.clone(), self.serial.clone());
+        future_to_promise(async move {
+            let _turn = serial.turn().await;
+            rt.ensure_whole().await.map_err(jerr)?;
+            Ok(JsValue::UNDEFINED)
         })
     }
 
@@ -493,7 +509,8 @@ impl NativeAgent {
         })
     }
 
-    /// Answers a query (`Query`, JSON) from the agent's state (JSON).
+    /// Answers a query (`Query`, JSON) from the agent's state (JSON); one that
+    /// needs the history only after `loadWhole`.
     pub fn query(&self, query_json: String) -> std::result::Result<String, JsError> {
         let q: Query = parse("agent query", &query_json).map_err(err)?;
         self.machine(|m| m.query(&q)).map_err(err)

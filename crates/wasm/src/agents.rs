@@ -540,7 +540,11 @@ impl AgentStorage for IdbAgentStorage {
             return Err(self.locked(id).await);
         };
         let stores = [AGENTS, AGENT_CHUNKS, AGENT_EVENTS];
-        let out = match self.begin(&stores, "readwrite") {
+        // Durability relaxed: every write under the new token is strict and
+        // stores the record (generation, held) again, so nothing depends on
+        // this commit reaching the disk first; what it cuts is cut again by
+        // the next acquisition if it does not.
+        let out = match idb::begin_on(&self.db, &stores, "readwrite", false) {
             Ok(tx) => in_transaction(&tx, self.acquire_in(&tx, id)).await,
             Err(e) => Err(e),
         };

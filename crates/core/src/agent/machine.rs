@@ -361,11 +361,28 @@ enum BlockKind {
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResumeState {
-    /// Format version (1).
+    /// Format version ([`ResumeState::VERSION`]; another is not read).
     pub v: u32,
     /// The session's length when it was written.
     pub session_len: u64,
     pub marks: TailMarks,
+}
+
+impl ResumeState {
+    /// The version written and read (2: with the checkpoint lines).
+    pub const VERSION: u32 = 2;
+}
+
+/// The lines before a session's tail that its resume state points to, as
+/// read (for [`AgentMachine::from_tail`]).
+#[derive(Debug, Default)]
+pub struct PriorLines {
+    /// The last todo list entry.
+    pub todos: Option<String>,
+    /// The queued messages not yet delivered: (queue id, the entry's data).
+    pub queued: Vec<(String, Value)>,
+    /// Every checkpoint entry, oldest first.
+    pub checkpoints: Vec<String>,
 }
 
 /// What opening an agent found.
@@ -437,9 +454,9 @@ impl AgentMachine {
 
     /// The machine of an agent resumed from the tail of its session: `tail` is
     /// the session's header followed by its lines from `state.marks.sfp_offset`
-    /// (`header_len` bytes of header); `todos` and `queued` are the lines
-    /// before the tail that the marks point to. Only resume and the queries
-    /// that need no history work until [`load_whole`](Self::load_whole).
+    /// (`header_len` bytes of header); `prior` are the lines before the tail
+    /// that the marks point to. Only resume and the queries that need no
+    /// history work until [`load_whole`](Self::load_whole).
     #[allow(clippy::too_many_arguments)]
     pub fn from_tail(
         meta: AgentMeta,
@@ -451,8 +468,7 @@ impl AgentMachine {
         bp: Breakpoint,
         tools: Vec<ToolSpec>,
         seed: u64,
-        todos: Option<String>,
-        queued: Vec<(String, Value)>,
+        prior_lines: PriorLines,
     ) -> Result<AgentMachine> {
         let from = state.marks.sfp_offset;
         let mut core = AgentCore::from_session(&tail)?;
@@ -465,13 +481,25 @@ impl AgentMachine {
                 .filter(|q| q.1 < from)
                 .cloned()
                 .collect(),
+            checkpoints: state
+                .marks
+                .checkpoints
+                .iter()
+                .filter(|c| c.0 < from)
+                .copied()
+                .collect(),
             ..TailMarks::default()
         };
         let shift = from
             .checked_sub(header_len)
             .ok_or_else(|| Error::internal("a tail before the header"))?;
         let marks = core.tail_marks(&tail, shift, state.marks.before, Some(&prior));
-        core.rebase(state.marks.before, todos.as_deref(), queued)?;
+        core.rebase(
+            state.marks.before,
+            prior_lines.todos.as_deref(),
+            prior_lines.queued,
+            &prior_lines.checkpoints,
+        )?;
         let mut writer =
             WriterCore::from_session(tail, session_len, seed, &LoadOptions::default())?;
         writer.set_tail_only();
@@ -540,6 +568,12 @@ impl AgentMachine {
     /// Whether the whole session is loaded.
     pub fn is_whole(&self) -> bool {
         self.whole
+    }
+
+    /// The store's resume state could not be used (missing, stale, of another
+    /// version): the next write stores a fresh one.
+    pub fn forget_stored_state(&mut self) {
+        self.marks_written = None;
     }
 
     /// Loads the whole session (`session`, as the store has it now) into a
@@ -1831,6 +1865,8 @@ impl AgentMachine {
         // The entries this machine builds start with their type (and custom type).
         if e.starts_with("{\"type\":\"custom\",\"customType\":\"forkpoint.todos\"") {
             m.todos = Some((off, len));
+        } else if e.starts_with("{\"type\":\"custom\",\"customType\":\"forkpoint.checkpoint\"") {
+            m.checkpoints.push((off, len));
         } else if e.starts_with("{\"type\":\"custom\",\"customType\":\"forkpoint.queued\"") {
             if let Ok(v) = super::parse_json::<Value>(e, "entry")
                 && let Some(q) = v["data"]["queueId"].as_str()
@@ -1903,7 +1939,7 @@ impl AgentMachine {
             && self.marks_written.as_ref() != Some(m)
         {
             let st = ResumeState {
-                v: 1,
+                v: ResumeState::VERSION,
                 session_len: self.session_len + batch.session.len() as u64,
                 marks: m.clone(),
             };
@@ -2021,7 +2057,13 @@ impl Query {
     pub fn needs_whole(&self) -> bool {
         !matches!(
             self,
-            Query::Status | Query::Meta | Query::OpenCalls | Query::Todos
+            Query::Status
+                | Query::Meta
+                | Query::OpenCalls
+                | Query::Todos
+                | Query::Checkpoints
+                | Query::Checkpoint { .. }
+                | Query::LastSuccessful { .. }
         )
     }
 }

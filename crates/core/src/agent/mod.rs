@@ -278,6 +278,9 @@ pub struct TailMarks {
     pub todos: Option<(u64, u64)>,
     /// Queued messages not yet delivered: queue id, offset, length.
     pub queued: Vec<(String, u64, u64)>,
+    /// Every checkpoint line of the session, on the path or not (offset,
+    /// length), oldest first: checkpoints are answered from the tail.
+    pub checkpoints: Vec<(u64, u64)>,
 }
 
 impl AgentCore {
@@ -360,13 +363,14 @@ impl AgentCore {
     }
 
     /// For a state built from a session's tail: adds the counts of the path
-    /// before it (safe-fork-point indexes included), the todo list and the
-    /// queued messages found before it.
+    /// before it (safe-fork-point indexes included), the todo list, the
+    /// queued messages and the checkpoint lines found before it.
     pub fn rebase(
         &mut self,
         before: PathCounts,
         todos: Option<&str>,
         queued: Vec<(String, Value)>,
+        checkpoints: &[String],
     ) -> Result<()> {
         self.messages += before.messages;
         self.user_messages += before.users;
@@ -385,6 +389,18 @@ impl AgentCore {
         let mut q = queued;
         q.append(&mut self.queued);
         self.queued = q;
+        // In file order: those before the tail, then the tail's own.
+        let tail = std::mem::take(&mut self.checkpoints);
+        for line in checkpoints {
+            let h = head(line)?;
+            if h.custom_type.as_deref() == Some(CHECKPOINT) {
+                self.add_checkpoint(h.data);
+            }
+        }
+        for c in tail {
+            self.checkpoints.retain(|o| o.id != c.id);
+            self.checkpoints.push(c);
+        }
         Ok(())
     }
 
@@ -405,8 +421,22 @@ impl AgentCore {
         let mut marks = TailMarks {
             todos: prior.and_then(|p| p.todos),
             queued: prior.map(|p| p.queued.clone()).unwrap_or_default(),
+            checkpoints: prior.map(|p| p.checkpoints.clone()).unwrap_or_default(),
             ..TailMarks::default()
         };
+        // Checkpoints anywhere in the file (a restore leaves them off the path).
+        let checkpoint = memchr::memmem::Finder::new(b"\"forkpoint.checkpoint\"");
+        for (i, e) in s.entries().iter().enumerate() {
+            if e.kind != EntryKind::Custom {
+                continue;
+            }
+            let text = s.entry_text(i as u32);
+            if checkpoint.find(text.as_bytes()).is_some()
+                && custom_parts(text).is_some_and(|(ty, _)| ty == CHECKPOINT)
+            {
+                marks.checkpoints.push((e.offset + shift, u64::from(e.len)));
+            }
+        }
         let mut counts = before;
         let mut found = false;
         for i in s.leaf_path() {

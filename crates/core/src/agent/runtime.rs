@@ -4,12 +4,15 @@
 //! IndexedDB and the fault-injecting store run the same code.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 
 use serde_json::{Value, json};
 
 use super::machine::{
-    AgentMachine, Command, Input, Opened, Query, Reply, ResumeState, ResumeStrategy, ToolSpec,
+    AgentMachine, Command, Input, Opened, PriorLines, Query, Reply, ResumeState, ResumeStrategy,
+    ToolSpec,
 };
 use super::meta::{AgentMeta, MetaChanges};
 use super::{AgentCore, Breakpoint, CheckpointInfo};
@@ -66,6 +69,119 @@ fn header(now: f64, parent: Option<&str>, seed: u64) -> String {
 
 fn load(bytes: Vec<u8>) -> Result<Session> {
     Session::from_bytes(bytes, &LoadOptions::default(), None)
+}
+
+/// Runs two futures at once; both outputs when both are done.
+async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    let (mut ra, mut rb) = (None, None);
+    std::future::poll_fn(|cx| {
+        if ra.is_none()
+            && let Poll::Ready(v) = a.as_mut().poll(cx)
+        {
+            ra = Some(v);
+        }
+        if rb.is_none()
+            && let Poll::Ready(v) = b.as_mut().poll(cx)
+        {
+            rb = Some(v);
+        }
+        match (ra.take(), rb.take()) {
+            (Some(x), Some(y)) => Poll::Ready((x, y)),
+            (x, y) => {
+                (ra, rb) = (x, y);
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+/// What a resume from the tail reads: the session's first bytes (its header
+/// line), the tail from the last safe-fork-point, and the lines before it
+/// that the marks point to (todos, queued, checkpoints, in that order).
+struct TailRead {
+    first: Vec<u8>,
+    tail: Vec<u8>,
+    lines: Option<Vec<String>>,
+}
+
+/// Reads what a resume from the tail needs, all at once (`None` when the
+/// state cannot hold for a session `len` bytes long).
+async fn read_tail<S: AgentStorage>(
+    store: &S,
+    id: &str,
+    state: &ResumeState,
+    len: u64,
+) -> Result<Option<TailRead>> {
+    let from = state.marks.sfp_offset;
+    if state.v != ResumeState::VERSION
+        || state.session_len > len
+        || from >= state.session_len
+        || from == 0
+    {
+        return Ok(None);
+    }
+    let m = &state.marks;
+    let mut spans: Vec<(u64, u64)> = m.todos.filter(|t| t.0 < from).into_iter().collect();
+    spans.extend(m.queued.iter().filter(|q| q.1 < from).map(|q| (q.1, q.2)));
+    spans.extend(m.checkpoints.iter().filter(|c| c.0 < from).copied());
+    // The header line: a resume reads at most 64 KiB of it.
+    let ((first, tail), lines) = both(
+        both(
+            store.read_session(id, 0, from.min(64 << 10)),
+            store.read_session(id, from, len),
+        ),
+        read_lines(store, id, &spans, from),
+    )
+    .await;
+    Ok(Some(TailRead {
+        first: first?,
+        tail: tail?,
+        lines: lines?,
+    }))
+}
+
+/// Lines `spans` (offset, length without the newline) of agent `id`'s
+/// session, all before `limit`, read with one store read per group of lines
+/// less than 16 KiB apart (a resume state may point to many checkpoints).
+/// `None` if a span reaches `limit` or a line is not UTF-8.
+async fn read_lines<S: AgentStorage>(
+    store: &S,
+    id: &str,
+    spans: &[(u64, u64)],
+    limit: u64,
+) -> Result<Option<Vec<String>>> {
+    const GAP: u64 = 16 << 10;
+    if spans
+        .iter()
+        .any(|&(off, n)| off.checked_add(n).is_none_or(|end| end > limit))
+    {
+        return Ok(None);
+    }
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| spans[i].0);
+    let mut out: Vec<Option<String>> = vec![None; spans.len()];
+    let mut k = 0;
+    while k < order.len() {
+        let start = spans[order[k]].0;
+        let mut end = start + spans[order[k]].1;
+        let mut j = k + 1;
+        while j < order.len() && spans[order[j]].0 <= end.saturating_add(GAP) {
+            end = end.max(spans[order[j]].0 + spans[order[j]].1);
+            j += 1;
+        }
+        let bytes = store.read_session(id, start, end).await?;
+        for &i in &order[k..j] {
+            let (off, n) = spans[i];
+            let a = (off - start) as usize;
+            out[i] = bytes
+                .get(a..a + n as usize)
+                .and_then(|b| String::from_utf8(b.to_vec()).ok());
+        }
+        k = j;
+    }
+    Ok(out.into_iter().collect())
 }
 
 /// The breakpoint the last `breakpoint_changed` event of agent `id` names
@@ -246,35 +362,43 @@ impl<S: AgentStorage> AgentRuntime<S> {
         tools: Vec<ToolSpec>,
         seed: u64,
     ) -> Result<AgentMachine> {
+        let id = &lease.agent_id;
         let head = store.head(lease).await?;
-        let meta = AgentMeta::parse(&head.meta, &lease.agent_id)?;
-        let (bp, partial) = breakpoint_and_partial(store, &lease.agent_id, head.last_event).await?;
-        if let Some(state) = head
+        let meta = AgentMeta::parse(&head.meta, id)?;
+        let state = head
             .state
             .as_deref()
-            .and_then(|t| serde_json::from_slice::<ResumeState>(t).ok())
-            && let Some(mut m) =
-                Self::open_tail(store, lease, &state, &head, &meta, bp, &tools, seed).await?
+            .and_then(|t| serde_json::from_slice::<ResumeState>(t).ok());
+        // The log's end and the session's tail are read at once (a store may
+        // serve the reads concurrently: IndexedDB does).
+        let (bp, tail) = both(breakpoint_and_partial(store, id, head.last_event), async {
+            match &state {
+                Some(st) => read_tail(store, id, st, head.session_len).await,
+                None => Ok(None),
+            }
+        })
+        .await;
+        let (bp, partial) = bp?;
+        if let (Some(state), Some(tail)) = (&state, tail?)
+            && let Some(mut m) = Self::from_tail(tail, state, &head, &meta, bp, &tools, seed)?
         {
             m.set_crashed_partial(partial);
             return Ok(m);
         }
-        let bytes = store
-            .read_session(&lease.agent_id, 0, head.session_len)
-            .await?;
+        let bytes = store.read_session(id, 0, head.session_len).await?;
         let len = bytes.len() as u64;
         let session = load(bytes)?;
         let mut m = AgentMachine::new(meta, session, len, head.last_event, bp, tools, seed)?;
         m.set_crashed_partial(partial);
+        m.forget_stored_state();
         Ok(m)
     }
 
-    /// The machine from the session's tail, if the resume state holds for the
-    /// session as it is (`None`: load it whole).
+    /// The machine from the session's tail as read, if the resume state holds
+    /// for the session as it is (`None`: load it whole).
     #[allow(clippy::too_many_arguments)]
-    async fn open_tail(
-        store: &S,
-        lease: &Lease,
+    fn from_tail(
+        read: TailRead,
         state: &ResumeState,
         head: &crate::storage::AgentHead,
         meta: &AgentMeta,
@@ -282,20 +406,14 @@ impl<S: AgentStorage> AgentRuntime<S> {
         tools: &[ToolSpec],
         seed: u64,
     ) -> Result<Option<AgentMachine>> {
-        let id = &lease.agent_id;
-        let len = head.session_len;
         let from = state.marks.sfp_offset;
-        if state.v != 1 || state.session_len > len || from >= state.session_len || from == 0 {
-            return Ok(None);
-        }
-        // The header line (a resume reads at most 64 KiB of it).
-        let first = store.read_session(id, 0, from.min(64 << 10)).await?;
-        let Some(nl) = first.iter().position(|&b| b == b'\n') else {
+        let Some(nl) = read.first.iter().position(|&b| b == b'\n') else {
             return Ok(None);
         };
-        let mut bytes = first[..=nl].to_vec();
+        let mut bytes = read.first;
+        bytes.truncate(nl + 1);
         let header_len = bytes.len() as u64;
-        bytes.extend(store.read_session(id, from, len).await?);
+        bytes.extend(read.tail);
         let Ok(tail) = load(bytes) else {
             return Ok(None);
         };
@@ -315,45 +433,51 @@ impl<S: AgentStorage> AgentRuntime<S> {
         if !starts_right || !one_branch {
             return Ok(None);
         }
-        // A pointed line that is not what it should be: load it whole.
-        let line = |(off, n): (u64, u64)| async move {
-            let b = store.read_session(id, off, off + n).await?;
-            Ok::<_, Error>(
-                String::from_utf8(b)
-                    .ok()
-                    .and_then(|t| super::parse_json::<Value>(&t, "entry").ok().map(|v| (t, v))),
-            )
+        // The pointed lines (before the tail, in the order `pointed` lists
+        // them); one that is not what it should be: load it whole.
+        let Some(lines) = read.lines else {
+            return Ok(None);
         };
-        let todos = match state.marks.todos.filter(|t| t.0 < from) {
-            Some(t) => match line(t).await? {
-                Some((text, v)) if v["customType"] == super::TODOS => Some(text),
-                _ => return Ok(None),
-            },
-            None => None,
+        let mut lines = lines.into_iter();
+        let mut parsed = |ty: &str| {
+            lines
+                .next()
+                .and_then(|t| super::parse_json::<Value>(&t, "entry").ok().map(|v| (t, v)))
+                .filter(|(_, v)| v["customType"] == ty)
         };
-        let mut queued = Vec::new();
-        for (q, off, n) in state.marks.queued.iter().filter(|q| q.1 < from) {
-            let Some((_, v)) = line((*off, *n)).await? else {
+        let m = &state.marks;
+        let mut prior = PriorLines::default();
+        if m.todos.is_some_and(|t| t.0 < from) {
+            let Some((text, _)) = parsed(super::TODOS) else {
                 return Ok(None);
             };
-            if v["customType"] != super::QUEUED || v["data"]["queueId"].as_str() != Some(q.as_str())
-            {
-                return Ok(None);
+            prior.todos = Some(text);
+        }
+        for (q, _, _) in m.queued.iter().filter(|q| q.1 < from) {
+            match parsed(super::QUEUED) {
+                Some((_, v)) if v["data"]["queueId"].as_str() == Some(q.as_str()) => {
+                    prior.queued.push((q.clone(), v["data"].clone()));
+                }
+                _ => return Ok(None),
             }
-            queued.push((q.clone(), v["data"].clone()));
+        }
+        for _ in m.checkpoints.iter().filter(|c| c.0 < from) {
+            let Some((text, _)) = parsed(super::CHECKPOINT) else {
+                return Ok(None);
+            };
+            prior.checkpoints.push(text);
         }
         AgentMachine::from_tail(
             meta.clone(),
             tail,
             header_len,
             state,
-            len,
+            head.session_len,
             head.last_event,
             bp,
             tools.to_vec(),
             seed,
-            todos,
-            queued,
+            prior,
         )
         .map(Some)
     }
@@ -704,17 +828,6 @@ impl<S: AgentStorage> AgentRuntime<S> {
             step.to_json(false)
         );
         Ok((step, json))
-    }
-
-    /// [`open`](Self::open), then the whole session loaded at once (for a
-    /// binding whose queries cannot wait for the store: the browser's).
-    pub async fn open_whole(store: S, id: &str, tools: Vec<ToolSpec>, seed: u64) -> Result<Self> {
-        let rt = Self::open(store, id, tools, seed).await?;
-        if let Err(e) = rt.ensure_whole().await {
-            let _ = rt.close().await;
-            return Err(e);
-        }
-        Ok(rt)
     }
 }
 

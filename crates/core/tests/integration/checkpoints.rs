@@ -237,7 +237,7 @@ fn a_store_checkpoint_is_listed_and_restored_by_an_agent() {
         };
         let lease = agents.create("b", &init).await.unwrap();
         agents.release(&lease).await.unwrap();
-        let rt = AgentRuntime::open_whole(agents.clone(), "b", tools(), 2)
+        let rt = AgentRuntime::open(agents.clone(), "b", tools(), 2)
             .await
             .unwrap();
         rt.resume(ResumeStrategy::Manual, None, false, 40.0)

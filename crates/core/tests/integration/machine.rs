@@ -326,12 +326,14 @@ async fn check_after_crash(store: MemoryStorage, acked: &Acked, label: &str) {
     let tail = (
         rt.machine().query(&q("status")).unwrap(),
         rt.machine().query(&q("todos")).unwrap(),
+        rt.machine().query(&q("checkpoints")).unwrap(),
     );
     let from_tail = !rt.machine().is_whole();
     rt.ensure_whole().await.unwrap();
     let whole = (
         rt.machine().query(&q("status")).unwrap(),
         rt.machine().query(&q("todos")).unwrap(),
+        rt.machine().query(&q("checkpoints")).unwrap(),
     );
     assert_eq!(tail, whole, "{label}: tail and whole disagree");
     if from_tail {

@@ -185,6 +185,110 @@ fn todos_survive_a_restore_to_before_the_first_message() {
     });
 }
 
+/// Creates checkpoint `step` of execution `e` with `status`; returns its id.
+async fn checkpoint_at<S: AgentStorage>(
+    rt: &AgentRuntime<S>,
+    step: u64,
+    status: &str,
+    now: f64,
+) -> String {
+    let args = json!({ "executionId": "e", "stepName": format!("s{step}"), "stepIndex": step, "status": status, "variables": { "step": step } });
+    let s = rt.handle(Input::Checkpoint { args }, now).await.unwrap();
+    let v: Value = serde_json::from_str(s.reply.value.as_deref().unwrap()).unwrap();
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// Checkpoints before the tail (one left off the path by a restore, many
+/// close together, one far back) are answered by a resume from the tail
+/// without loading the session, as a whole load answers them; a resume state
+/// of version 1 (without checkpoint marks) is not read, and the first write
+/// after it stores a fresh one.
+#[test]
+fn checkpoints_are_answered_from_the_tail() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let mut rt = AgentRuntime::create(store.clone(), meta("c"), tools(), 1, 10.0)
+            .await
+            .unwrap();
+        let mut now = 11.0;
+        turn(&mut rt, "start", 10.5).await;
+        let first = checkpoint_at(&rt, 0, "success", now).await;
+        turn(&mut rt, &"x".repeat(40 << 10), 12.0).await;
+        checkpoint_at(&rt, 1, "failed", 13.0).await;
+        turn(&mut rt, "to be left", 14.0).await;
+        rt.restore(&first, 15.0).await.unwrap();
+        for step in 2..12 {
+            now += 10.0;
+            turn(&mut rt, &format!("t{step}"), now).await;
+            checkpoint_at(
+                &rt,
+                step,
+                if step % 3 == 0 { "failed" } else { "success" },
+                now + 2.0,
+            )
+            .await;
+        }
+        turn(&mut rt, "last", now + 20.0).await;
+        rt.close().await.unwrap();
+
+        let qs = [
+            json!({ "kind": "checkpoints" }),
+            json!({ "kind": "checkpoint", "id": first }),
+            json!({ "kind": "lastSuccessful", "executionId": "e" }),
+            json!({ "kind": "lastSuccessful", "executionId": "e", "beforeStep": 6 }),
+        ];
+        let qs: Vec<Query> = qs
+            .into_iter()
+            .map(|v| serde_json::from_value(v).unwrap())
+            .collect();
+        let mut rt = reopen(&store, "c", 2).await;
+        assert!(!rt.machine().is_whole(), "the resume read the tail");
+        let tail: Vec<String> = qs.iter().map(|q| rt.machine().query(q).unwrap()).collect();
+        assert!(
+            !rt.machine().is_whole(),
+            "checkpoint queries need no whole load"
+        );
+        rt.ensure_whole().await.unwrap();
+        let whole: Vec<String> = qs.iter().map(|q| rt.machine().query(q).unwrap()).collect();
+        assert_eq!(tail, whole, "tail and whole disagree on checkpoints");
+        let groups: Value = serde_json::from_str(&whole[0]).unwrap();
+        assert_eq!(
+            groups[0]["checkpoints"].as_array().unwrap().len(),
+            12,
+            "{groups}"
+        );
+        let last: Value = serde_json::from_str(&whole[3]).unwrap();
+        assert_eq!(last["stepIndex"], 5);
+        rt.close().await.unwrap();
+
+        // A version-1 state (before checkpoint marks) is not read ...
+        let lease = store.acquire("c").await.unwrap();
+        let head = store.head(&lease).await.unwrap();
+        let mut st: Value = serde_json::from_slice(head.state.as_deref().unwrap()).unwrap();
+        assert_eq!(st["v"], 2);
+        st["v"] = json!(1);
+        st["marks"].as_object_mut().unwrap().remove("checkpoints");
+        let batch = WriteBatch {
+            session_at: head.session_len,
+            state: Some(st.to_string().into_bytes()),
+            ..WriteBatch::default()
+        };
+        store.write(&lease, &batch).await.unwrap();
+        store.release(&lease).await.unwrap();
+        let rt = reopen(&store, "c", 3).await;
+        assert!(
+            rt.with_machine(|m| m.is_whole()).unwrap(),
+            "a version-1 state is not read"
+        );
+        rt.close().await.unwrap();
+        // ... and the resume's write replaced it: the next resume reads the tail.
+        let mut rt = reopen(&store, "c", 4).await;
+        assert!(!rt.machine().is_whole(), "the state was written again");
+        assert_eq!(rt.machine().query(&qs[0]).unwrap(), whole[0]);
+        rt.close().await.unwrap();
+    });
+}
+
 /// A message queued while the model ran, then an interrupt, then another
 /// message: the queued one was sent first and must reach the model first.
 /// `send` delivers the new message at once when the agent is idle and leaves
@@ -821,7 +925,7 @@ fn random_runs_tail_and_whole_agree() {
                         cmds.extend(st.commands);
                         reopens += 1;
                         let from_tail = !rt.machine().is_whole();
-                        let qs = ["status", "todos", "openCalls"];
+                        let qs = ["status", "todos", "openCalls", "checkpoints"];
                         let mut tail = Vec::new();
                         for k in qs {
                             tail.push(rt.query(&q(k)).await.unwrap());
@@ -1347,7 +1451,7 @@ fn crash_points_tail_whole_and_delivery_order() {
                         .unwrap_or_else(|e| panic!("{label}: resume {e}"));
                     let from_tail = !rt.machine().is_whole();
                     tails += usize::from(from_tail);
-                    let qs = ["status", "todos", "openCalls"];
+                    let qs = ["status", "todos", "openCalls", "checkpoints"];
                     let mut tail = Vec::new();
                     for k in qs {
                         tail.push(rt.query(&q(k)).await.unwrap());
