@@ -344,7 +344,7 @@ export interface UsageTotals {
 export interface AgentInfo {
   /** The model the next call goes to. */
   model: ModelRef;
-  /** Tokens and cost so far (the current branch's answers). */
+  /** Tokens and cost so far (the current branch's answers; the first `info()` after a resume reads the history for it). */
   usage: UsageTotals;
   agentId: string;
   templateId: string | null;
