@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { Agent, JSONStore, EventLog, SessionLoader } = require('forkpoint');
+const { Agent, JSONStore, EventLog, SessionLoader, ToolRegistry, createProvider } = require('forkpoint');
 const { deps, model } = require('./demo-agent-setup.cjs');
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -129,4 +129,43 @@ console.log(dim(`   (${seen.length - shown.length} breakpoint/chunk/usage events
 if (!seen.every((e, i) => e.seq === before.seq + 1 + i)) fail('the replay skipped or repeated an event');
 await agent.close();
 await fork.close();
+
+// 8. A real wire format: the model streams, every piece is durable as it comes.
+const real = process.env.ANTHROPIC_API_KEY;
+console.log(
+  bold('\n8. Streaming from a model: Anthropic Messages') +
+    dim(real ? ' (the real API: ANTHROPIC_API_KEY is set)' : ' (a local server speaking the API byte for byte; set ANTHROPIC_API_KEY for the real one)'),
+);
+let srv = null;
+if (!real) {
+  const { startProviderServer } = await import('../tests/js/providers/server.mjs');
+  const story = 'Durable streaming means every token you saw is on disk: kill the process now, and the resume tells you exactly what had streamed.';
+  srv = await startProviderServer({
+    provider: 'anthropic',
+    script: [
+      {
+        turn: { thinking: { text: 'A short answer about durability.', signature: 'ZGVtby1zaWduYXR1cmU=' }, text: story, usage: { input: 412, output: 61, cacheRead: 300 } },
+        opts: { pieces: { text: 24, thinking: 3 } },
+        paceMs: 15,
+      },
+    ],
+  });
+}
+const streamer = await Agent.create(
+  { agentId: 'streamer', model: createProvider({ provider: 'anthropic', model: 'claude-sonnet-4-5', maxTokens: 300, ...(srv ? { baseURL: srv.url, apiKey: 'sk-demo' } : {}) }) },
+  { store, toolRegistry: new ToolRegistry() },
+);
+let pieces = 0;
+process.stdout.write('   ');
+streamer.on('text_chunk', (e) => {
+  pieces++;
+  process.stdout.write(e.delta);
+});
+const answer = await streamer.chat('In one sentence: what does durable streaming mean?');
+console.log('');
+const usage = (await streamer.info()).usage;
+console.log(dim(`   ${pieces} pieces, each an event written before it was shown; usage: ${usage.input} in (+${usage.cacheRead} cached), ${usage.output} out, $${usage.cost.toFixed(6)}`));
+if (!answer.text || pieces < 2) fail('the answer did not stream');
+await streamer.close();
+await srv?.close();
 console.log('');

@@ -156,3 +156,22 @@ export async function agentEvents(agent: node.Agent, registry: node.ToolRegistry
     run: (input) => input.count,
   });
 }
+
+export async function providers(): Promise<void> {
+  for (const createProvider of [node.createProvider, web.createProvider]) {
+    const p = createProvider({ provider: 'anthropic', model: 'claude-sonnet-4-5', thinking: { budgetTokens: 1024 }, pricing: { input: 3, output: 15 } });
+    const api: string | undefined = p.api;
+    void api;
+    // @ts-expect-error the provider is one of the four wire formats
+    createProvider({ provider: 'anthropc', model: 'x' });
+    // @ts-expect-error a model is required
+    createProvider({ provider: 'openai' });
+  }
+  const agent = await node.Agent.resumeFromStore('x', { store: new node.JSONStore('/tmp/x'), toolRegistry: new node.ToolRegistry() });
+  await agent.setModel(node.createProvider({ provider: 'google', model: 'gemini-2.5-flash' }));
+  const info = await agent.info();
+  const cost: number = info.usage.cost;
+  void cost;
+  agent.on('model_partial', (e) => void e.reason);
+  agent.on('tool_input_chunk', (e) => void e.delta.length);
+}

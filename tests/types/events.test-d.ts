@@ -87,6 +87,16 @@ export function describe(e: AgentEvent): string {
       return String(e.current.length - e.previous.length);
     case 'checkpoint_restored':
       return e.checkpointId;
+    case 'tool_input_chunk_start':
+      return `${e.index}:${e.name}`;
+    case 'tool_input_chunk':
+      return e.delta;
+    case 'tool_input_chunk_end':
+      return e.callId;
+    case 'model_partial':
+      return `${e.reason}: ${e.content.length} blocks`;
+    case 'request_converted':
+      return `${e.provider}/${e.model}: ${e.steps.length} steps`;
     default: {
       const none: never = e;
       return none;
@@ -120,4 +130,9 @@ export const EVERY_TYPE: Record<AgentEventType, true> = {
   tool_custom_event: true,
   todo_changed: true,
   checkpoint_restored: true,
+  tool_input_chunk_start: true,
+  tool_input_chunk: true,
+  tool_input_chunk_end: true,
+  model_partial: true,
+  request_converted: true,
 };

@@ -226,13 +226,23 @@ export function createProviders(native: NativeProviderLike) {
           throw new ForkpointError({ code: 'PROVIDER_PROTOCOL', message: `${host} answered ${res.status} without a body` });
         }
         const reader = res.body.getReader();
-        // From here the timer measures the gap between two pieces.
+        // From here the timer measures the gap between two pieces: one timer,
+        // which on firing looks at when the last piece came (no timer churn
+        // per piece).
+        let lastPiece = Date.now();
+        const idle = () => {
+          const left = lastPiece + timeoutMs - Date.now();
+          if (left > 0) {
+            timer = setTimeout(idle, left);
+            return;
+          }
+          timedOut = true;
+          ac.abort();
+        };
+        clearTimeout(timer);
+        timer = setTimeout(idle, timeoutMs);
         const rearm = () => {
-          clearTimeout(timer);
-          timer = setTimeout(() => {
-            timedOut = true;
-            ac.abort();
-          }, timeoutMs);
+          lastPiece = Date.now();
         };
         return {
           [Symbol.asyncIterator]() {

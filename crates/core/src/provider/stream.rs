@@ -1395,25 +1395,25 @@ impl StreamDecoder {
 
     fn event(&mut self, ev: &SseEvent, out: &mut Vec<StreamPiece>) -> Result<()> {
         let c = &mut self.c;
+        // Anthropic and Responses name each event in its `type` (else `event:`).
+        let typed = |c: &mut Common| -> Result<(String, J)> {
+            let v = parse(c, &ev.data)?;
+            let ty = v
+                .str_of("type")
+                .map(Cow::into_owned)
+                .or_else(|| ev.event.clone())
+                .unwrap_or_default();
+            Ok((ty, v))
+        };
         match &mut self.fmt {
             Format::OpenAi(s) => s.event(c, &ev.data, out),
             Format::Google(s) => s.event(c, &ev.data, out),
             Format::Anthropic(s) => {
-                let v = parse(c, &ev.data)?;
-                let ty = v
-                    .str_of("type")
-                    .map(Cow::into_owned)
-                    .or_else(|| ev.event.clone())
-                    .unwrap_or_default();
+                let (ty, v) = typed(c)?;
                 s.event(c, &ty, &v, out)
             }
             Format::Responses(s) => {
-                let v = parse(c, &ev.data)?;
-                let ty = v
-                    .str_of("type")
-                    .map(Cow::into_owned)
-                    .or_else(|| ev.event.clone())
-                    .unwrap_or_default();
+                let (ty, v) = typed(c)?;
                 s.event(c, &ty, &v, out)
             }
         }
