@@ -3,14 +3,14 @@
 import { napi } from './helpers.mjs';
 
 const { Agent, JSONStore, ToolRegistry, createProvider } = napi;
-const [dir, url] = process.argv.slice(2);
+const [dir, url, provider = 'anthropic', modelName = 'claude-sonnet-4-5'] = process.argv.slice(2);
 const toolRegistry = new ToolRegistry().register({
   name: 'count',
   description: 'adds one',
   inputSchema: { type: 'object' },
   run: ({ n }) => ({ next: n + 1 }),
 });
-const model = createProvider({ provider: 'anthropic', model: 'claude-sonnet-4-5', apiKey: 'sk-test', baseURL: url });
+const model = createProvider({ provider, model: modelName, apiKey: 'sk-test', baseURL: url });
 const agent = await Agent.create({ agentId: 'killed', model, tools: ['count'] }, { store: new JSONStore(dir), toolRegistry });
 let n = 0;
 agent.on('text_chunk', () => {

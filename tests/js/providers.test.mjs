@@ -297,44 +297,75 @@ test('resumeFromStore without a modelFactory builds the provider from meta.json 
   }
 });
 
-test('SIGKILL mid-stream: the resume reports what streamed and redoes the call, with no duplicated tool call', async () => {
-  const srv = await startProviderServer({
-    provider: 'anthropic',
-    script: [
-      { turn: { text: 'A long answer that streams slowly, piece by piece, until the process dies.' }, opts: { pieces: 40 }, paceMs: 25 },
-      { turn: toolTurn },
-      { turn: finalTurn },
-    ],
-  });
-  const dir = mkdtempSync(join(tmpdir(), 'fp-prov-kill-'));
-  try {
-    const c = spawn(process.execPath, [child, dir, srv.url], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    await new Promise((resolve, reject) => {
-      c.stdout.on('data', (d) => {
-        out += d;
-        if (out.includes('chunks 5')) resolve();
-      });
-      c.on('exit', () => reject(new Error(`the child ended early: ${out}`)));
+for (const p of PROVIDERS) {
+  test(`${p}: SIGKILL mid-stream: the resume reports what streamed and redoes the call, with no duplicated tool call`, async () => {
+    const story = 'A long answer that streams slowly, piece by piece, until the process dies.';
+    const srv = await startProviderServer({
+      provider: p,
+      script: [{ turn: { text: story }, opts: { pieces: 40 }, paceMs: 25 }, { turn: toolTurn }, { turn: finalTurn }],
     });
-    c.kill('SIGKILL');
-    await new Promise((r) => c.once('exit', r));
-    const store = new JSONStore(dir);
-    const agent = await Agent.resume('killed', { model: provider('anthropic', srv), tools: ['count'] }, { store, toolRegistry: tools() }, { strategy: 'crash', autoRun: true });
-    await agent.idle();
-    const evs = await events(agent);
-    const partial = evs.find((e) => e.type === 'model_partial');
-    assert.ok(partial, 'model_partial after the kill');
-    assert.equal(partial.reason, 'crashed');
-    const t = partial.content[0].text;
-    assert.ok(t.length > 0 && 'A long answer that streams slowly, piece by piece, until the process dies.'.startsWith(t), t);
-    const msgs = await agent.messages();
-    const calls = msgs.flatMap((m) => (m.role === 'assistant' ? m.content.filter((b) => b.type === 'toolCall') : []));
-    assert.equal(calls.length, 1, 'one tool call');
-    assert.equal(msgs.filter((m) => m.role === 'toolResult').length, 1);
-    assert.equal(msgs.at(-1).content[0].text, finalTurn.text);
-    await agent.close();
-  } finally {
-    await srv.close();
-  }
-});
+    const dir = mkdtempSync(join(tmpdir(), 'fp-prov-kill-'));
+    try {
+      const c = spawn(process.execPath, [child, dir, srv.url, p, defaultModel(p)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      await new Promise((resolve, reject) => {
+        c.stdout.on('data', (d) => {
+          out += d;
+          if (out.includes('chunks 5')) resolve();
+        });
+        c.on('exit', () => reject(new Error(`the child ended early: ${out}`)));
+      });
+      c.kill('SIGKILL');
+      await new Promise((r) => c.once('exit', r));
+      const store = new JSONStore(dir);
+      const agent = await Agent.resume('killed', { model: provider(p, srv), tools: ['count'] }, { store, toolRegistry: tools() }, { strategy: 'crash', autoRun: true });
+      await agent.idle();
+      const evs = await events(agent);
+      const partial = evs.find((e) => e.type === 'model_partial');
+      assert.ok(partial, 'model_partial after the kill');
+      assert.equal(partial.reason, 'crashed');
+      const t = partial.content[0].text;
+      assert.ok(t.length > 0 && story.startsWith(t), t);
+      const msgs = await agent.messages();
+      const calls = msgs.flatMap((m) => (m.role === 'assistant' ? m.content.filter((b) => b.type === 'toolCall') : []));
+      assert.equal(calls.length, 1, 'one tool call');
+      assert.equal(msgs.filter((m) => m.role === 'toolResult').length, 1);
+      assert.equal(msgs.at(-1).content.find((b) => b.type === 'text').text, finalTurn.text);
+      assert.ok(!msgs.some((m) => m.role === 'assistant' && JSON.stringify(m.content).includes('until the process dies')), 'the half-answer is not in the session');
+      await agent.close();
+    } finally {
+      await srv.close();
+    }
+  });
+
+  test(`${p}: parallel tool calls in one answer run and are answered in order`, async () => {
+    const two = {
+      text: 'Counting both.',
+      toolCalls: [
+        { id: 'call_a', name: 'count', arguments: { n: 1 } },
+        { id: 'call_b', name: 'count', arguments: { n: 10 } },
+      ],
+    };
+    const srv = await startProviderServer({ provider: p, script: [{ turn: two, opts: { pieces: { text: 2, args: 4 } } }, { turn: { text: 'Got 2 and 11.' } }] });
+    try {
+      const agent = await Agent.create({ model: provider(p, srv), tools: ['count'] }, { store: freshStore(), toolRegistry: tools() });
+      assert.equal((await agent.chat('count twice')).text, 'Got 2 and 11.');
+      const msgs = await agent.messages();
+      const a = msgs.find((m) => m.role === 'assistant');
+      assert.deepEqual(a.content.filter((b) => b.type === 'toolCall').map((b) => b.arguments.n), [1, 10]);
+      assert.deepEqual(msgs.filter((m) => m.role === 'toolResult').map((m) => JSON.parse(m.content[0].text).next), [2, 11]);
+      if (p !== 'google') {
+        const evs = await events(agent);
+        const starts = evs.filter((e) => e.type === 'tool_input_chunk_start');
+        assert.equal(starts.length, 2);
+        for (const s of starts) {
+          const text = evs.filter((e) => e.type === 'tool_input_chunk' && e.index === s.index).map((e) => e.delta).join('');
+          assert.ok([1, 10].includes(JSON.parse(text).n), text);
+        }
+      }
+      await agent.close();
+    } finally {
+      await srv.close();
+    }
+  });
+}
