@@ -1367,12 +1367,33 @@ impl AgentMachine {
         if let Some(Some(b)) = self.streamed.get_mut(index) {
             b.text.push_str(text);
         }
-        if kind == BlockKind::ToolCall {
-            self.emit(json!({ "type": "tool_input_chunk", "channel": "progress", "step": step, "index": index, "delta": text }))?;
-        } else {
-            self.emit(json!({ "type": format!("{prefix}_chunk"), "step": step, "delta": text }))?;
-        }
+        let (kind_name, index) = match kind {
+            BlockKind::Text => ("text_chunk", None),
+            BlockKind::Thinking => ("think_chunk", None),
+            BlockKind::ToolCall => ("tool_input_chunk", Some(index)),
+        };
+        self.emit_chunk(kind_name, step, index, text);
         Ok(())
+    }
+
+    /// A streamed piece's event, its line written directly (the line
+    /// `build_event_line` makes of `{type, step, index?, delta}`; a stream
+    /// has thousands of them).
+    fn emit_chunk(&mut self, kind: &'static str, step: u64, index: Option<usize>, delta: &str) {
+        let seq = self.seq + 1;
+        let timestamp = self.now as i64;
+        let meta = crate::events::EventMeta {
+            seq,
+            timestamp,
+            channel: crate::events::Channel::Progress,
+            kind: kind.into(),
+        };
+        self.seq = seq;
+        self.last_event = Some(meta.bookmark());
+        self.events.push(EventLine {
+            meta,
+            line: Arc::from(chunk_line(kind, seq, timestamp, step, index, delta)),
+        });
     }
 
     /// What streamed of the running call, as answer blocks (`None`: nothing).
@@ -2166,6 +2187,68 @@ impl AgentMachine {
             Query::Snapshot { id } => to_text(&self.core.snapshot(id)?),
             Query::LastText => to_text(&self.last_text()),
             Query::Usage => to_text(&self.usage_totals()),
+        }
+    }
+}
+
+/// The log line of a streamed piece `{type: kind, step, index?, delta}` (what
+/// `build_event_line` makes of it, without parsing it back).
+fn chunk_line(
+    kind: &str,
+    seq: u64,
+    timestamp: i64,
+    step: u64,
+    index: Option<usize>,
+    delta: &str,
+) -> String {
+    let mut line = String::with_capacity(delta.len() + 112);
+    line.push_str("{\"seq\":");
+    line.push_str(&seq.to_string());
+    line.push_str(",\"timestamp\":");
+    line.push_str(&timestamp.to_string());
+    line.push_str(",\"channel\":\"progress\",\"type\":\"");
+    line.push_str(kind);
+    line.push_str("\",\"step\":");
+    line.push_str(&step.to_string());
+    if let Some(i) = index {
+        line.push_str(",\"index\":");
+        line.push_str(&i.to_string());
+    }
+    line.push_str(",\"delta\":");
+    crate::json::push_str_literal(&mut line, delta);
+    line.push('}');
+    line
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_line_is_the_line_build_event_line_makes() {
+        for (kind, index, delta) in [
+            ("text_chunk", None, "plain"),
+            (
+                "think_chunk",
+                None,
+                "quote \" back\\ nl\n tab\t \u{1} \u{1f} \u{7f} é 😀 </script>",
+            ),
+            ("tool_input_chunk", Some(3), "{\"n\":"),
+            ("text_chunk", None, ""),
+        ] {
+            let mut v = json!({ "type": kind, "channel": "progress", "step": 7 });
+            if let Some(i) = index {
+                v["index"] = json!(i);
+            }
+            v["delta"] = json!(delta);
+            let (want, meta) =
+                build_event_line(&v.to_string(), 42, 1_700_000_000_123, 512).unwrap();
+            assert_eq!(
+                chunk_line(kind, 42, 1_700_000_000_123, 7, index, delta),
+                want,
+                "{kind} {delta:?}"
+            );
+            assert_eq!(meta.channel, crate::events::Channel::Progress);
         }
     }
 }
