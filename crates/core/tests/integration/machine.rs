@@ -729,3 +729,137 @@ fn streamed_pieces_are_events_durable_as_they_come() {
         rt.close().await.unwrap();
     });
 }
+
+/// An Anthropic stream of `text` (in `n` pieces) ending with `message_stop`.
+fn anthropic_stream(text: &str, n: usize) -> String {
+    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut s = ev(
+        "message_start",
+        json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1,"cache_read_input_tokens":100}}}),
+    );
+    s += &ev(
+        "content_block_start",
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+    );
+    let chars: Vec<char> = text.chars().collect();
+    for part in chars.chunks(chars.len().div_ceil(n).max(1)) {
+        let t: String = part.iter().collect();
+        s += &ev(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":t}}),
+        );
+    }
+    s += &ev(
+        "content_block_stop",
+        json!({"type":"content_block_stop","index":0}),
+    );
+    s += &ev(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":40}}),
+    );
+    s + &ev("message_stop", json!({"type":"message_stop"}))
+}
+
+#[test]
+fn a_wire_stream_is_decoded_by_the_machine_and_a_crash_mid_stream_is_reported() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let rt = AgentRuntime::create(store.clone(), meta("wire"), tools(), 1, 1.0)
+            .await
+            .unwrap();
+        let s = rt
+            .handle(
+                Input::Send {
+                    content: json!("go"),
+                },
+                2.0,
+            )
+            .await
+            .unwrap();
+        let Some(Command::CallModel { ticket, .. }) = s.commands.first().cloned() else {
+            panic!("no model call")
+        };
+        let open = Input::from_json(
+            &json!({"kind": "modelStream", "ticket": ticket, "api": "anthropic", "model": "claude-sonnet-4-5", "options": {"maxTokens": 100}})
+                .to_string(),
+        )
+        .unwrap();
+        let s = rt.handle(open, 3.0).await.unwrap();
+        let req: Value = serde_json::from_str(s.reply.value.as_deref().unwrap()).unwrap();
+        assert_eq!(req["path"], "/v1/messages");
+        let body: Value = serde_json::from_str(req["body"].as_str().unwrap()).unwrap();
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["max_tokens"], 100);
+        assert_eq!(body["system"], "be brief");
+        assert_eq!(body["messages"][0]["content"][0]["text"], "go");
+        let text = "Hello from a stream, in pieces.";
+        let bytes = anthropic_stream(text, 6).into_bytes();
+        // Fed in odd splits: the first 60% now, the rest after a "crash".
+        let cut = bytes.len() * 6 / 10;
+        for part in bytes[..cut].chunks(37) {
+            let s = rt.stream_bytes(ticket, part, 4.0).await.unwrap();
+            assert!(s.reply.value.is_none(), "no failure");
+        }
+        let streamed: String = store
+            .read_events("wire", None, usize::MAX)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|l| {
+                let v: Value = serde_json::from_str(l).ok()?;
+                (v["type"] == "text_chunk").then(|| v["delta"].as_str().unwrap().to_string())
+            })
+            .collect();
+        assert!(
+            !streamed.is_empty() && text.starts_with(&streamed),
+            "{streamed:?}"
+        );
+        // The process dies: the next open reads what streamed from the log.
+        drop(rt);
+        store.crash();
+        let (rt, step, opened) = open_resume(store.clone(), "wire", 2, ResumeStrategy::Crash, 5.0)
+            .await
+            .unwrap();
+        assert_eq!(opened.breakpoint, Breakpoint::StreamingModel);
+        let partial = step
+            .events
+            .iter()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|v| v["type"] == "model_partial")
+            .expect("model_partial on resume");
+        assert_eq!(partial["reason"], "crashed");
+        assert_eq!(partial["content"][0]["text"], streamed.as_str());
+        // The call is made again; this time the whole stream arrives.
+        let s = rt.handle(Input::Run, 6.0).await.unwrap();
+        let Some(Command::CallModel { ticket, .. }) = s.commands.first().cloned() else {
+            panic!("the call is made again")
+        };
+        let open = Input::from_json(
+            &json!({"kind": "modelStream", "ticket": ticket, "api": "anthropic", "model": "claude-sonnet-4-5"}).to_string(),
+        )
+        .unwrap();
+        rt.handle(open, 7.0).await.unwrap();
+        for part in bytes.chunks(101) {
+            rt.stream_bytes(ticket, part, 8.0).await.unwrap();
+        }
+        let end =
+            Input::from_json(&json!({"kind": "modelStreamEnd", "ticket": ticket}).to_string())
+                .unwrap();
+        let s = rt.handle(end, 9.0).await.unwrap();
+        assert!(s.reply.value.is_none());
+        let msgs: Value =
+            serde_json::from_str(&rt.query(&Query::Messages { up_to: None }).await.unwrap())
+                .unwrap();
+        let answers: Vec<&Value> = msgs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .collect();
+        assert_eq!(answers.len(), 1, "only the whole answer is stored");
+        assert_eq!(answers[0]["content"][0]["text"], text);
+        assert_eq!(answers[0]["api"], "anthropic-messages");
+        assert_eq!(answers[0]["usage"]["cacheRead"], 100);
+        assert!(answers[0]["usage"]["cost"]["total"].as_f64().unwrap() > 0.0);
+    });
+}
