@@ -173,3 +173,36 @@ test('provider.complete(): a connection that drops after the last event still gi
     await srv.close();
   }
 });
+
+for (const p of ['anthropic', 'openai', 'openai-responses', 'google']) {
+  test(`${p}: a tool whose name the request renamed is called by its own name`, async () => {
+    let ran = 0;
+    const reg = new ToolRegistry().register({
+      name: 'fs.read file',
+      description: 'reads',
+      inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+      run: () => (ran++, { ok: true }),
+    });
+    const wireName = (rec) => {
+      const b = rec.body;
+      const t = b.tools?.[0];
+      return t?.name ?? t?.function?.name ?? t?.functionDeclarations?.[0]?.name;
+    };
+    const srv = await startProviderServer({
+      provider: p,
+      script: (rec, n) =>
+        n === 0 ? { turn: { toolCalls: [{ id: 'call_1', name: wireName(rec), arguments: { path: 'a' } }] } } : { turn: { text: 'read it' } },
+    });
+    try {
+      const agent = await Agent.create({ model: provider(p, srv), tools: ['fs.read file'] }, { store: freshStore(), toolRegistry: reg });
+      assert.equal((await agent.chat('go')).text, 'read it');
+      assert.notEqual(wireName(srv.requests[0]), 'fs.read file', 'the request renamed the tool');
+      assert.equal(ran, 1);
+      const evs = await allEvents(agent);
+      assert.equal(evs.find((e) => e.type === 'tool_input_chunk_start').name, 'fs.read file');
+      await agent.close();
+    } finally {
+      await srv.close();
+    }
+  });
+}
