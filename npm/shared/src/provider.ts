@@ -313,7 +313,7 @@ export function createProviders(native: NativeProviderLike) {
           } catch (e) {
             failure = toForkpointError(e);
           }
-          if (!signal.aborted) {
+          if (!signal.aborted && failure.code === 'PROVIDER_UNAVAILABLE') {
             // The body broke after the stream's last event: the answer is whole.
             try {
               return JSON.parse(dec.finish()) as AssistantReply;
