@@ -206,3 +206,22 @@ for (const p of ['anthropic', 'openai', 'openai-responses', 'google']) {
     }
   });
 }
+
+test('a stream the machine has failed (malformed event) is not read to its end: chat() rejects at once', async () => {
+  const turn = { text: 'a long answer streamed slowly, piece after piece, for seconds' };
+  const srv = await startProviderServer({ provider: 'anthropic', script: [{ turn, opts: { pieces: 30 }, paceMs: 100, malformedAt: 3 }] });
+  try {
+    const agent = await Agent.create({ model: provider('anthropic', srv) }, { store: freshStore(), toolRegistry: tools() });
+    const t0 = Date.now();
+    let timer;
+    const late = new Promise((resolve) => (timer = setTimeout(() => resolve('still pending after 8 s'), 8000)));
+    const got = await Promise.race([agent.chat('hi').then(() => 'resolved', (e) => e.code), late]);
+    clearTimeout(timer);
+    assert.equal(got, 'PROVIDER_PROTOCOL');
+    const took = Date.now() - t0;
+    assert.ok(took < 1500, `chat() rejected after ${took} ms (the whole stream takes ~3.5 s)`);
+    if (got !== 'still pending after 8 s') await agent.close();
+  } finally {
+    await srv.close();
+  }
+});
