@@ -214,7 +214,8 @@ export function createProviders(native: NativeProviderLike) {
             // the error text is lost; the status still says what happened
           }
           done();
-          const retryAfter = res.headers.get('retry-after') ?? msHeader(res.headers.get('retry-after-ms'));
+          // retry-after-ms (OpenAI) is the finer figure: it wins, as in the core.
+          const retryAfter = msHeader(res.headers.get('retry-after-ms')) ?? res.headers.get('retry-after');
           const f = JSON.parse(call(() => native.providerHttpFailureJson(api, res.status, body, retryAfter))) as { code: string; message: string; retryable: boolean };
           const err = new ForkpointError({ code: f.code as ForkpointError['code'], message: scrub(f.message, secret) });
           if (!f.retryable || attempt >= maxRetries) throw err;
@@ -311,6 +312,14 @@ export function createProviders(native: NativeProviderLike) {
             return JSON.parse(call(() => dec.finish())) as AssistantReply;
           } catch (e) {
             failure = toForkpointError(e);
+          }
+          if (!signal.aborted && failure.code === 'PROVIDER_UNAVAILABLE') {
+            // The body broke after the stream's last event: the answer is whole.
+            try {
+              return JSON.parse(dec.finish()) as AssistantReply;
+            } catch {
+              // incomplete (or the decoder's own error): the failure stands
+            }
           }
           const transient = failure.code === 'PROVIDER_UNAVAILABLE' || failure.code === 'PROVIDER_RATE_LIMITED';
           if (signal.aborted || dec.delivered || !transient || attempt >= maxRetries) throw failure;

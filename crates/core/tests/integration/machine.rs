@@ -863,3 +863,51 @@ fn a_wire_stream_is_decoded_by_the_machine_and_a_crash_mid_stream_is_reported() 
         assert!(answers[0]["usage"]["cost"]["total"].as_f64().unwrap() > 0.0);
     });
 }
+
+#[test]
+fn a_stream_that_breaks_after_its_last_event_is_stored_whole() {
+    pollster::block_on(async {
+        let store = MemoryStorage::new();
+        let rt = AgentRuntime::create(store.clone(), meta("drop-end"), tools(), 1, 1.0)
+            .await
+            .unwrap();
+        let s = rt
+            .handle(
+                Input::Send {
+                    content: json!("go"),
+                },
+                2.0,
+            )
+            .await
+            .unwrap();
+        let Some(Command::CallModel { ticket, .. }) = s.commands.first().cloned() else {
+            panic!("no model call")
+        };
+        let open = Input::from_json(
+            &json!({"kind": "modelStream", "ticket": ticket, "api": "anthropic", "model": "claude-sonnet-4-5"}).to_string(),
+        )
+        .unwrap();
+        rt.handle(open, 3.0).await.unwrap();
+        let text = "All of it arrived.";
+        rt.stream_bytes(ticket, anthropic_stream(text, 3).as_bytes(), 4.0)
+            .await
+            .unwrap();
+        // message_stop was read; then the connection reset before the body's end.
+        let end = Input::from_json(
+            &json!({"kind": "modelStreamEnd", "ticket": ticket, "error": "the stream broke: terminated"}).to_string(),
+        )
+        .unwrap();
+        let s = rt.handle(end, 5.0).await.unwrap();
+        assert!(s.reply.value.is_none(), "{:?}", s.reply.value);
+        let msgs: Value =
+            serde_json::from_str(&rt.query(&Query::Messages { up_to: None }).await.unwrap())
+                .unwrap();
+        let answer = msgs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "assistant")
+            .expect("the answer is stored");
+        assert_eq!(answer["content"][0]["text"], text);
+    });
+}

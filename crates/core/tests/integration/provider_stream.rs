@@ -986,3 +986,61 @@ fn a_gemini_error_written_as_bare_json_mid_stream_is_that_error() {
     d.push(b"{\"not\": \"an error\"}\n").unwrap();
     assert_eq!(d.finish().unwrap_err().code, ErrorCode::ProviderProtocol);
 }
+
+/// The index of each piece is its block's index in the final message, also
+/// when blocks without streamed text (server tool use, its result, redacted
+/// thinking, an empty text) come before.
+fn pieces_land_on_their_blocks(api: Provider, model: &str, body: &str) {
+    let (pieces, text) = run(api, "p", model, &[body.as_bytes()]);
+    let msg: Value = serde_json::from_str(&text).unwrap();
+    let content = msg["content"].as_array().unwrap();
+    for p in &pieces {
+        let Some(i) = p.index() else { continue };
+        let b = content
+            .get(i)
+            .unwrap_or_else(|| panic!("piece {p:?} past the {} blocks: {text}", content.len()));
+        let want = match p {
+            StreamPiece::Text { .. } => "text",
+            StreamPiece::Thinking { .. } => "thinking",
+            _ => "toolCall",
+        };
+        assert_eq!(b["type"], want, "piece {p:?} lands on {b}");
+    }
+}
+
+#[test]
+fn anthropic_piece_indices_with_server_tools_and_redacted_thinking() {
+    let body = anthropic_sse(&[
+        A_START,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwKAhgB"}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_01","name":"web_search","input":{}}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"x\"}"}}"#,
+        r#"{"type":"content_block_stop","index":1}"#,
+        r#"{"type":"content_block_start","index":2,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_01","content":[]}}"#,
+        r#"{"type":"content_block_stop","index":2}"#,
+        r#"{"type":"content_block_start","index":3,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"Found it."}}"#,
+        r#"{"type":"content_block_stop","index":3}"#,
+        r#"{"type":"content_block_start","index":4,"content_block":{"type":"tool_use","id":"toolu_9","name":"count","input":{}}}"#,
+        r#"{"type":"content_block_delta","index":4,"delta":{"type":"input_json_delta","partial_json":"{\"n\":1}"}}"#,
+        r#"{"type":"content_block_stop","index":4}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+        r#"{"type":"message_stop"}"#,
+    ]);
+    pieces_land_on_their_blocks(Provider::Anthropic, "claude-sonnet-4-5", &body);
+}
+
+#[test]
+fn openai_piece_indices_with_an_empty_content_then_a_call() {
+    let body = data_only(&[
+        r#"{"id":"c1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"think "}}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Hi"}}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"reasoning_content":"more"}}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"count","arguments":"{\"n\":1}"}}]}}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"content":" there"}}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        "[DONE]",
+    ]);
+    pieces_land_on_their_blocks(Provider::OpenAi, "gpt-4o", &body);
+}

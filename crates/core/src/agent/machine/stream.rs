@@ -168,12 +168,17 @@ impl AgentMachine {
         })
     }
 
-    /// `ModelStreamEnd`: the answer the stream adds up to, stored.
+    /// `ModelStreamEnd`: the answer the stream adds up to, stored. An `error`
+    /// (the body's reading broke) fails the call unless the stream had already
+    /// said it was complete.
     pub(super) fn end_stream(&mut self, ticket: u64, error: Option<String>) -> Result<Reply> {
         if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
             return Ok(Reply::default());
         }
-        if let Some(message) = error {
+        // A body that broke after the stream's last event (the connection
+        // reset before the HTTP body's own end) lost nothing: the answer is whole.
+        let complete = self.wire.as_ref().is_some_and(|w| w.decoder.complete());
+        if let Some(message) = error.filter(|_| !complete) {
             return self.stream_failed(Error::new(ErrorCode::ProviderUnavailable, message));
         }
         let Some(mut wire) = self.wire.take() else {

@@ -1,0 +1,227 @@
+// Adversarial review of the real providers and the durable streaming:
+// each test pins a behaviour a user would hit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { napi } from './helpers.mjs';
+import { startProviderServer } from './providers/server.mjs';
+import { defaultModel, events as wireEvents } from './providers/wire.mjs';
+
+const { Agent, JSONStore, ToolRegistry, createProvider } = napi;
+const KEY = 'sk-test-0123456789abcdef';
+const freshStore = () => new JSONStore(mkdtempSync(join(tmpdir(), 'fp-prov-review-')));
+const tools = () => new ToolRegistry();
+const provider = (p, srv, extra = {}) =>
+  createProvider({ provider: p, model: defaultModel(p), apiKey: KEY, baseURL: srv.url, maxRetries: 2, ...extra });
+
+async function allEvents(agent) {
+  const out = [];
+  const last = (await agent.status()).lastBookmark.seq;
+  for await (const { bookmark, event } of agent.subscribe(undefined, { since: 0 })) {
+    out.push(event);
+    if (bookmark.seq >= last) break;
+  }
+  return out;
+}
+
+for (const p of ['anthropic', 'openai', 'openai-responses', 'google']) {
+  test(`${p}: a connection that drops after the stream's last event still gives the answer`, async () => {
+    const turn = { text: 'The whole answer arrived.' };
+    const n = wireEvents(p, turn, { pieces: 4 }).length;
+    const srv = await startProviderServer({ provider: p, script: [{ turn, opts: { pieces: 4 }, dropAfter: n }] });
+    try {
+      const agent = await Agent.create({ model: provider(p, srv) }, { store: freshStore(), toolRegistry: tools() });
+      const r = await agent.chat('hi');
+      assert.equal(r.text, 'The whole answer arrived.');
+      await agent.close();
+    } finally {
+      await srv.close();
+    }
+  });
+}
+
+async function waitFor(agent, type) {
+  const t0 = Date.now();
+  while (!(await allEvents(agent)).some((e) => e.type === type)) {
+    assert.ok(Date.now() - t0 < 5000, `a ${type} event comes`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test('a key echoed in an error event of the stream is in no event and no error', async () => {
+  // A self-hosted server's key need not look like a credential.
+  const key = 'letmein-please-42';
+  const srv = await startProviderServer({
+    provider: 'openai',
+    script: [{ turn: { text: 'x' }, errorAfter: 0, error: { status: 401, type: 'invalid_request_error', message: `bad key ${key}` } }],
+  });
+  try {
+    const agent = await Agent.create({ model: provider('openai', srv, { apiKey: key }) }, { store: freshStore(), toolRegistry: tools() });
+    let err;
+    await assert.rejects(agent.chat('hi'), (e) => ((err = e), true));
+    assert.ok(!String(err.message).includes(key), err.message);
+    const evs = await allEvents(agent);
+    assert.ok(!JSON.stringify(evs).includes(key), 'the key is in no event');
+    await agent.close();
+  } finally {
+    await srv.close();
+  }
+});
+
+test('a message sent while the first answer streams is answered after it', async () => {
+  const srv = await startProviderServer({
+    provider: 'anthropic',
+    script: [{ turn: { text: 'first answer, slowly' }, opts: { pieces: 6 }, paceMs: 30 }, { turn: { text: 'second answer' } }],
+  });
+  try {
+    const agent = await Agent.create({ model: provider('anthropic', srv) }, { store: freshStore(), toolRegistry: tools() });
+    const one = agent.chat('one');
+    await waitFor(agent, 'text_chunk');
+    const two = agent.chat('two');
+    await Promise.all([one, two]);
+    const msgs = await agent.messages();
+    const answers = msgs.filter((m) => m.role === 'assistant').map((m) => m.content.map((b) => b.text).join(''));
+    assert.deepEqual(answers, ['first answer, slowly', 'second answer']);
+    await agent.close();
+  } finally {
+    await srv.close();
+  }
+});
+
+test('interrupt() mid-stream, then chat() again: the new call streams normally', async () => {
+  const srv = await startProviderServer({
+    provider: 'openai',
+    script: [{ turn: { text: 'a long answer that will be cut' }, opts: { pieces: 10 }, paceMs: 40 }, { turn: { text: 'after the interrupt' } }],
+  });
+  try {
+    const agent = await Agent.create({ model: provider('openai', srv) }, { store: freshStore(), toolRegistry: tools() });
+    const one = agent.chat('one');
+    one.catch(() => {});
+    await waitFor(agent, 'text_chunk');
+    await agent.interrupt();
+    const r = await agent.chat('two');
+    assert.equal(r.text, 'after the interrupt');
+    const msgs = await agent.messages();
+    const answers = msgs.filter((m) => m.role === 'assistant').map((m) => m.content.map((b) => b.text).join(''));
+    assert.deepEqual(answers, ['after the interrupt']);
+    await agent.close();
+  } finally {
+    await srv.close();
+  }
+});
+
+test('Gemini without call ids: two tool turns each run their call and get their own result', async () => {
+  const reg = new ToolRegistry().register({
+    name: 'count',
+    description: 'adds one',
+    inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+    run: ({ n }) => ({ next: n + 1 }),
+  });
+  const call = (n) => ({ toolCalls: [{ id: `c${n}`, name: 'count', arguments: { n } }] });
+  const srv = await startProviderServer({
+    provider: 'google',
+    script: [
+      { turn: call(1), opts: { callIds: false } },
+      { turn: call(10), opts: { callIds: false } },
+      { turn: { text: 'done' }, opts: { callIds: false } },
+    ],
+  });
+  try {
+    const agent = await Agent.create({ model: provider('google', srv), tools: ['count'] }, { store: freshStore(), toolRegistry: reg });
+    assert.equal((await agent.chat('go')).text, 'done');
+    // The last request carries both calls, each answered with its own result.
+    const contents = srv.requests[2].body.contents;
+    const results = contents.flatMap((c) => c.parts).filter((p) => p.functionResponse).map((p) => JSON.stringify(p.functionResponse.response));
+    assert.equal(results.length, 2, JSON.stringify(contents));
+    assert.ok(results[0].includes('2') && results[1].includes('11'), results.join(' | '));
+    const ids = (await agent.messages()).flatMap((m) => (m.role === 'assistant' ? m.content.filter((b) => b.type === 'toolCall').map((b) => b.id) : []));
+    assert.equal(new Set(ids).size, ids.length, `call ids are distinct: ${ids}`);
+    await agent.close();
+  } finally {
+    await srv.close();
+  }
+});
+
+test('retry-after-ms wins over retry-after (as the core and OpenAI say)', async () => {
+  const srv = await startProviderServer({
+    provider: 'openai',
+    script: [{ error: 429, headers: { 'retry-after': '20', 'retry-after-ms': '50' } }, { turn: { text: 'after the wait' } }],
+  });
+  try {
+    const agent = await Agent.create({ model: provider('openai', srv) }, { store: freshStore(), toolRegistry: tools() });
+    const t0 = Date.now();
+    assert.equal((await agent.chat('hi')).text, 'after the wait');
+    assert.ok(Date.now() - t0 < 5000, `waited ${Date.now() - t0} ms`);
+    await agent.close();
+  } finally {
+    await srv.close();
+  }
+});
+
+test('provider.complete(): a connection that drops after the last event still gives the answer', async () => {
+  const turn = { text: 'standalone and whole' };
+  const n = wireEvents('anthropic', turn, { pieces: 3 }).length;
+  const srv = await startProviderServer({ provider: 'anthropic', script: [{ turn, opts: { pieces: 3 }, dropAfter: n }] });
+  try {
+    const p = provider('anthropic', srv);
+    const m = await p.complete({ messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }], timestamp: 1 }] }, {});
+    assert.equal(m.content.map((b) => b.text).join(''), 'standalone and whole');
+    assert.equal(srv.requests.length, 1);
+  } finally {
+    await srv.close();
+  }
+});
+
+for (const p of ['anthropic', 'openai', 'openai-responses', 'google']) {
+  test(`${p}: a tool whose name the request renamed is called by its own name`, async () => {
+    let ran = 0;
+    const reg = new ToolRegistry().register({
+      name: 'fs.read file',
+      description: 'reads',
+      inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+      run: () => (ran++, { ok: true }),
+    });
+    const wireName = (rec) => {
+      const b = rec.body;
+      const t = b.tools?.[0];
+      return t?.name ?? t?.function?.name ?? t?.functionDeclarations?.[0]?.name;
+    };
+    const srv = await startProviderServer({
+      provider: p,
+      script: (rec, n) =>
+        n === 0 ? { turn: { toolCalls: [{ id: 'call_1', name: wireName(rec), arguments: { path: 'a' } }] } } : { turn: { text: 'read it' } },
+    });
+    try {
+      const agent = await Agent.create({ model: provider(p, srv), tools: ['fs.read file'] }, { store: freshStore(), toolRegistry: reg });
+      assert.equal((await agent.chat('go')).text, 'read it');
+      assert.notEqual(wireName(srv.requests[0]), 'fs.read file', 'the request renamed the tool');
+      assert.equal(ran, 1);
+      const evs = await allEvents(agent);
+      assert.equal(evs.find((e) => e.type === 'tool_input_chunk_start').name, 'fs.read file');
+      await agent.close();
+    } finally {
+      await srv.close();
+    }
+  });
+}
+
+test('a stream the machine has failed (malformed event) is not read to its end: chat() rejects at once', async () => {
+  const turn = { text: 'a long answer streamed slowly, piece after piece, for seconds' };
+  const srv = await startProviderServer({ provider: 'anthropic', script: [{ turn, opts: { pieces: 30 }, paceMs: 100, malformedAt: 3 }] });
+  try {
+    const agent = await Agent.create({ model: provider('anthropic', srv) }, { store: freshStore(), toolRegistry: tools() });
+    const t0 = Date.now();
+    let timer;
+    const late = new Promise((resolve) => (timer = setTimeout(() => resolve('still pending after 8 s'), 8000)));
+    const got = await Promise.race([agent.chat('hi').then(() => 'resolved', (e) => e.code), late]);
+    clearTimeout(timer);
+    assert.equal(got, 'PROVIDER_PROTOCOL');
+    const took = Date.now() - t0;
+    assert.ok(took < 1500, `chat() rejected after ${took} ms (the whole stream takes ~3.5 s)`);
+    if (got !== 'still pending after 8 s') await agent.close();
+  } finally {
+    await srv.close();
+  }
+});
