@@ -688,14 +688,20 @@ export class Agent {
         }
       } catch (e) {
         fed = e; // reported with the answer
-      } finally {
-        feeding = null;
       }
+    };
+    const kick = () => {
+      if (feeding) return;
+      const f = feed();
+      feeding = f;
+      void f.finally(() => {
+        if (feeding === f) feeding = null;
+      });
     };
     const onDelta = (d: ModelDelta) => {
       if (ac.signal.aborted) return;
       queued.push({ index: Number(d.index), kind: d.kind, text: String(d.text) });
-      feeding ??= feed();
+      kick();
     };
     try {
       const read = (upTo: number) => this.query<AgentMessage[]>({ kind: 'messages', upTo });
@@ -718,7 +724,7 @@ export class Agent {
       this.aborts.delete(ac);
     }
     if (ac.signal.aborted) return;
-    while (feeding) await feeding; // the pieces are durable before the answer
+    while (feeding) await feeding; // the pieces are durable before the answer (kick clears it)
     if (fed !== null) {
       // A piece the machine refused ends the call as a failed one.
       await this.input({ kind: 'modelError', ticket: c.ticket, message: String((fed as Error)?.message ?? fed) });
@@ -772,6 +778,7 @@ export class Agent {
           model: p.model,
           options: p.wire.options,
           pricing: p.wire.pricing,
+          secrets: p.secrets(),
         });
         const req = open.value as WireRequest | null;
         if (!req || ac.signal.aborted) return; // the call ended meanwhile
@@ -821,15 +828,21 @@ export class Agent {
             }
           } catch (e) {
             refused = e;
-          } finally {
-            feeding = null;
           }
+        };
+        const kick = () => {
+          if (feeding) return;
+          const f = feed();
+          feeding = f;
+          void f.finally(() => {
+            if (feeding === f) feeding = null;
+          });
         };
         let broke: ForkpointError | null = null;
         try {
           for await (const chunk of body) {
             queued.push(chunk);
-            feeding ??= feed();
+            kick();
             if (verdict !== null || refused !== null || ac.signal.aborted) break;
           }
         } catch (e) {

@@ -84,6 +84,8 @@ export interface StreamingProvider extends ModelProvider {
   /** How long to wait before retry number `attempt` (from 0). */
   retryWaitMs(attempt: number, retryAfter?: string | null): number;
   readonly maxRetries: number;
+  /** @internal The texts no error or event may hold (the key, the extra headers' values). */
+  secrets(): string[];
 }
 
 /** The native functions (napi or wasm) behind the providers. */
@@ -144,8 +146,8 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 const aborted = () => new ForkpointError({ code: 'ABORTED', message: 'the model call was aborted' });
 
-/** Removes `secret` from a text that may repeat it (an echoing proxy). */
-const scrub = (text: string, secret: string | undefined) => (secret && secret.length >= 4 ? text.split(secret).join('[redacted]') : text);
+/** Removes each secret from a text that may repeat it (an echoing proxy). */
+const scrub = (text: string, secrets: string[]) => secrets.filter((k) => k.length >= 4).reduce((t, k) => t.split(k).join('[redacted]'), text);
 
 /** The providers of one native module (napi or wasm). */
 export function createProviders(native: NativeProviderLike) {
@@ -174,11 +176,17 @@ export function createProviders(native: NativeProviderLike) {
 
     const retryWaitMs = (attempt: number, retryAfter?: string | null) => native.providerRetryWaitMs(attempt, retryAfter ?? null, Math.random());
 
+    const secrets = (): string[] => {
+      const k = key();
+      return [...(k === undefined ? [] : [k]), ...Object.values(opts.headers ?? {}).map(String)];
+    };
+
     async function send(req: WireRequest, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
-      const secret = key();
+      const secret = secrets();
+      const apiKey = key();
       const headers: Record<string, string> = {};
       for (const [k, v] of req.headers) headers[k] = v;
-      if (secret !== undefined) headers[d.authHeader] = d.authPrefix + secret;
+      if (apiKey !== undefined) headers[d.authHeader] = d.authPrefix + apiKey;
       Object.assign(headers, opts.headers ?? {});
       for (let attempt = 0; ; attempt++) {
         if (signal.aborted) throw aborted();
@@ -286,6 +294,7 @@ export function createProviders(native: NativeProviderLike) {
       maxRetries,
       send,
       retryWaitMs,
+      secrets,
       /** Outside an agent: the request encoded by the core, the answer decoded by it. */
       async complete(request: ModelRequest, o: CompleteOptions): Promise<AssistantReply> {
         const signal = o?.signal ?? new AbortController().signal;
@@ -311,7 +320,8 @@ export function createProviders(native: NativeProviderLike) {
             }
             return JSON.parse(call(() => dec.finish())) as AssistantReply;
           } catch (e) {
-            failure = toForkpointError(e);
+            const f = toForkpointError(e);
+            failure = new ForkpointError({ code: f.code, message: scrub(f.message, secrets()) });
           }
           if (!signal.aborted && failure.code === 'PROVIDER_UNAVAILABLE') {
             // The body broke after the stream's last event: the answer is whole.

@@ -129,6 +129,10 @@ pub enum Input {
         /// (default: the core's table for the model).
         #[serde(default)]
         pricing: Option<Value>,
+        /// Texts that must never be recorded (the API key, secret headers):
+        /// removed from the stream's error messages. Kept in memory only.
+        #[serde(default)]
+        secrets: Vec<String>,
     },
     /// The stream of call `ticket` ended: its body was read to the end, or
     /// reading it failed with `error` (a broken connection, a timeout).
@@ -978,7 +982,16 @@ impl AgentMachine {
                 model,
                 options,
                 pricing,
-            } => self.open_stream(ticket, &api, provider.as_deref(), &model, &options, pricing),
+                secrets,
+            } => self.open_stream(
+                ticket,
+                &api,
+                provider.as_deref(),
+                &model,
+                &options,
+                pricing,
+                secrets,
+            ),
             Input::ModelStreamEnd { ticket, error } => self.end_stream(ticket, error),
             Input::ToolDone { ticket, outcome } => {
                 let Phase::Tool {

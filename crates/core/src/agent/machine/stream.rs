@@ -15,6 +15,8 @@ use crate::{Error, ErrorCode, Result};
 /// The running call's stream.
 pub(super) struct Wire {
     decoder: StreamDecoder,
+    /// Texts removed from error messages (the driver's key).
+    secrets: Vec<String>,
 }
 
 impl std::fmt::Debug for Wire {
@@ -84,7 +86,12 @@ impl AgentMachine {
 
     /// The stream failed with `e`: started over if nothing streamed and the
     /// error is transient, else the call ends as failed.
-    fn stream_failed(&mut self, e: Error) -> Result<Reply> {
+    fn stream_failed(&mut self, mut e: Error) -> Result<Reply> {
+        if let Some(w) = &self.wire {
+            for k in w.secrets.iter().filter(|k| k.len() >= 4) {
+                e.message = e.message.replace(k.as_str(), "[redacted]");
+            }
+        }
         let delivered =
             !self.streamed.is_empty() || self.wire.as_ref().is_some_and(|w| w.decoder.delivered());
         let retry = !delivered
@@ -105,6 +112,7 @@ impl AgentMachine {
 
     /// `ModelStream`: the request for call `ticket` in wire format `api`, and
     /// a fresh decoder for its answer.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn open_stream(
         &mut self,
         ticket: u64,
@@ -113,6 +121,7 @@ impl AgentMachine {
         model: &str,
         options: &Value,
         pricing: Option<Value>,
+        secrets: Vec<String>,
     ) -> Result<Reply> {
         if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
             return Ok(Reply::default()); // interrupted: nothing to send
@@ -156,7 +165,7 @@ impl AgentMachine {
         if let Some(v) = pricing.filter(|v| !v.is_null()) {
             decoder.set_pricing(Some(bind::pricing(&v)?));
         }
-        self.wire = Some(Wire { decoder });
+        self.wire = Some(Wire { decoder, secrets });
         let mut out = bind::request_json(&req);
         if let Value::Object(o) = &mut out {
             o.remove("report");
