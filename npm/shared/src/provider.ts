@@ -342,7 +342,13 @@ export function createProviders(native: NativeProviderLike) {
 
   /** The default `modelFactory`: a provider from what `meta.json` keeps (keys from the environment). */
   function providerFromRef(ref: ModelRef): StreamingProvider {
-    const api = wireOf(ref);
+    // The core reads the stored `api` (pi's names) or, without one, the provider.
+    let api: ProviderApi | null = null;
+    try {
+      api = (JSON.parse(native.providerDefaultsJson(ref.api || ref.provider)) as { api: ProviderApi }).api;
+    } catch {
+      api = null;
+    }
     if (!api) {
       throw new ForkpointError({
         code: 'INVALID_INPUT',
@@ -353,27 +359,6 @@ export function createProviders(native: NativeProviderLike) {
   }
 
   return { createProvider, providerFromRef };
-}
-
-/** The wire format a stored model reference speaks, if a built-in provider does. */
-function wireOf(ref: ModelRef): ProviderApi | null {
-  const a = ref.api ?? '';
-  if (a === 'anthropic-messages' || a === 'anthropic') return 'anthropic';
-  if (a === 'openai-completions' || a === 'openai') return 'openai';
-  if (a === 'openai-responses') return 'openai-responses';
-  if (a === 'google-generative-ai' || a === 'google') return 'google';
-  if (a !== '') return null;
-  switch (ref.provider) {
-    case 'anthropic':
-      return 'anthropic';
-    case 'openai':
-      return 'openai';
-    case 'google':
-    case 'gemini':
-      return 'google';
-    default:
-      return null;
-  }
 }
 
 function msHeader(v: string | null): string | null {
