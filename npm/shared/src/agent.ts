@@ -13,6 +13,7 @@ import { ForkpointError, call, callAsync, toForkpointError } from './errors.js';
 import { isStreamingProvider } from './provider.js';
 import type { StreamingProvider, WireRequest } from './provider.js';
 import { EventBus } from './events.js';
+import { GroupCommit } from './group-commit.js';
 import type { BookmarkedEvent, EventLog, LoggedEvent } from './events.js';
 
 /** An agent's event as the log keeps it: its members, and `seq`, `timestamp`, `channel`. */
@@ -674,34 +675,18 @@ export class Agent {
     const ac = new AbortController();
     this.aborts.add(ac);
     let reply: AssistantReply;
-    // Streamed pieces: fed in order; those that come while one write runs go
-    // out together in the next (group commit).
-    let queued: ModelDelta[] = [];
-    let feeding: Promise<void> | null = null;
-    let fed: unknown = null;
-    const feed = async () => {
-      try {
-        while (queued.length > 0 && !ac.signal.aborted && fed === null) {
-          const deltas = queued;
-          queued = [];
-          await this.input({ kind: 'modelDeltas', ticket: c.ticket, deltas });
-        }
-      } catch (e) {
-        fed = e; // reported with the answer
-      }
-    };
-    const kick = () => {
-      if (feeding) return;
-      const f = feed();
-      feeding = f;
-      void f.finally(() => {
-        if (feeding === f) feeding = null;
-      });
-    };
+    // Streamed pieces, fed in order (group commit).
+    const pieces = new GroupCommit<ModelDelta>(
+      async (deltas) => {
+        await this.input({ kind: 'modelDeltas', ticket: c.ticket, deltas });
+        return false;
+      },
+      0,
+      () => ac.signal.aborted,
+    );
     const onDelta = (d: ModelDelta) => {
       if (ac.signal.aborted) return;
-      queued.push({ index: Number(d.index), kind: d.kind, text: String(d.text) });
-      kick();
+      pieces.push({ index: Number(d.index), kind: d.kind, text: String(d.text) });
     };
     try {
       const read = (upTo: number) => this.query<AgentMessage[]>({ kind: 'messages', upTo });
@@ -724,9 +709,10 @@ export class Agent {
       this.aborts.delete(ac);
     }
     if (ac.signal.aborted) return;
-    while (feeding) await feeding; // the pieces are durable before the answer (kick clears it)
-    if (fed !== null) {
+    await pieces.end(); // the pieces are durable before the answer
+    if (pieces.failed !== null) {
       // A piece the machine refused ends the call as a failed one.
+      const fed = pieces.failed;
       await this.input({ kind: 'modelError', ticket: c.ticket, message: String((fed as Error)?.message ?? fed) });
       throw fed;
     }
@@ -792,69 +778,40 @@ export class Agent {
           this.failure ??= err;
           return;
         }
-        let queued: Uint8Array[] = [];
-        let feeding: Promise<void> | null = null;
         let verdict: Verdict | null = null;
-        let refused: unknown = null;
-        // Group commit: a write starts at most every commitIntervalMs (the
-        // core's figure); what arrives meanwhile goes out in the next one. The
+        // Group commit at most every commitIntervalMs (the core's figure); the
         // end of the body goes out at once.
-        let ending = false;
-        let wake: (() => void) | null = null;
-        let lastStart = -Infinity;
-        const feed = async () => {
-          try {
-            while (queued.length > 0 && verdict === null && refused === null && !ac.signal.aborted) {
-              const gap = lastStart + p.wire.commitIntervalMs - performance.now();
-              if (gap > 0 && !ending) {
-                await new Promise<void>((resolve) => {
-                  wake = resolve;
-                  setTimeout(resolve, gap);
-                });
-                wake = null;
-              }
-              lastStart = performance.now();
-              const bytes = queued.length === 1 ? queued[0]! : concat(queued);
-              queued = [];
-              let text: string;
-              try {
-                text = await callAsync(() => n.streamBytes(c.ticket, bytes));
-              } finally {
-                this.log.pump();
-              }
-              const step = JSON.parse(text) as StepOut;
-              this.carryOut(step);
-              if (step.value) verdict = step.value as Verdict;
+        const bytes = new GroupCommit<Uint8Array>(
+          async (chunks) => {
+            const all = chunks.length === 1 ? chunks[0]! : concat(chunks);
+            let text: string;
+            try {
+              text = await callAsync(() => n.streamBytes(c.ticket, all));
+            } finally {
+              this.log.pump();
             }
-          } catch (e) {
-            refused = e;
-          }
-        };
-        const kick = () => {
-          if (feeding) return;
-          const f = feed();
-          feeding = f;
-          void f.finally(() => {
-            if (feeding === f) feeding = null;
-          });
-        };
+            const step = JSON.parse(text) as StepOut;
+            this.carryOut(step);
+            if (step.value) verdict = step.value as Verdict;
+            return verdict !== null;
+          },
+          p.wire.commitIntervalMs,
+          () => ac.signal.aborted,
+        );
         let broke: ForkpointError | null = null;
         try {
           for await (const chunk of body) {
-            queued.push(chunk);
-            kick();
-            if (verdict !== null || refused !== null || ac.signal.aborted) break;
+            bytes.push(chunk);
+            if (bytes.stopped || bytes.failed !== null || ac.signal.aborted) break;
           }
         } catch (e) {
           broke = toForkpointError(e);
         }
-        ending = true;
-        (wake as (() => void) | null)?.();
-        while (feeding) await feeding;
+        await bytes.end();
         if (ac.signal.aborted) return;
-        if (refused !== null) {
+        if (bytes.failed !== null) {
           // A piece the machine refused (over a limit): the call ends as failed.
-          const err = toForkpointError(refused);
+          const err = toForkpointError(bytes.failed);
           await this.input({ kind: 'modelError', ticket: c.ticket, message: err.message, code: err.code });
           throw err;
         }

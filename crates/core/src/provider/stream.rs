@@ -14,6 +14,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::fast;
 use super::pricing::{Pricing, default_pricing};
 use super::response::{self, Meta, RawArgs, Stop, Tokens, num, stream_error, to_value};
 use super::sse::{SseEvent, SseParser};
@@ -374,18 +375,9 @@ impl AState {
                 let missing = || c.protocol(format!("a {dt} without {field}"));
                 match field {
                     "text" | "thinking" => {
-                        want(
-                            b.kind
-                                == if field == "text" {
-                                    AKind::Text
-                                } else {
-                                    AKind::Thinking
-                                },
-                        )?;
                         let r = raw(d.get(field)).ok_or_else(missing)?;
-                        b.text.push_str(r);
-                        let thinking = b.kind == AKind::Thinking;
-                        c.text(out, thinking, b.canon, &mut b.pending, r);
+                        let thinking = field == "thinking";
+                        return self.text_delta(c, key, &dt, thinking, r, out);
                     }
                     "signature" => {
                         want(b.kind == AKind::Thinking)?;
@@ -436,6 +428,43 @@ impl AState {
             // ping, and event types added later
             _ => {}
         }
+        Ok(())
+    }
+
+    /// A `text_delta` or `thinking_delta` (`r`: the escaped text) for block `key`.
+    fn text_delta(
+        &mut self,
+        c: &mut Common,
+        key: u64,
+        dt: &str,
+        thinking: bool,
+        r: &str,
+        out: &mut Vec<StreamPiece>,
+    ) -> Result<()> {
+        let Some(b) = self.find(key) else {
+            return Err(c.protocol(format!(
+                "a delta for content block {key}, which was never started"
+            )));
+        };
+        if b.stopped {
+            return Err(c.protocol(format!(
+                "a delta for content block {key} after its content_block_stop"
+            )));
+        }
+        if b.kind
+            != if thinking {
+                AKind::Thinking
+            } else {
+                AKind::Text
+            }
+        {
+            return Err(c.protocol(format!(
+                "a {dt} for content block {key}, a {} block",
+                b.start.str_of("type").unwrap_or_default()
+            )));
+        }
+        b.text.push_str(r);
+        c.text(out, thinking, b.canon, &mut b.pending, r);
         Ok(())
     }
 
@@ -553,6 +582,12 @@ impl OState {
             c.closed = true;
             return Ok(());
         }
+        if let Some(f) = fast::chat_content(data) {
+            c.set_id(f.id.map(Cow::Borrowed));
+            c.set_model(f.model.map(Cow::Borrowed));
+            self.content(c, f.content, out);
+            return Ok(());
+        }
         let v = parse(c, data)?;
         if v.get("error").is_some_and(|e| !matches!(e, J::Null)) {
             return Err(stream_error(c.api, &to_value(&v), Some(c.events)));
@@ -580,6 +615,16 @@ impl OState {
         Ok(())
     }
 
+    /// A piece of `content` (escaped).
+    fn content(&mut self, c: &mut Common, t: &str, out: &mut Vec<StreamPiece>) {
+        if t.is_empty() {
+            return;
+        }
+        let i = self.slot(c, OSlot::Text);
+        self.text.push_str(t);
+        c.text(out, false, i, &mut self.pending[1], t);
+    }
+
     fn delta(&mut self, c: &mut Common, d: &J, out: &mut Vec<StreamPiece>) -> Result<()> {
         let field = match self.reasoning_field {
             Some(f) if raw(d.get(f)).is_some() => Some(f),
@@ -595,10 +640,8 @@ impl OState {
             self.reasoning.push_str(t);
             c.text(out, true, i, &mut self.pending[0], t);
         }
-        if let Some(t) = raw(d.get("content")).filter(|t| !t.is_empty()) {
-            let i = self.slot(c, OSlot::Text);
-            self.text.push_str(t);
-            c.text(out, false, i, &mut self.pending[1], t);
+        if let Some(t) = raw(d.get("content")) {
+            self.content(c, t, out);
         }
         if let Some(t) = raw(d.get("refusal")).filter(|t| !t.is_empty()) {
             let i = self.slot(c, OSlot::Refusal);
@@ -1409,6 +1452,9 @@ impl StreamDecoder {
             Format::OpenAi(s) => s.event(c, &ev.data, out),
             Format::Google(s) => s.event(c, &ev.data, out),
             Format::Anthropic(s) => {
+                if let Some(d) = fast::anthropic_delta(&ev.data) {
+                    return s.text_delta(c, d.index, d.delta_type, d.thinking, d.text, out);
+                }
                 let (ty, v) = typed(c)?;
                 s.event(c, &ty, &v, out)
             }

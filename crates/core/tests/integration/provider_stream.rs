@@ -1044,3 +1044,104 @@ fn openai_piece_indices_with_an_empty_content_then_a_call() {
     ]);
     pieces_land_on_their_blocks(Provider::OpenAi, "gpt-4o", &body);
 }
+
+/// The same events with the members the decoder's shortcut for text deltas
+/// looks for written with an escape (`"t\u0079pe"` is `"type"`): the shortcut
+/// refuses them, so the general reader decodes them.
+fn without_shortcut(stream: &str) -> String {
+    stream
+        .replace(
+            r#""type":"content_block_delta""#,
+            r#""t\u0079pe":"content_block_delta""#,
+        )
+        .replace(r#""choices":"#, r#""ch\u006fices":"#)
+}
+
+#[test]
+fn the_text_delta_shortcut_changes_nothing() {
+    // Whole streams: the same pieces and the same message, in any split.
+    for c in cases() {
+        let general = without_shortcut(&c.stream);
+        if c.api == Provider::Anthropic || c.api == Provider::OpenAi {
+            assert_ne!(
+                general,
+                c.stream,
+                "{}: the rewrite must apply",
+                c.api.name()
+            );
+        }
+        for size in [1, 7, 64, usize::MAX] {
+            let split = |s: &str| -> Vec<Vec<u8>> {
+                s.as_bytes()
+                    .chunks(size.min(s.len()))
+                    .map(<[u8]>::to_vec)
+                    .collect()
+            };
+            let (a, b) = (split(&c.stream), split(&general));
+            let a: Vec<&[u8]> = a.iter().map(Vec::as_slice).collect();
+            let b: Vec<&[u8]> = b.iter().map(Vec::as_slice).collect();
+            assert_eq!(
+                run(c.api, c.provider, c.model, &a),
+                run(c.api, c.provider, c.model, &b),
+                "{} split {size}",
+                c.api.name()
+            );
+        }
+    }
+    // A long text, escapes and a surrogate pair split over two deltas.
+    let mut datas = vec![
+        A_START.to_string(),
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#
+            .into(),
+    ];
+    for i in 0..300 {
+        datas.push(format!(
+            r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"w{i}\n\t\\ \"q\" \u00e9 "}}}}"#
+        ));
+    }
+    datas.push(
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\ud83d"}}"#
+            .into(),
+    );
+    datas.push(
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\ude00"}}"#
+            .into(),
+    );
+    datas.push(r#"{"type":"content_block_stop","index":0}"#.into());
+    datas.push(r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#.into());
+    datas.push(r#"{"type":"message_stop"}"#.into());
+    let refs: Vec<&str> = datas.iter().map(String::as_str).collect();
+    let fast = anthropic_sse(&refs);
+    let general = without_shortcut(&fast);
+    let (pieces, text) = run(Provider::Anthropic, "anthropic", "m", &[fast.as_bytes()]);
+    assert_eq!(
+        pieces.len(),
+        301 + 2,
+        "one piece per delta (the pair comes as one) and usage twice"
+    );
+    assert_eq!(
+        (pieces, text),
+        run(Provider::Anthropic, "anthropic", "m", &[general.as_bytes()])
+    );
+}
+
+#[test]
+fn the_text_delta_shortcut_fails_as_the_general_reader_does() {
+    let start =
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+    let think = r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#;
+    let delta =
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}"#;
+    let stop = r#"{"type":"content_block_stop","index":0}"#;
+    for events in [
+        vec![A_START, delta],              // never started
+        vec![A_START, start, stop, delta], // after its stop
+        vec![A_START, think, delta],       // a text delta for a thinking block
+    ] {
+        let fast = anthropic_sse(&events);
+        let a = err_of(Provider::Anthropic, &[&fast]);
+        let b = err_of(Provider::Anthropic, &[&without_shortcut(&fast)]);
+        assert_eq!(a.code, ErrorCode::ProviderProtocol);
+        assert_eq!(a.to_string(), b.to_string());
+    }
+}
