@@ -98,6 +98,8 @@ struct Common {
     closed: bool,
     names: Vec<(String, String)>,
     pricing: Option<Option<Pricing>>,
+    /// The `<turn>` of made-up Gemini call ids (`gcall_<turn>_<n>`); 0 when not set.
+    call_seed: u64,
 }
 
 impl Common {
@@ -1168,7 +1170,7 @@ impl GState {
             if let Some(fc) = p.get("functionCall") {
                 let id = match fc.str_of("id") {
                     Some(id) => id.into_owned(),
-                    None => format!("gcall_0_{}", self.calls),
+                    None => format!("gcall_{}_{}", c.call_seed, self.calls),
                 };
                 self.calls += 1;
                 c.call(out, canon, &id, &fc.str_of("name").unwrap_or_default());
@@ -1318,6 +1320,7 @@ impl StreamDecoder {
                 closed: false,
                 names: Vec::new(),
                 pricing: None,
+                call_seed: 0,
             },
             provider: provider.to_string(),
             sse: SseParser::new(),
@@ -1343,6 +1346,15 @@ impl StreamDecoder {
     /// prices of the model ([`default_pricing`]).
     pub fn set_pricing(&mut self, pricing: Option<Pricing>) {
         self.c.pricing = Some(pricing);
+    }
+
+    /// The number made-up call ids carry (Gemini answers without call ids):
+    /// `gcall_<seed>_<n>` for the answer's `n`th call, in the pieces and in the
+    /// message. Without it the answer's calls are `gcall_0_<n>`, as a
+    /// non-streamed answer decodes. An agent gives each step its own seed, so
+    /// the calls of different turns never share an id.
+    pub fn set_call_seed(&mut self, seed: u64) {
+        self.c.call_seed = seed;
     }
 
     /// Whether any content was given out as pieces (any piece but usage): a
@@ -1458,6 +1470,40 @@ impl StreamDecoder {
         Ok(to_value(&self.assemble(Some(stop))?))
     }
 
+    /// The error the stream itself reported, if it did: an error event (also
+    /// one whose pieces were given out first, so the call that would have
+    /// returned it never came), or Gemini's bare error JSON outside the
+    /// framing. For a body that broke after it, this is the error to report:
+    /// the provider's own code, not the broken connection's.
+    pub fn failure(&mut self) -> Option<Error> {
+        if let Some(e) = &self.failed {
+            return Some(e.clone());
+        }
+        if self.c.complete {
+            return None;
+        }
+        self.stray_error()
+    }
+
+    /// Gemini writes a mid-stream error as bare JSON outside the framing.
+    fn stray_error(&mut self) -> Option<Error> {
+        let stray = self.sse.stray().trim();
+        if stray.starts_with('{')
+            && let Ok(v) = serde_json::from_str::<Value>(stray)
+            && v.get("error").is_some_and(Value::is_object)
+        {
+            let status = v["error"]["code"]
+                .as_u64()
+                .and_then(|c| u16::try_from(c).ok())
+                .filter(|c| *c >= 400)
+                .unwrap_or(500);
+            let e = super::http_failure(self.c.api, status, stray.as_bytes(), None).error;
+            self.failed = Some(e.clone());
+            return Some(e);
+        }
+        None
+    }
+
     fn finish_j(&mut self) -> Result<J> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
@@ -1466,19 +1512,7 @@ impl StreamDecoder {
             return Ok(r.clone());
         }
         if !self.c.complete {
-            // Gemini writes a mid-stream error as bare JSON outside the framing.
-            let stray = self.sse.stray().trim();
-            if stray.starts_with('{')
-                && let Ok(v) = serde_json::from_str::<Value>(stray)
-                && v.get("error").is_some_and(Value::is_object)
-            {
-                let status = v["error"]["code"]
-                    .as_u64()
-                    .and_then(|c| u16::try_from(c).ok())
-                    .filter(|c| *c >= 400)
-                    .unwrap_or(500);
-                let e = super::http_failure(self.c.api, status, stray.as_bytes(), None).error;
-                self.failed = Some(e.clone());
+            if let Some(e) = self.stray_error() {
                 return Err(e);
             }
             let end = match self.c.api {
@@ -1547,6 +1581,22 @@ impl StreamDecoder {
             pricing.as_ref(),
             &c.names,
         )?;
+        if c.call_seed != 0
+            && let Some(J::Arr(blocks)) = m.get_mut("content")
+        {
+            let from = "gcall_0_";
+            for b in blocks
+                .iter_mut()
+                .filter(|b| b.get("syntheticId").and_then(J::as_bool) == Some(true))
+            {
+                if let Some(n) = b
+                    .str_of("id")
+                    .and_then(|id| id.strip_prefix(from).map(str::to_string))
+                {
+                    b.set("id", J::s(&format!("gcall_{}_{n}", c.call_seed)));
+                }
+            }
+        }
         // OpenAI Chat: the decoder's block order (reasoning, text, calls) → the order they came in.
         if let Some(order) = order
             && let Some(J::Arr(blocks)) = m.get_mut("content")

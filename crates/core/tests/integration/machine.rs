@@ -911,3 +911,73 @@ fn a_stream_that_breaks_after_its_last_event_is_stored_whole() {
         assert_eq!(answer["content"][0]["text"], text);
     });
 }
+
+/// Anthropic stream text whose last event is an error event (`overloaded_error`
+/// after some text): the pieces and the error arrive in one read.
+fn anthropic_stream_then_error(text: &str, error_type: &str) -> String {
+    let full = anthropic_stream(text, 2);
+    let cut = full.find("event: content_block_stop").unwrap();
+    let err = json!({"type": "error", "error": {"type": error_type, "message": "slow down"}});
+    format!("{}event: error\ndata: {err}\n\n", &full[..cut])
+}
+
+#[test]
+fn an_error_event_then_a_broken_connection_keeps_the_providers_code() {
+    pollster::block_on(async {
+        for (error_type, code) in [
+            ("rate_limit_error", "PROVIDER_RATE_LIMITED"),
+            ("invalid_request_error", "PROVIDER_BAD_REQUEST"),
+        ] {
+            let store = MemoryStorage::new();
+            let rt = AgentRuntime::create(store.clone(), meta("err-break"), tools(), 1, 1.0)
+                .await
+                .unwrap();
+            let s = rt
+                .handle(
+                    Input::Send {
+                        content: json!("go"),
+                    },
+                    2.0,
+                )
+                .await
+                .unwrap();
+            let Some(Command::CallModel { ticket, .. }) = s.commands.first().cloned() else {
+                panic!("no model call")
+            };
+            let open = Input::from_json(
+                &json!({"kind": "modelStream", "ticket": ticket, "api": "anthropic", "model": "claude-sonnet-4-5"}).to_string(),
+            )
+            .unwrap();
+            rt.handle(open, 3.0).await.unwrap();
+            // Text and the error event in one read: the text is given out, the
+            // error held for the next read, which never comes.
+            let s = rt
+                .stream_bytes(
+                    ticket,
+                    anthropic_stream_then_error("partly", error_type).as_bytes(),
+                    4.0,
+                )
+                .await
+                .unwrap();
+            assert!(s.reply.value.is_none(), "{:?}", s.reply.value);
+            let end = Input::from_json(
+                &json!({"kind": "modelStreamEnd", "ticket": ticket, "error": "the stream broke: terminated"}).to_string(),
+            )
+            .unwrap();
+            let s = rt.handle(end, 5.0).await.unwrap();
+            let v: Value =
+                serde_json::from_str(s.reply.value.as_deref().expect("a verdict")).unwrap();
+            assert_eq!(v["code"], code, "{v}");
+            assert_eq!(v["retry"], false, "text had streamed: {v}");
+            let failed = store
+                .read_events("err-break", None, usize::MAX)
+                .await
+                .unwrap()
+                .iter()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|e| e.to_string().contains(code))
+                .count();
+            assert!(failed > 0, "the provider's code is recorded");
+        }
+    });
+}

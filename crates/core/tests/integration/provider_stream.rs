@@ -1044,3 +1044,92 @@ fn openai_piece_indices_with_an_empty_content_then_a_call() {
     ]);
     pieces_land_on_their_blocks(Provider::OpenAi, "gpt-4o", &body);
 }
+
+/// A call seed numbers the made-up ids of a Gemini answer without call ids,
+/// in the pieces and in the message alike; without it they are `gcall_0_<n>`.
+#[test]
+fn a_call_seed_numbers_made_up_gemini_call_ids() {
+    for (seed, want) in [
+        (None, ["gcall_0_0", "gcall_0_1"]),
+        (Some(7), ["gcall_7_0", "gcall_7_1"]),
+    ] {
+        let mut d = StreamDecoder::new(Provider::Google, "google", "x");
+        if let Some(s) = seed {
+            d.set_call_seed(s);
+        }
+        let pieces = d.push(google_stream().as_bytes()).unwrap();
+        let m: Value = serde_json::from_str(&d.finish_json().unwrap()).unwrap();
+        check_pieces(&pieces, &m);
+        let ids: Vec<&str> = m["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "toolCall")
+            .map(|b| b["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, want, "seed {seed:?}");
+        assert!(m["content"][2]["syntheticId"].as_bool().unwrap());
+    }
+    // A call with its own id keeps it.
+    let body = data_only(&[
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"id":"own","name":"count","args":{}}}],"role":"model"},"finishReason":"STOP","index":0}]}"#,
+    ]);
+    let mut d = StreamDecoder::new(Provider::Google, "google", "x");
+    d.set_call_seed(3);
+    d.push(body.as_bytes()).unwrap();
+    let m = d.finish().unwrap();
+    assert_eq!(m["content"][0]["id"], "own");
+}
+
+/// An error event read with pieces before it is held for the next push; when
+/// the body breaks instead, `failure()` still gives the provider's own error
+/// (and Gemini's bare error JSON outside the framing is one too).
+#[test]
+fn failure_gives_the_streams_own_error_after_a_break() {
+    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let body = ev(
+        "message_start",
+        json!({"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"x","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}),
+    ) + &ev(
+        "content_block_start",
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+    ) + &ev(
+        "content_block_delta",
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"par"}}),
+    ) + &ev(
+        "error",
+        json!({"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}),
+    );
+    let mut d = StreamDecoder::new(Provider::Anthropic, "anthropic", "x");
+    assert!(d.failure().is_none());
+    let pieces = d.push(body.as_bytes()).unwrap();
+    assert!(
+        pieces
+            .iter()
+            .any(|p| matches!(p, StreamPiece::Text { text, .. } if text == "par")),
+        "the text is given out first: {pieces:?}"
+    );
+    let e = d.failure().expect("the error event");
+    assert_eq!(e.code, ErrorCode::ProviderRateLimited);
+    assert_eq!(
+        d.push(b"").unwrap_err().code,
+        ErrorCode::ProviderRateLimited
+    );
+
+    // A stream that only stopped has no failure of its own.
+    let mut d = StreamDecoder::new(Provider::Anthropic, "anthropic", "x");
+    d.push(body[..body.find("event: error").unwrap()].as_bytes())
+        .unwrap();
+    assert!(d.failure().is_none());
+
+    let g = data_only(&[
+        r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}]}"#,
+    ]) + r#"{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}"#
+        + "\n";
+    let mut d = StreamDecoder::new(Provider::Google, "google", "x");
+    d.push(g.as_bytes()).unwrap();
+    assert_eq!(
+        d.failure().expect("stray error").code,
+        ErrorCode::ProviderBadRequest
+    );
+}
