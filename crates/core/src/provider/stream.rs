@@ -764,6 +764,11 @@ struct RItem {
     summaries: Vec<String>,
     /// Summary parts whose separator piece was given.
     seps: usize,
+    /// Reasoning text parts (`content: [{type: "reasoning_text"}]`, sent by
+    /// open-weight models served with the Responses API), escaped as read.
+    texts: Vec<String>,
+    /// Reasoning text parts whose separator piece was given.
+    text_seps: usize,
     canon: usize,
     pending: String,
 }
@@ -823,6 +828,8 @@ impl RState {
             args_seen: false,
             summaries: Vec::new(),
             seps: 0,
+            texts: Vec::new(),
+            text_seps: 0,
             canon,
             pending: String::new(),
             item,
@@ -881,6 +888,53 @@ impl RState {
                     .cloned()
                     .ok_or_else(|| c.protocol("output_item.added without an item"))?;
                 self.add(c, key, item, out);
+            }
+            "response.content_part.added"
+                if v.get("part")
+                    .is_some_and(|p| p.is("type", "reasoning_text")) =>
+            {
+                // A reasoning item's text part: its text comes in reasoning_text deltas.
+                self.find(c, v, RKind::Reasoning)?;
+            }
+            "response.reasoning_text.delta" | "response.reasoning_text.done" => {
+                let k = num(v.get("content_index")).unwrap_or(0) as usize;
+                let done = ty.ends_with(".done");
+                let r = raw(v.get(if done { "text" } else { "delta" }))
+                    .ok_or_else(|| c.protocol(format!("{ty} without its text")))?
+                    .to_string();
+                let it = self.find(c, v, RKind::Reasoning)?;
+                if k > 4096 {
+                    return Err(c.protocol(format!("content_index {k}")));
+                }
+                while it.texts.len() <= k {
+                    it.texts.push(String::new());
+                }
+                // `.done` carries the whole text: only what the deltas did not give.
+                let add = if done {
+                    match r.strip_prefix(it.texts[k].as_str()) {
+                        Some(rest) => rest.to_string(),
+                        // Written otherwise (other escapes): the deltas stand.
+                        None => return Ok(()),
+                    }
+                } else {
+                    r
+                };
+                if add.is_empty() {
+                    return Ok(());
+                }
+                it.texts[k].push_str(&add);
+                // The stored thinking is the summary when there is one, else
+                // these texts: they stream only while no summary has.
+                if it.summaries.iter().all(String::is_empty) {
+                    let canon = it.canon;
+                    if it.text_seps < k + 1 {
+                        if k > 0 {
+                            c.text(out, true, canon, &mut String::new(), "\\n\\n");
+                        }
+                        it.text_seps = k + 1;
+                    }
+                    c.text(out, true, canon, &mut it.pending, &add);
+                }
             }
             "response.content_part.added" => {
                 let key = num(v.get("content_index")).unwrap_or(0);
@@ -1045,15 +1099,30 @@ impl RState {
                         item.set("content", J::Arr(parts));
                     }
                     RKind::Call if it.args_seen => item.set("arguments", str_value(&it.args)),
-                    RKind::Reasoning if !it.summaries.is_empty() => {
-                        let s = it
-                            .summaries
-                            .iter()
-                            .map(|t| {
-                                J::obj([("type", J::s("summary_text")), ("text", str_value(t))])
-                            })
-                            .collect();
-                        item.set("summary", J::Arr(s));
+                    RKind::Reasoning if !it.summaries.is_empty() || !it.texts.is_empty() => {
+                        if !it.texts.is_empty() {
+                            let t = it
+                                .texts
+                                .iter()
+                                .map(|t| {
+                                    J::obj([
+                                        ("type", J::s("reasoning_text")),
+                                        ("text", str_value(t)),
+                                    ])
+                                })
+                                .collect();
+                            item.set("content", J::Arr(t));
+                        }
+                        if !it.summaries.is_empty() {
+                            let s = it
+                                .summaries
+                                .iter()
+                                .map(|t| {
+                                    J::obj([("type", J::s("summary_text")), ("text", str_value(t))])
+                                })
+                                .collect();
+                            item.set("summary", J::Arr(s));
+                        }
                     }
                     _ => {}
                 }

@@ -1133,3 +1133,90 @@ fn failure_gives_the_streams_own_error_after_a_break() {
         ErrorCode::ProviderBadRequest
     );
 }
+
+/// OpenAI Responses reasoning text (open-weight models): a reasoning item
+/// whose `content` is `[{type: "reasoning_text", text}]`, streamed with
+/// `response.reasoning_text.delta` / `.done`. It streams as thinking, is the
+/// stored thinking, and goes back to Responses unchanged.
+#[test]
+fn responses_reasoning_text_streams_as_thinking_and_round_trips() {
+    const RS: &str = r#"{"id":"rs_9","type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"Need n+1. Then done."}]}"#;
+    const MSG: &str = r#"{"id":"msg_9","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"42","annotations":[]}]}"#;
+    let stream = |done_items: bool| {
+        let mut evs: Vec<String> = vec![
+            r#"{"type":"response.created","response":{"id":"resp_9","status":"in_progress","model":"gpt-oss-120b","output":[]}}"#.into(),
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_9","type":"reasoning","summary":[]}}"#.into(),
+            r#"{"type":"response.content_part.added","item_id":"rs_9","output_index":0,"content_index":0,"part":{"type":"reasoning_text","text":""}}"#.into(),
+            r#"{"type":"response.reasoning_text.delta","item_id":"rs_9","output_index":0,"content_index":0,"delta":"Need n+1. "}"#.into(),
+            r#"{"type":"response.reasoning_text.delta","item_id":"rs_9","output_index":0,"content_index":0,"delta":"Then done."}"#.into(),
+            r#"{"type":"response.reasoning_text.done","item_id":"rs_9","output_index":0,"content_index":0,"text":"Need n+1. Then done."}"#.into(),
+        ];
+        if done_items {
+            evs.push(format!(
+                r#"{{"type":"response.output_item.done","output_index":0,"item":{RS}}}"#
+            ));
+        }
+        evs.extend([
+            r#"{"type":"response.output_item.added","output_index":1,"item":{"id":"msg_9","type":"message","status":"in_progress","role":"assistant","content":[]}}"#.to_string(),
+            r#"{"type":"response.output_text.delta","item_id":"msg_9","output_index":1,"content_index":0,"delta":"42"}"#.into(),
+        ]);
+        if done_items {
+            evs.push(format!(
+                r#"{{"type":"response.output_item.done","output_index":1,"item":{MSG}}}"#
+            ));
+        }
+        evs.push(r#"{"type":"response.completed","response":{"id":"resp_9","status":"completed","model":"gpt-oss-120b","usage":{"input_tokens":5,"output_tokens":9,"total_tokens":14}}}"#.into());
+        let refs: Vec<&str> = evs.iter().map(String::as_str).collect();
+        data_only(&refs)
+    };
+    for done_items in [true, false] {
+        let (pieces, t) = run(
+            Provider::Responses,
+            "vllm",
+            "gpt-oss-120b",
+            &[stream(done_items).as_bytes()],
+        );
+        let m: Value = serde_json::from_str(&t).unwrap();
+        check_pieces(&pieces, &m);
+        assert!(
+            pieces
+                .iter()
+                .any(|p| matches!(p, StreamPiece::Thinking { text, .. } if text == "Need n+1. "))
+        );
+        assert_eq!(m["content"][0]["type"], "thinking", "{m}");
+        assert_eq!(m["content"][0]["thinking"], "Need n+1. Then done.");
+        assert_eq!(m["content"][1]["text"], "42");
+        // Streamed or not, the same answer.
+        let body = format!(
+            r#"{{"id":"resp_9","object":"response","status":"completed","model":"gpt-oss-120b","output":[{RS},{MSG}],"usage":{{"input_tokens":5,"output_tokens":9,"total_tokens":14}}}}"#
+        );
+        let whole = decode_response(Provider::Responses, "vllm", "gpt-oss-120b", &body).unwrap();
+        assert_eq!(whole["content"][0]["thinking"], m["content"][0]["thinking"]);
+        let sig: Value =
+            serde_json::from_str(m["content"][0]["thinkingSignature"].as_str().unwrap()).unwrap();
+        let want: Value = serde_json::from_str(RS).unwrap();
+        assert_eq!(sig["content"], want["content"], "done_items {done_items}");
+        // Back to Responses: the reasoning item as it came.
+        let msgs = vec![
+            json!({"role": "user", "content": "n?", "timestamp": 1}),
+            m.clone(),
+            json!({"role": "user", "content": "more", "timestamp": 2}),
+        ];
+        let opts = forkpoint_core::provider::RequestOptions {
+            model: "gpt-oss-120b".into(),
+            ..Default::default()
+        };
+        let req =
+            forkpoint_core::provider::build_request(Provider::Responses, &opts, None, &msgs, &[])
+                .unwrap();
+        let body: Value = serde_json::from_str(&req.body).unwrap();
+        let item = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["type"] == "reasoning")
+            .expect("the reasoning item is sent");
+        assert_eq!(item["content"], want["content"], "{item}");
+        assert_eq!(item["id"], "rs_9");
+    }
+}
