@@ -1118,7 +1118,7 @@ fn failure_gives_the_streams_own_error_after_a_break() {
 
     // A stream that only stopped has no failure of its own.
     let mut d = StreamDecoder::new(Provider::Anthropic, "anthropic", "x");
-    d.push(body[..body.find("event: error").unwrap()].as_bytes())
+    d.push(&body.as_bytes()[..body.find("event: error").unwrap()])
         .unwrap();
     assert!(d.failure().is_none());
 
