@@ -7,6 +7,7 @@
 //! move bytes.
 
 pub mod bind;
+mod gpartial;
 pub mod http;
 pub mod pricing;
 pub mod request;

@@ -14,6 +14,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::gpartial::PartialCall;
 use super::pricing::{Pricing, default_pricing};
 use super::response::{self, Meta, RawArgs, Stop, Tokens, num, stream_error, to_value};
 use super::sse::{SseEvent, SseParser};
@@ -1179,6 +1180,8 @@ struct GPart {
 #[derive(Default)]
 struct GState {
     parts: Vec<GPart>,
+    /// A call whose arguments stream in `partialArgs` (`willContinue`).
+    streaming: Option<PartialCall>,
     calls: usize,
     finish: Option<String>,
     blocked: Option<String>,
@@ -1217,6 +1220,7 @@ impl GState {
                 }
             }
             if let Some(f) = cand.str_of("finishReason") {
+                self.end_streaming(c, out);
                 self.finish = Some(f.into_owned());
                 c.complete = true;
             }
@@ -1235,14 +1239,63 @@ impl GState {
         let sig = p.get("thoughtSignature").cloned();
         let is_text = p.get("text").is_some() || (sig.is_some() && p.keys().len() == 1);
         if !is_text {
+            let fc = p.get("functionCall");
+            let piecewise = fc.is_some_and(|f| {
+                f.get("partialArgs").is_some()
+                    || f.get("willContinue").and_then(J::as_bool) == Some(true)
+            });
+            // More of the call whose arguments are streaming (its name, if
+            // given, is the same).
+            if let (Some(fc), Some(sc)) = (fc, self.streaming.as_mut())
+                && fc
+                    .str_of("name")
+                    .is_none_or(|n| n.is_empty() || n == sc.name)
+                && (piecewise || fc.get("args").is_none())
+            {
+                let piece = sc.apply(fc.get("partialArgs")).map_err(|m| c.protocol(m))?;
+                let canon = sc.canon;
+                c.args(out, canon, piece);
+                if fc.get("willContinue").and_then(J::as_bool) != Some(true) {
+                    self.end_streaming(c, out);
+                }
+                return Ok(());
+            }
+            self.end_streaming(c, out);
             let canon = c.index();
-            if let Some(fc) = p.get("functionCall") {
+            let mut part = p.clone();
+            if let Some(fc) = fc {
                 let id = match fc.str_of("id") {
                     Some(id) => id.into_owned(),
                     None => format!("gcall_{}_{}", c.call_seed, self.calls),
                 };
                 self.calls += 1;
-                c.call(out, canon, &id, &fc.str_of("name").unwrap_or_default());
+                let name = fc.str_of("name").unwrap_or_default().into_owned();
+                c.call(out, canon, &id, &name);
+                if piecewise {
+                    let mut sc = PartialCall::new(self.parts.len(), canon, name, fc.get("args"));
+                    let piece = sc.apply(fc.get("partialArgs")).map_err(|m| c.protocol(m))?;
+                    c.args(out, canon, piece);
+                    // The part as a whole answer has it: `args`, no stream members.
+                    if let Some(f) = part.get_mut("functionCall") {
+                        f.remove("partialArgs");
+                        f.remove("willContinue");
+                    }
+                    let more = fc.get("willContinue").and_then(J::as_bool) == Some(true);
+                    self.streaming = Some(sc);
+                    self.parts.push(GPart {
+                        kind: GKind::Other,
+                        part,
+                        text: String::new(),
+                        sig: None,
+                        plain: false,
+                        canon,
+                        pending: String::new(),
+                    });
+                    if !more {
+                        self.end_streaming(c, out);
+                    }
+                    return Ok(());
+                }
                 c.args(
                     out,
                     canon,
@@ -1251,7 +1304,7 @@ impl GState {
             }
             self.parts.push(GPart {
                 kind: GKind::Other,
-                part: p.clone(),
+                part,
                 text: String::new(),
                 sig: None,
                 plain: false,
@@ -1260,6 +1313,7 @@ impl GState {
             });
             return Ok(());
         }
+        self.end_streaming(c, out);
         let kind = if p.get("thought").and_then(J::as_bool) == Some(true) {
             GKind::Thought
         } else {
@@ -1306,12 +1360,34 @@ impl GState {
         Ok(())
     }
 
+    /// The streaming call is whole: the rest of its argument text, and its
+    /// `args` into its part.
+    fn end_streaming(&mut self, c: &mut Common, out: &mut Vec<StreamPiece>) {
+        if let Some(mut sc) = self.streaming.take() {
+            let rest = sc.finish();
+            c.args(out, sc.canon, rest);
+            if let Some(f) = self
+                .parts
+                .get_mut(sc.part)
+                .and_then(|g| g.part.get_mut("functionCall"))
+            {
+                f.set("args", sc.args);
+            }
+        }
+    }
+
     fn assemble(&self, partial: Option<Stop>) -> (J, Stop) {
         let parts = self
             .parts
             .iter()
-            .map(|g| {
+            .enumerate()
+            .map(|(i, g)| {
                 let mut p = g.part.clone();
+                if let Some(sc) = self.streaming.as_ref().filter(|sc| sc.part == i)
+                    && let Some(f) = p.get_mut("functionCall")
+                {
+                    f.set("args", sc.args.clone());
+                }
                 if g.kind != GKind::Other {
                     p.set("text", str_value(&g.text));
                     if let Some(s) = &g.sig {

@@ -1220,3 +1220,89 @@ fn responses_reasoning_text_streams_as_thinking_and_round_trips() {
         assert_eq!(item["id"], "rs_9");
     }
 }
+
+/// Gemini (Vertex `streamFunctionCallArguments`): a call's arguments in
+/// `functionCall.partialArgs` across chunks (`willContinue`), a string in
+/// several pieces of one `jsonPath`. They stream as ToolArgs pieces that add
+/// up to the whole `args`, which the stored call holds.
+#[test]
+fn gemini_partial_args_stream_as_tool_args() {
+    let c = |parts: &str, extra: &str| {
+        format!(
+            r#"{{"candidates":[{{"content":{{"parts":{parts},"role":"model"}}{extra},"index":0}}],"modelVersion":"gemini-3-pro-preview","responseId":"r3"}}"#
+        )
+    };
+    let chunks = [
+        c(r#"[{"text":"Searching."}]"#, ""),
+        c(
+            r#"[{"functionCall":{"name":"search","partialArgs":[{"jsonPath":"$.query","stringValue":"forkpoint ","willContinue":true}],"willContinue":true},"thoughtSignature":"c2ln"}]"#,
+            "",
+        ),
+        c(
+            r#"[{"functionCall":{"partialArgs":[{"jsonPath":"$.query","stringValue":"durable \"streams\""}],"willContinue":true}}]"#,
+            "",
+        ),
+        c(
+            r#"[{"functionCall":{"partialArgs":[{"jsonPath":"$.limit","numberValue":5},{"jsonPath":"$.filters.recent","boolValue":true},{"jsonPath":"$.tags[0]","stringValue":"a"},{"jsonPath":"$.tags[1]","nullValue":"NULL_VALUE"}],"willContinue":true}}]"#,
+            "",
+        ),
+        c(
+            r#"[{"functionCall":{"name":"search","willContinue":false}}]"#,
+            "",
+        ),
+        c(
+            r#"[{"functionCall":{"name":"count","args":{"n":1}}}]"#,
+            r#","finishReason":"STOP""#,
+        ),
+    ];
+    let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
+    let body = data_only(&refs);
+    for split in [body.len(), 50, 7] {
+        let mut d = StreamDecoder::new(Provider::Google, "google", "gemini-3-pro-preview");
+        let mut pieces = Vec::new();
+        for part in body.as_bytes().chunks(split) {
+            pieces.extend(d.push(part).unwrap());
+        }
+        let m = d.finish().unwrap();
+        check_pieces(&pieces, &m);
+        let calls: Vec<&Value> = m["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "toolCall")
+            .collect();
+        assert_eq!(calls.len(), 2, "{m}");
+        assert_eq!(calls[0]["name"], "search");
+        assert_eq!(
+            calls[0]["arguments"],
+            json!({"query": "forkpoint durable \"streams\"", "limit": 5, "filters": {"recent": true}, "tags": ["a", null]})
+        );
+        assert_eq!(calls[0]["thoughtSignature"], "c2ln");
+        assert!(
+            calls[0].get("vendor").is_none(),
+            "no stream members kept: {m}"
+        );
+        assert_eq!(calls[1]["arguments"], json!({"n": 1}));
+        // The query streamed in more than one piece, before the call was whole.
+        let arg_pieces: Vec<&str> = pieces
+            .iter()
+            .filter_map(|p| match p {
+                StreamPiece::ToolArgs { index, text } if *index == 1 => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(arg_pieces.len() >= 3, "{arg_pieces:?}");
+        assert_eq!(arg_pieces[0], r#"{"query":"forkpoint "#);
+    }
+    // A path the decoder does not read is a protocol error, not a panic.
+    let bad = data_only(&[&c(
+        r#"[{"functionCall":{"name":"s","partialArgs":[{"jsonPath":"$..x","stringValue":"v"}],"willContinue":true}}]"#,
+        "",
+    )]);
+    let mut d = StreamDecoder::new(Provider::Google, "google", "x");
+    let _ = d.push(bad.as_bytes());
+    assert_eq!(
+        d.failure().map(|e| e.code),
+        Some(ErrorCode::ProviderProtocol)
+    );
+}
