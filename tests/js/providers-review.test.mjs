@@ -112,12 +112,10 @@ test('interrupt() mid-stream, then chat() again: the new call streams normally',
   }
 });
 
-// Known gap (not fixed yet): Gemini answers without call ids get the same
-// made-up id each turn (gcall_0_0); the encoder renames the second call but not
-// its stored result, so the next request drops that result. Fixing it needs
-// a choice (unique made-up ids when the answer is stored, or renaming the
-// result with its call); see the session note.
-test('Gemini without call ids: two tool turns each run their call and get their own result', { skip: 'known gap: made-up Gemini call ids repeat across turns (see the note of issue 14)' }, async () => {
+// Gemini answers without call ids: each streamed turn's made-up ids carry the
+// step (gcall_<step>_<n>), and a repeated made-up id renamed by the encoder
+// takes its results with it.
+test('Gemini without call ids: two tool turns each run their call and get their own result', async () => {
   const reg = new ToolRegistry().register({
     name: 'count',
     description: 'adds one',

@@ -863,18 +863,25 @@ fn responses_assistant_item(it: &J, blocks: &mut Vec<J>) {
             }
         }
         Some("reasoning") => {
-            let summary: Vec<String> = it
-                .get("summary")
-                .and_then(J::as_arr)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.str_of("text").map(|t| t.to_string()))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let texts = |key: &str| -> Vec<String> {
+                it.get(key)
+                    .and_then(J::as_arr)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|s| s.str_of("text").map(|t| t.to_string()))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            // The summary (OpenAI's models); without one, the reasoning text
+            // itself (`content: [{type: "reasoning_text"}]`, open-weight models).
+            let mut thinking = texts("summary");
+            if thinking.iter().all(String::is_empty) {
+                thinking = texts("content");
+            }
             blocks.push(J::obj([
                 ("type", J::s("thinking")),
-                ("thinking", J::s(&summary.join("\n\n"))),
+                ("thinking", J::s(&thinking.join("\n\n"))),
                 ("thinkingSignature", J::s(&it.text())),
             ]));
         }

@@ -307,7 +307,10 @@ pub fn apply(
                     "assistant" => break,
                     "toolResult" => {
                         let id = x.str_of("toolCallId").unwrap_or_default();
-                        if pending.iter().any(|p| p.id == id || p.key == id) {
+                        if pending
+                            .iter()
+                            .any(|p| p.id == id || p.key == id || p.stored == id)
+                        {
                             moved.push(slot.take());
                         }
                     }
@@ -446,6 +449,7 @@ pub fn apply(
                         }
                         "toolCall" => {
                             let mut id = b.str_of("id").unwrap_or_default().to_string();
+                            let stored = id.clone();
                             let synthetic = b.get("syntheticId").and_then(J::as_bool) == Some(true);
                             if synthetic {
                                 // Made-up ids (one Gemini turn normalized at a time) repeat:
@@ -516,6 +520,7 @@ pub fn apply(
                             }
                             pending.push(Pending {
                                 id: id.clone(),
+                                stored,
                                 key: k,
                                 name,
                                 synthetic,
@@ -592,7 +597,13 @@ pub fn apply(
             }
             "toolResult" => {
                 let id = m.str_of("toolCallId").unwrap_or_default().to_string();
-                let mut found = pending.iter().position(|p| p.id == id || p.key == id);
+                // A result pairs with the most recent call that carries its id:
+                // a waiting call of the last turn, also when that call's
+                // repeated made-up id was renamed (the result follows it).
+                let mut found = pending
+                    .iter()
+                    .position(|p| p.id == id || p.key == id)
+                    .or_else(|| pending.iter().position(|p| p.stored == id));
                 if found.is_none() && m.get("syntheticId").and_then(J::as_bool) == Some(true) {
                     // Gemini sent neither id: the first waiting call of the same name.
                     let name = m.str_of("toolName").unwrap_or_default();
@@ -650,6 +661,7 @@ pub fn apply(
                 let name = if pos < pending.len() {
                     let p = pending.remove(pos);
                     answered.insert(p.id);
+                    answered.insert(p.stored);
                     p.name
                 } else {
                     String::new()
@@ -666,7 +678,7 @@ pub fn apply(
                             format!("{mapped}|{item}")
                         }
                     }
-                    _ if target == Provider::Responses && mapped == k => id.clone(),
+                    _ if target == Provider::Responses && mapped == k && k == id => id.clone(),
                     _ => mapped,
                 };
                 if new_id != id {
@@ -829,6 +841,9 @@ fn is_empty_text(b: &J) -> bool {
 struct Pending {
     /// The call's id as written.
     id: String,
+    /// The id the stored call had before a repeated made-up id was renamed
+    /// (its results still name that one).
+    stored: String,
     /// The id it pairs and maps by.
     key: String,
     name: String,

@@ -8,6 +8,7 @@
 
 pub mod bind;
 mod fast;
+mod gpartial;
 pub mod http;
 pub mod pricing;
 pub mod request;

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::fast;
+use super::gpartial::PartialCall;
 use super::pricing::{Pricing, default_pricing};
 use super::response::{self, Meta, RawArgs, Stop, Tokens, num, stream_error, to_value};
 use super::sse::{SseEvent, SseParser};
@@ -99,6 +100,8 @@ struct Common {
     closed: bool,
     names: Vec<(String, String)>,
     pricing: Option<Option<Pricing>>,
+    /// The `<turn>` of made-up Gemini call ids (`gcall_<turn>_<n>`); 0 when not set.
+    call_seed: u64,
 }
 
 impl Common {
@@ -805,6 +808,11 @@ struct RItem {
     summaries: Vec<String>,
     /// Summary parts whose separator piece was given.
     seps: usize,
+    /// Reasoning text parts (`content: [{type: "reasoning_text"}]`, sent by
+    /// open-weight models served with the Responses API), escaped as read.
+    texts: Vec<String>,
+    /// Reasoning text parts whose separator piece was given.
+    text_seps: usize,
     canon: usize,
     pending: String,
 }
@@ -864,6 +872,8 @@ impl RState {
             args_seen: false,
             summaries: Vec::new(),
             seps: 0,
+            texts: Vec::new(),
+            text_seps: 0,
             canon,
             pending: String::new(),
             item,
@@ -922,6 +932,53 @@ impl RState {
                     .cloned()
                     .ok_or_else(|| c.protocol("output_item.added without an item"))?;
                 self.add(c, key, item, out);
+            }
+            "response.content_part.added"
+                if v.get("part")
+                    .is_some_and(|p| p.is("type", "reasoning_text")) =>
+            {
+                // A reasoning item's text part: its text comes in reasoning_text deltas.
+                self.find(c, v, RKind::Reasoning)?;
+            }
+            "response.reasoning_text.delta" | "response.reasoning_text.done" => {
+                let k = num(v.get("content_index")).unwrap_or(0) as usize;
+                let done = ty.ends_with(".done");
+                let r = raw(v.get(if done { "text" } else { "delta" }))
+                    .ok_or_else(|| c.protocol(format!("{ty} without its text")))?
+                    .to_string();
+                let it = self.find(c, v, RKind::Reasoning)?;
+                if k > 4096 {
+                    return Err(c.protocol(format!("content_index {k}")));
+                }
+                while it.texts.len() <= k {
+                    it.texts.push(String::new());
+                }
+                // `.done` carries the whole text: only what the deltas did not give.
+                let add = if done {
+                    match r.strip_prefix(it.texts[k].as_str()) {
+                        Some(rest) => rest.to_string(),
+                        // Written otherwise (other escapes): the deltas stand.
+                        None => return Ok(()),
+                    }
+                } else {
+                    r
+                };
+                if add.is_empty() {
+                    return Ok(());
+                }
+                it.texts[k].push_str(&add);
+                // The stored thinking is the summary when there is one, else
+                // these texts: they stream only while no summary has.
+                if it.summaries.iter().all(String::is_empty) {
+                    let canon = it.canon;
+                    if it.text_seps < k + 1 {
+                        if k > 0 {
+                            c.text(out, true, canon, &mut String::new(), "\\n\\n");
+                        }
+                        it.text_seps = k + 1;
+                    }
+                    c.text(out, true, canon, &mut it.pending, &add);
+                }
             }
             "response.content_part.added" => {
                 let key = num(v.get("content_index")).unwrap_or(0);
@@ -1086,15 +1143,30 @@ impl RState {
                         item.set("content", J::Arr(parts));
                     }
                     RKind::Call if it.args_seen => item.set("arguments", str_value(&it.args)),
-                    RKind::Reasoning if !it.summaries.is_empty() => {
-                        let s = it
-                            .summaries
-                            .iter()
-                            .map(|t| {
-                                J::obj([("type", J::s("summary_text")), ("text", str_value(t))])
-                            })
-                            .collect();
-                        item.set("summary", J::Arr(s));
+                    RKind::Reasoning if !it.summaries.is_empty() || !it.texts.is_empty() => {
+                        if !it.texts.is_empty() {
+                            let t = it
+                                .texts
+                                .iter()
+                                .map(|t| {
+                                    J::obj([
+                                        ("type", J::s("reasoning_text")),
+                                        ("text", str_value(t)),
+                                    ])
+                                })
+                                .collect();
+                            item.set("content", J::Arr(t));
+                        }
+                        if !it.summaries.is_empty() {
+                            let s = it
+                                .summaries
+                                .iter()
+                                .map(|t| {
+                                    J::obj([("type", J::s("summary_text")), ("text", str_value(t))])
+                                })
+                                .collect();
+                            item.set("summary", J::Arr(s));
+                        }
                     }
                     _ => {}
                 }
@@ -1151,6 +1223,8 @@ struct GPart {
 #[derive(Default)]
 struct GState {
     parts: Vec<GPart>,
+    /// A call whose arguments stream in `partialArgs` (`willContinue`).
+    streaming: Option<PartialCall>,
     calls: usize,
     finish: Option<String>,
     blocked: Option<String>,
@@ -1189,6 +1263,7 @@ impl GState {
                 }
             }
             if let Some(f) = cand.str_of("finishReason") {
+                self.end_streaming(c, out);
                 self.finish = Some(f.into_owned());
                 c.complete = true;
             }
@@ -1207,14 +1282,63 @@ impl GState {
         let sig = p.get("thoughtSignature").cloned();
         let is_text = p.get("text").is_some() || (sig.is_some() && p.keys().len() == 1);
         if !is_text {
+            let fc = p.get("functionCall");
+            let piecewise = fc.is_some_and(|f| {
+                f.get("partialArgs").is_some()
+                    || f.get("willContinue").and_then(J::as_bool) == Some(true)
+            });
+            // More of the call whose arguments are streaming (its name, if
+            // given, is the same).
+            if let (Some(fc), Some(sc)) = (fc, self.streaming.as_mut())
+                && fc
+                    .str_of("name")
+                    .is_none_or(|n| n.is_empty() || n == sc.name)
+                && (piecewise || fc.get("args").is_none())
+            {
+                let piece = sc.apply(fc.get("partialArgs")).map_err(|m| c.protocol(m))?;
+                let canon = sc.canon;
+                c.args(out, canon, piece);
+                if fc.get("willContinue").and_then(J::as_bool) != Some(true) {
+                    self.end_streaming(c, out);
+                }
+                return Ok(());
+            }
+            self.end_streaming(c, out);
             let canon = c.index();
-            if let Some(fc) = p.get("functionCall") {
+            let mut part = p.clone();
+            if let Some(fc) = fc {
                 let id = match fc.str_of("id") {
                     Some(id) => id.into_owned(),
-                    None => format!("gcall_0_{}", self.calls),
+                    None => format!("gcall_{}_{}", c.call_seed, self.calls),
                 };
                 self.calls += 1;
-                c.call(out, canon, &id, &fc.str_of("name").unwrap_or_default());
+                let name = fc.str_of("name").unwrap_or_default().into_owned();
+                c.call(out, canon, &id, &name);
+                if piecewise {
+                    let mut sc = PartialCall::new(self.parts.len(), canon, name, fc.get("args"));
+                    let piece = sc.apply(fc.get("partialArgs")).map_err(|m| c.protocol(m))?;
+                    c.args(out, canon, piece);
+                    // The part as a whole answer has it: `args`, no stream members.
+                    if let Some(f) = part.get_mut("functionCall") {
+                        f.remove("partialArgs");
+                        f.remove("willContinue");
+                    }
+                    let more = fc.get("willContinue").and_then(J::as_bool) == Some(true);
+                    self.streaming = Some(sc);
+                    self.parts.push(GPart {
+                        kind: GKind::Other,
+                        part,
+                        text: String::new(),
+                        sig: None,
+                        plain: false,
+                        canon,
+                        pending: String::new(),
+                    });
+                    if !more {
+                        self.end_streaming(c, out);
+                    }
+                    return Ok(());
+                }
                 c.args(
                     out,
                     canon,
@@ -1223,7 +1347,7 @@ impl GState {
             }
             self.parts.push(GPart {
                 kind: GKind::Other,
-                part: p.clone(),
+                part,
                 text: String::new(),
                 sig: None,
                 plain: false,
@@ -1232,6 +1356,7 @@ impl GState {
             });
             return Ok(());
         }
+        self.end_streaming(c, out);
         let kind = if p.get("thought").and_then(J::as_bool) == Some(true) {
             GKind::Thought
         } else {
@@ -1278,12 +1403,34 @@ impl GState {
         Ok(())
     }
 
+    /// The streaming call is whole: the rest of its argument text, and its
+    /// `args` into its part.
+    fn end_streaming(&mut self, c: &mut Common, out: &mut Vec<StreamPiece>) {
+        if let Some(mut sc) = self.streaming.take() {
+            let rest = sc.finish();
+            c.args(out, sc.canon, rest);
+            if let Some(f) = self
+                .parts
+                .get_mut(sc.part)
+                .and_then(|g| g.part.get_mut("functionCall"))
+            {
+                f.set("args", sc.args);
+            }
+        }
+    }
+
     fn assemble(&self, partial: Option<Stop>) -> (J, Stop) {
         let parts = self
             .parts
             .iter()
-            .map(|g| {
+            .enumerate()
+            .map(|(i, g)| {
                 let mut p = g.part.clone();
+                if let Some(sc) = self.streaming.as_ref().filter(|sc| sc.part == i)
+                    && let Some(f) = p.get_mut("functionCall")
+                {
+                    f.set("args", sc.args.clone());
+                }
                 if g.kind != GKind::Other {
                     p.set("text", str_value(&g.text));
                     if let Some(s) = &g.sig {
@@ -1361,6 +1508,7 @@ impl StreamDecoder {
                 closed: false,
                 names: Vec::new(),
                 pricing: None,
+                call_seed: 0,
             },
             provider: provider.to_string(),
             sse: SseParser::new(),
@@ -1386,6 +1534,15 @@ impl StreamDecoder {
     /// prices of the model ([`default_pricing`]).
     pub fn set_pricing(&mut self, pricing: Option<Pricing>) {
         self.c.pricing = Some(pricing);
+    }
+
+    /// The number made-up call ids carry (Gemini answers without call ids):
+    /// `gcall_<seed>_<n>` for the answer's `n`th call, in the pieces and in the
+    /// message. Without it the answer's calls are `gcall_0_<n>`, as a
+    /// non-streamed answer decodes. An agent gives each step its own seed, so
+    /// the calls of different turns never share an id.
+    pub fn set_call_seed(&mut self, seed: u64) {
+        self.c.call_seed = seed;
     }
 
     /// Whether any content was given out as pieces (any piece but usage): a
@@ -1504,6 +1661,40 @@ impl StreamDecoder {
         Ok(to_value(&self.assemble(Some(stop))?))
     }
 
+    /// The error the stream itself reported, if it did: an error event (also
+    /// one whose pieces were given out first, so the call that would have
+    /// returned it never came), or Gemini's bare error JSON outside the
+    /// framing. For a body that broke after it, this is the error to report:
+    /// the provider's own code, not the broken connection's.
+    pub fn failure(&mut self) -> Option<Error> {
+        if let Some(e) = &self.failed {
+            return Some(e.clone());
+        }
+        if self.c.complete {
+            return None;
+        }
+        self.stray_error()
+    }
+
+    /// Gemini writes a mid-stream error as bare JSON outside the framing.
+    fn stray_error(&mut self) -> Option<Error> {
+        let stray = self.sse.stray().trim();
+        if stray.starts_with('{')
+            && let Ok(v) = serde_json::from_str::<Value>(stray)
+            && v.get("error").is_some_and(Value::is_object)
+        {
+            let status = v["error"]["code"]
+                .as_u64()
+                .and_then(|c| u16::try_from(c).ok())
+                .filter(|c| *c >= 400)
+                .unwrap_or(500);
+            let e = super::http_failure(self.c.api, status, stray.as_bytes(), None).error;
+            self.failed = Some(e.clone());
+            return Some(e);
+        }
+        None
+    }
+
     fn finish_j(&mut self) -> Result<J> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
@@ -1512,19 +1703,7 @@ impl StreamDecoder {
             return Ok(r.clone());
         }
         if !self.c.complete {
-            // Gemini writes a mid-stream error as bare JSON outside the framing.
-            let stray = self.sse.stray().trim();
-            if stray.starts_with('{')
-                && let Ok(v) = serde_json::from_str::<Value>(stray)
-                && v.get("error").is_some_and(Value::is_object)
-            {
-                let status = v["error"]["code"]
-                    .as_u64()
-                    .and_then(|c| u16::try_from(c).ok())
-                    .filter(|c| *c >= 400)
-                    .unwrap_or(500);
-                let e = super::http_failure(self.c.api, status, stray.as_bytes(), None).error;
-                self.failed = Some(e.clone());
+            if let Some(e) = self.stray_error() {
                 return Err(e);
             }
             let end = match self.c.api {
@@ -1593,6 +1772,22 @@ impl StreamDecoder {
             pricing.as_ref(),
             &c.names,
         )?;
+        if c.call_seed != 0
+            && let Some(J::Arr(blocks)) = m.get_mut("content")
+        {
+            let from = "gcall_0_";
+            for b in blocks
+                .iter_mut()
+                .filter(|b| b.get("syntheticId").and_then(J::as_bool) == Some(true))
+            {
+                if let Some(n) = b
+                    .str_of("id")
+                    .and_then(|id| id.strip_prefix(from).map(str::to_string))
+                {
+                    b.set("id", J::s(&format!("gcall_{}_{n}", c.call_seed)));
+                }
+            }
+        }
         // OpenAI Chat: the decoder's block order (reasoning, text, calls) → the order they came in.
         if let Some(order) = order
             && let Some(J::Arr(blocks)) = m.get_mut("content")

@@ -911,3 +911,370 @@ fn a_stream_that_breaks_after_its_last_event_is_stored_whole() {
         assert_eq!(answer["content"][0]["text"], text);
     });
 }
+
+/// Anthropic stream text whose last event is an error event (`overloaded_error`
+/// after some text): the pieces and the error arrive in one read.
+fn anthropic_stream_then_error(text: &str, error_type: &str) -> String {
+    let full = anthropic_stream(text, 2);
+    let cut = full.find("event: content_block_stop").unwrap();
+    let err = json!({"type": "error", "error": {"type": error_type, "message": "slow down"}});
+    format!("{}event: error\ndata: {err}\n\n", &full[..cut])
+}
+
+#[test]
+fn an_error_event_then_a_broken_connection_keeps_the_providers_code() {
+    pollster::block_on(async {
+        for (error_type, code) in [
+            ("rate_limit_error", "PROVIDER_RATE_LIMITED"),
+            ("invalid_request_error", "PROVIDER_BAD_REQUEST"),
+        ] {
+            let store = MemoryStorage::new();
+            let rt = AgentRuntime::create(store.clone(), meta("err-break"), tools(), 1, 1.0)
+                .await
+                .unwrap();
+            let s = rt
+                .handle(
+                    Input::Send {
+                        content: json!("go"),
+                    },
+                    2.0,
+                )
+                .await
+                .unwrap();
+            let Some(Command::CallModel { ticket, .. }) = s.commands.first().cloned() else {
+                panic!("no model call")
+            };
+            let open = Input::from_json(
+                &json!({"kind": "modelStream", "ticket": ticket, "api": "anthropic", "model": "claude-sonnet-4-5"}).to_string(),
+            )
+            .unwrap();
+            rt.handle(open, 3.0).await.unwrap();
+            // Text and the error event in one read: the text is given out, the
+            // error held for the next read, which never comes.
+            let s = rt
+                .stream_bytes(
+                    ticket,
+                    anthropic_stream_then_error("partly", error_type).as_bytes(),
+                    4.0,
+                )
+                .await
+                .unwrap();
+            assert!(s.reply.value.is_none(), "{:?}", s.reply.value);
+            let end = Input::from_json(
+                &json!({"kind": "modelStreamEnd", "ticket": ticket, "error": "the stream broke: terminated"}).to_string(),
+            )
+            .unwrap();
+            let s = rt.handle(end, 5.0).await.unwrap();
+            let v: Value =
+                serde_json::from_str(s.reply.value.as_deref().expect("a verdict")).unwrap();
+            assert_eq!(v["code"], code, "{v}");
+            assert_eq!(v["retry"], false, "text had streamed: {v}");
+            let failed = store
+                .read_events("err-break", None, usize::MAX)
+                .await
+                .unwrap()
+                .iter()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|e| e.to_string().contains(code))
+                .count();
+            assert!(failed > 0, "the provider's code is recorded");
+        }
+    });
+}
+
+const WIRE_ID: &str = "wire-crash";
+
+/// An Anthropic stream: some text, then (with `call`) a tool_use block
+/// `c1 echo {"a":1}` whose arguments come in pieces.
+fn anthropic_tool_stream(text: &str, call: bool) -> String {
+    let full = anthropic_stream(text, 4);
+    if !call {
+        return full;
+    }
+    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let cut = full.find("event: message_delta").unwrap();
+    let mut s = full[..cut].to_string();
+    s += &ev(
+        "content_block_start",
+        json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"c1","name":"echo","input":{}}}),
+    );
+    for part in ["{\"a\"", ":", "1}"] {
+        s += &ev(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":part}}),
+        );
+    }
+    s += &ev(
+        "content_block_stop",
+        json!({"type":"content_block_stop","index":1}),
+    );
+    s += &ev(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":40}}),
+    );
+    s + &ev("message_stop", json!({"type":"message_stop"}))
+}
+
+/// Carries out commands with streamed model calls (the bytes through
+/// `stream_bytes`, in small reads, each one durable when it returns): the
+/// model calls `c1` until the session holds that call, then answers "done".
+/// `runs` counts the tool's runs.
+async fn drive_streamed<S: AgentStorage>(
+    rt: &mut AgentRuntime<S>,
+    first: Vec<Command>,
+    acked: &mut Acked,
+    runs: &mut Vec<String>,
+    now: &mut f64,
+) -> Result<()> {
+    let mut queue: VecDeque<Command> = first.into();
+    let mut turns = 0;
+    while let Some(c) = queue.pop_front() {
+        turns += 1;
+        assert!(turns < 50, "the agent does not settle");
+        *now += 1.0;
+        match c {
+            Command::CallModel { ticket, .. } => {
+                let open = Input::from_json(
+                    &json!({"kind": "modelStream", "ticket": ticket, "api": "anthropic", "model": "claude-sonnet-4-5"}).to_string(),
+                )
+                .unwrap();
+                let s = rt.handle(open, *now).await?;
+                acked.step(&s);
+                let has_call = rt.machine().messages_json(None).contains("\"id\":\"c1\"");
+                let body = if has_call {
+                    anthropic_tool_stream("All done now.", false)
+                } else {
+                    anthropic_tool_stream("Let me echo that.", true)
+                };
+                for part in body.as_bytes().chunks(90) {
+                    *now += 1.0;
+                    let s = rt.stream_bytes(ticket, part, *now).await?;
+                    assert!(s.reply.value.is_none(), "{:?}", s.reply.value);
+                    acked.step(&s);
+                }
+                let end = Input::from_json(
+                    &json!({"kind": "modelStreamEnd", "ticket": ticket}).to_string(),
+                )
+                .unwrap();
+                let s = rt.handle(end, *now).await?;
+                assert!(s.reply.value.is_none(), "{:?}", s.reply.value);
+                acked.step(&s);
+                queue.extend(s.commands);
+            }
+            Command::RunTool {
+                ticket, call_id, ..
+            } => {
+                runs.push(call_id.clone());
+                let s = rt
+                    .handle(
+                        Input::ToolDone {
+                            ticket,
+                            outcome: ToolOutcome::Value { value: "1".into() },
+                        },
+                        *now,
+                    )
+                    .await?;
+                acked.step(&s);
+                acked.results.push(call_id);
+                queue.extend(s.commands);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+async fn streamed_scenario<S: AgentStorage + Clone>(
+    store: S,
+    acked: &mut Acked,
+    runs: &mut Vec<String>,
+) -> Result<()> {
+    let mut rt = AgentRuntime::create(store.clone(), meta(WIRE_ID), tools(), 7, 1_000.0).await?;
+    let mut now = 1_000.0;
+    let s = rt
+        .handle(
+            Input::Send {
+                content: json!("echo it"),
+            },
+            now,
+        )
+        .await?;
+    acked.step(&s);
+    let q: String = serde_json::from_str(s.reply.value.as_deref().unwrap()).unwrap();
+    acked.queue_ids.push(q);
+    drive_streamed(&mut rt, s.commands, acked, runs, &mut now).await?;
+    rt.close().await?;
+    Ok(())
+}
+
+/// A streamed model call (its bytes through `stream_bytes`) crashed at every
+/// storage operation, with every fault, then resumed and driven to the end:
+/// no acknowledged event is lost, the tool call is stored and run at most once
+/// with exactly one result, and a crash mid-stream is recorded as
+/// `model_partial {reason: "crashed"}` holding what had streamed.
+#[test]
+fn streamed_call_crash_points_are_all_recovered() {
+    pollster::block_on(async {
+        let counting = FaultStorage::counting(MemoryStorage::new());
+        let (mut acked, mut runs) = (Acked::default(), Vec::new());
+        streamed_scenario(&counting, &mut acked, &mut runs)
+            .await
+            .unwrap();
+        assert_eq!(runs, ["c1"]);
+        let total = counting.ops();
+        assert!(total >= 10, "the run performs {total} storage operations");
+        let mut partials = 0;
+        for at in 1..=total {
+            for fault in [Fault::Fail, Fault::Tear, Fault::LoseAck] {
+                let label = format!("op {at} {fault:?}");
+                let mem = MemoryStorage::new();
+                let store = FaultStorage::new(
+                    mem.clone(),
+                    FaultPlan {
+                        at: Some(at),
+                        fault,
+                    },
+                );
+                let (mut acked, mut runs) = (Acked::default(), Vec::new());
+                let r = streamed_scenario(&store, &mut acked, &mut runs).await;
+                assert!(r.is_err() && store.fired(), "{label}: the run did not fail");
+                mem.crash();
+                if !mem.exists(WIRE_ID).await.unwrap() {
+                    assert!(
+                        acked.events.is_empty(),
+                        "{label}: acknowledged but no agent"
+                    );
+                    continue;
+                }
+                // What the log holds of the call that was streaming.
+                let lines = mem.read_events(WIRE_ID, None, usize::MAX).await.unwrap();
+                let mut by_seq = BTreeMap::new();
+                for l in &lines {
+                    by_seq.insert(parse_event_line(l, 512).unwrap().seq, l.to_string());
+                }
+                for (seq, line) in &acked.events {
+                    assert_eq!(
+                        by_seq.get(seq),
+                        Some(line),
+                        "{label}: acknowledged event {seq} lost or changed"
+                    );
+                }
+                let log: Vec<Value> = lines
+                    .iter()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect();
+                let (mut rt, step, opened) =
+                    open_resume(mem.clone(), WIRE_ID, 3, ResumeStrategy::Crash, 9e12)
+                        .await
+                        .unwrap_or_else(|e| panic!("{label}: resume failed: {e}"));
+                assert!(
+                    rt.machine().core().open_calls().unwrap().is_empty(),
+                    "{label}: a call without a result"
+                );
+                rt.ensure_whole().await.unwrap();
+                let stored_answers = rt
+                    .machine()
+                    .messages_json(None)
+                    .matches("\"role\":\"assistant\"")
+                    .count() as u64;
+                // Text pieces of the step whose answer was never stored.
+                let open_step = stored_answers + 1;
+                let streamed: String = log
+                    .iter()
+                    .filter(|v| v["type"] == "text_chunk" && v["step"].as_u64() == Some(open_step))
+                    .map(|v| v["delta"].as_str().unwrap().to_string())
+                    .collect();
+                let partial = step
+                    .events
+                    .iter()
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                    .find(|v| v["type"] == "model_partial");
+                // A block whose start is durable counts as streamed, even empty.
+                let started = log.iter().any(|v| {
+                    v["step"].as_u64() == Some(open_step)
+                        && v["type"]
+                            .as_str()
+                            .is_some_and(|t| t.ends_with("_chunk_start"))
+                });
+                if !streamed.is_empty() {
+                    assert_eq!(opened.breakpoint, Breakpoint::StreamingModel, "{label}");
+                }
+                match partial {
+                    Some(p) => {
+                        assert!(
+                            started,
+                            "{label}: model_partial without a streamed block: {p}"
+                        );
+                        assert_eq!(p["reason"], "crashed", "{label}");
+                        assert_eq!(p["step"].as_u64(), Some(open_step), "{label}");
+                        assert_eq!(p["content"][0]["text"], streamed.as_str(), "{label}");
+                        partials += 1;
+                    }
+                    None => assert!(
+                        opened.breakpoint != Breakpoint::StreamingModel || !started,
+                        "{label}: a crash mid-stream without model_partial"
+                    ),
+                }
+                // The agent goes on to the end.
+                let mut now = 9.1e12;
+                drive_streamed(&mut rt, step.commands, &mut acked, &mut runs, &mut now)
+                    .await
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
+                let s = rt.handle(Input::Run, now).await.unwrap();
+                drive_streamed(&mut rt, s.commands, &mut acked, &mut runs, &mut now)
+                    .await
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
+                let s = rt
+                    .handle(
+                        Input::Send {
+                            content: json!("still there?"),
+                        },
+                        now,
+                    )
+                    .await
+                    .unwrap();
+                drive_streamed(&mut rt, s.commands, &mut acked, &mut runs, &mut now)
+                    .await
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
+                let msgs: Vec<Value> =
+                    serde_json::from_str(&rt.machine().messages_json(None)).unwrap();
+                let calls = msgs
+                    .iter()
+                    .filter(|m| m["role"] == "assistant")
+                    .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                    .filter(|b| b["type"] == "toolCall" && b["id"] == "c1")
+                    .count();
+                let results = msgs
+                    .iter()
+                    .filter(|m| m["role"] == "toolResult" && m["toolCallId"] == "c1")
+                    .count();
+                assert!(calls <= 1, "{label}: the call is stored {calls} times");
+                assert_eq!(
+                    results, calls,
+                    "{label}: {results} results for {calls} calls"
+                );
+                assert!(
+                    runs.len() <= 1,
+                    "{label}: the tool ran {} times",
+                    runs.len()
+                );
+                for c in &acked.results {
+                    assert!(
+                        msgs.iter()
+                            .any(|m| m["role"] == "toolResult" && m["toolCallId"] == *c),
+                        "{label}: acknowledged result of {c} lost"
+                    );
+                }
+                assert!(
+                    msgs.last().is_some_and(|m| m["role"] == "assistant"),
+                    "{label}: the run ends with an answer"
+                );
+                rt.close().await.unwrap();
+            }
+        }
+        eprintln!(
+            "streamed crash points: {total} operations × 3 faults; {partials} crashes mid-stream"
+        );
+        assert!(partials > 0, "some crashes fell mid-stream");
+    });
+}

@@ -453,3 +453,143 @@ fn retry_waits_grow_jittered_and_capped() {
         250
     );
 }
+
+/// Two Gemini turns whose answers had no call ids both hold the made-up id
+/// `gcall_0_0`: the second call is renamed, and its result with it (the result
+/// answers the most recent call carrying its id), for every target.
+#[test]
+fn a_renamed_repeated_made_up_call_id_renames_its_result() {
+    let call = |n: u64| {
+        json!({"role": "assistant", "content": [
+            {"type": "toolCall", "id": "gcall_0_0", "name": "count", "arguments": {"n": n}, "syntheticId": true}
+        ], "api": "google-generative-ai", "provider": "google", "model": "gemini-2.5-flash", "stopReason": "toolUse"})
+    };
+    let result = |text: &str| json!({"role": "toolResult", "toolCallId": "gcall_0_0", "toolName": "count", "content": [{"type": "text", "text": text}], "isError": false});
+    let msgs = vec![
+        json!({"role": "user", "content": "go", "timestamp": 1}),
+        call(1),
+        result("two"),
+        call(10),
+        result("eleven"),
+    ];
+    for (api, model) in [
+        (Provider::Anthropic, "claude-sonnet-4-5"),
+        (Provider::OpenAi, "gpt-4o"),
+        (Provider::Responses, "gpt-5"),
+        (Provider::Google, "gemini-3-pro-preview"),
+        (Provider::Google, "gemini-2.5-flash"),
+    ] {
+        let req = build_request(api, &opts(model), None, &msgs, &tools()).unwrap();
+        let body: Value = serde_json::from_str(&req.body).unwrap();
+        let codes: Vec<&str> = req.report.steps.iter().map(|s| s.code.as_str()).collect();
+        assert!(
+            !codes
+                .iter()
+                .any(|c| c.contains("dropped") || c.contains("filled")),
+            "{api:?}: {codes:?}"
+        );
+        // (call id, result id, result text) in request order.
+        let (calls, results): (Vec<String>, Vec<(String, String)>) = match api {
+            Provider::Anthropic => {
+                let blocks: Vec<Value> = body["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                    .collect();
+                (
+                    blocks
+                        .iter()
+                        .filter(|b| b["type"] == "tool_use")
+                        .map(|b| b["id"].as_str().unwrap().to_string())
+                        .collect(),
+                    blocks
+                        .iter()
+                        .filter(|b| b["type"] == "tool_result")
+                        .map(|b| {
+                            (
+                                b["tool_use_id"].as_str().unwrap().to_string(),
+                                b["content"].to_string(),
+                            )
+                        })
+                        .collect(),
+                )
+            }
+            Provider::OpenAi => {
+                let m = body["messages"].as_array().unwrap();
+                (
+                    m.iter()
+                        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+                        .map(|c| c["id"].as_str().unwrap().to_string())
+                        .collect(),
+                    m.iter()
+                        .filter(|m| m["role"] == "tool")
+                        .map(|m| {
+                            (
+                                m["tool_call_id"].as_str().unwrap().to_string(),
+                                m["content"].to_string(),
+                            )
+                        })
+                        .collect(),
+                )
+            }
+            Provider::Responses => {
+                let m = body["input"].as_array().unwrap();
+                (
+                    m.iter()
+                        .filter(|i| i["type"] == "function_call")
+                        .map(|i| i["call_id"].as_str().unwrap().to_string())
+                        .collect(),
+                    m.iter()
+                        .filter(|i| i["type"] == "function_call_output")
+                        .map(|i| {
+                            (
+                                i["call_id"].as_str().unwrap().to_string(),
+                                i["output"].to_string(),
+                            )
+                        })
+                        .collect(),
+                )
+            }
+            Provider::Google => {
+                let parts: Vec<Value> = body["contents"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+                    .collect();
+                (
+                    parts
+                        .iter()
+                        .filter_map(|p| p.get("functionCall"))
+                        .map(|c| c["id"].as_str().unwrap_or("-").to_string())
+                        .collect(),
+                    parts
+                        .iter()
+                        .filter_map(|p| p.get("functionResponse"))
+                        .map(|r| {
+                            (
+                                r["id"].as_str().unwrap_or("-").to_string(),
+                                r["response"].to_string(),
+                            )
+                        })
+                        .collect(),
+                )
+            }
+        };
+        assert_eq!(calls.len(), 2, "{api:?} {model}: {body}");
+        assert_eq!(results.len(), 2, "{api:?} {model}: {body}");
+        assert!(
+            results[0].1.contains("two") && results[1].1.contains("eleven"),
+            "{api:?}: {results:?}"
+        );
+        if calls[0] != "-" {
+            assert_ne!(calls[0], calls[1], "{api:?}: the repeated id is renamed");
+            assert_eq!(results[0].0, calls[0], "{api:?}");
+            assert_eq!(
+                results[1].0, calls[1],
+                "{api:?}: the result follows its renamed call"
+            );
+        }
+    }
+}

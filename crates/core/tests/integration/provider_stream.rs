@@ -1145,3 +1145,265 @@ fn the_text_delta_shortcut_fails_as_the_general_reader_does() {
         assert_eq!(a.to_string(), b.to_string());
     }
 }
+
+/// A call seed numbers the made-up ids of a Gemini answer without call ids,
+/// in the pieces and in the message alike; without it they are `gcall_0_<n>`.
+#[test]
+fn a_call_seed_numbers_made_up_gemini_call_ids() {
+    for (seed, want) in [
+        (None, ["gcall_0_0", "gcall_0_1"]),
+        (Some(7), ["gcall_7_0", "gcall_7_1"]),
+    ] {
+        let mut d = StreamDecoder::new(Provider::Google, "google", "x");
+        if let Some(s) = seed {
+            d.set_call_seed(s);
+        }
+        let pieces = d.push(google_stream().as_bytes()).unwrap();
+        let m: Value = serde_json::from_str(&d.finish_json().unwrap()).unwrap();
+        check_pieces(&pieces, &m);
+        let ids: Vec<&str> = m["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "toolCall")
+            .map(|b| b["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, want, "seed {seed:?}");
+        assert!(m["content"][2]["syntheticId"].as_bool().unwrap());
+    }
+    // A call with its own id keeps it.
+    let body = data_only(&[
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"id":"own","name":"count","args":{}}}],"role":"model"},"finishReason":"STOP","index":0}]}"#,
+    ]);
+    let mut d = StreamDecoder::new(Provider::Google, "google", "x");
+    d.set_call_seed(3);
+    d.push(body.as_bytes()).unwrap();
+    let m = d.finish().unwrap();
+    assert_eq!(m["content"][0]["id"], "own");
+}
+
+/// An error event read with pieces before it is held for the next push; when
+/// the body breaks instead, `failure()` still gives the provider's own error
+/// (and Gemini's bare error JSON outside the framing is one too).
+#[test]
+fn failure_gives_the_streams_own_error_after_a_break() {
+    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let body = ev(
+        "message_start",
+        json!({"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"x","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}),
+    ) + &ev(
+        "content_block_start",
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+    ) + &ev(
+        "content_block_delta",
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"par"}}),
+    ) + &ev(
+        "error",
+        json!({"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}),
+    );
+    let mut d = StreamDecoder::new(Provider::Anthropic, "anthropic", "x");
+    assert!(d.failure().is_none());
+    let pieces = d.push(body.as_bytes()).unwrap();
+    assert!(
+        pieces
+            .iter()
+            .any(|p| matches!(p, StreamPiece::Text { text, .. } if text == "par")),
+        "the text is given out first: {pieces:?}"
+    );
+    let e = d.failure().expect("the error event");
+    assert_eq!(e.code, ErrorCode::ProviderRateLimited);
+    assert_eq!(
+        d.push(b"").unwrap_err().code,
+        ErrorCode::ProviderRateLimited
+    );
+
+    // A stream that only stopped has no failure of its own.
+    let mut d = StreamDecoder::new(Provider::Anthropic, "anthropic", "x");
+    d.push(&body.as_bytes()[..body.find("event: error").unwrap()])
+        .unwrap();
+    assert!(d.failure().is_none());
+
+    let g = data_only(&[
+        r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}]}"#,
+    ]) + r#"{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}"#
+        + "\n";
+    let mut d = StreamDecoder::new(Provider::Google, "google", "x");
+    d.push(g.as_bytes()).unwrap();
+    assert_eq!(
+        d.failure().expect("stray error").code,
+        ErrorCode::ProviderBadRequest
+    );
+}
+
+/// OpenAI Responses reasoning text (open-weight models): a reasoning item
+/// whose `content` is `[{type: "reasoning_text", text}]`, streamed with
+/// `response.reasoning_text.delta` / `.done`. It streams as thinking, is the
+/// stored thinking, and goes back to Responses unchanged.
+#[test]
+fn responses_reasoning_text_streams_as_thinking_and_round_trips() {
+    const RS: &str = r#"{"id":"rs_9","type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"Need n+1. Then done."}]}"#;
+    const MSG: &str = r#"{"id":"msg_9","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"42","annotations":[]}]}"#;
+    let stream = |done_items: bool| {
+        let mut evs: Vec<String> = vec![
+            r#"{"type":"response.created","response":{"id":"resp_9","status":"in_progress","model":"gpt-oss-120b","output":[]}}"#.into(),
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_9","type":"reasoning","summary":[]}}"#.into(),
+            r#"{"type":"response.content_part.added","item_id":"rs_9","output_index":0,"content_index":0,"part":{"type":"reasoning_text","text":""}}"#.into(),
+            r#"{"type":"response.reasoning_text.delta","item_id":"rs_9","output_index":0,"content_index":0,"delta":"Need n+1. "}"#.into(),
+            r#"{"type":"response.reasoning_text.delta","item_id":"rs_9","output_index":0,"content_index":0,"delta":"Then done."}"#.into(),
+            r#"{"type":"response.reasoning_text.done","item_id":"rs_9","output_index":0,"content_index":0,"text":"Need n+1. Then done."}"#.into(),
+        ];
+        if done_items {
+            evs.push(format!(
+                r#"{{"type":"response.output_item.done","output_index":0,"item":{RS}}}"#
+            ));
+        }
+        evs.extend([
+            r#"{"type":"response.output_item.added","output_index":1,"item":{"id":"msg_9","type":"message","status":"in_progress","role":"assistant","content":[]}}"#.to_string(),
+            r#"{"type":"response.output_text.delta","item_id":"msg_9","output_index":1,"content_index":0,"delta":"42"}"#.into(),
+        ]);
+        if done_items {
+            evs.push(format!(
+                r#"{{"type":"response.output_item.done","output_index":1,"item":{MSG}}}"#
+            ));
+        }
+        evs.push(r#"{"type":"response.completed","response":{"id":"resp_9","status":"completed","model":"gpt-oss-120b","usage":{"input_tokens":5,"output_tokens":9,"total_tokens":14}}}"#.into());
+        let refs: Vec<&str> = evs.iter().map(String::as_str).collect();
+        data_only(&refs)
+    };
+    for done_items in [true, false] {
+        let (pieces, t) = run(
+            Provider::Responses,
+            "vllm",
+            "gpt-oss-120b",
+            &[stream(done_items).as_bytes()],
+        );
+        let m: Value = serde_json::from_str(&t).unwrap();
+        check_pieces(&pieces, &m);
+        assert!(
+            pieces
+                .iter()
+                .any(|p| matches!(p, StreamPiece::Thinking { text, .. } if text == "Need n+1. "))
+        );
+        assert_eq!(m["content"][0]["type"], "thinking", "{m}");
+        assert_eq!(m["content"][0]["thinking"], "Need n+1. Then done.");
+        assert_eq!(m["content"][1]["text"], "42");
+        // Streamed or not, the same answer.
+        let body = format!(
+            r#"{{"id":"resp_9","object":"response","status":"completed","model":"gpt-oss-120b","output":[{RS},{MSG}],"usage":{{"input_tokens":5,"output_tokens":9,"total_tokens":14}}}}"#
+        );
+        let whole = decode_response(Provider::Responses, "vllm", "gpt-oss-120b", &body).unwrap();
+        assert_eq!(whole["content"][0]["thinking"], m["content"][0]["thinking"]);
+        let sig: Value =
+            serde_json::from_str(m["content"][0]["thinkingSignature"].as_str().unwrap()).unwrap();
+        let want: Value = serde_json::from_str(RS).unwrap();
+        assert_eq!(sig["content"], want["content"], "done_items {done_items}");
+        // Back to Responses: the reasoning item as it came.
+        let msgs = vec![
+            json!({"role": "user", "content": "n?", "timestamp": 1}),
+            m.clone(),
+            json!({"role": "user", "content": "more", "timestamp": 2}),
+        ];
+        let opts = forkpoint_core::provider::RequestOptions {
+            model: "gpt-oss-120b".into(),
+            ..Default::default()
+        };
+        let req =
+            forkpoint_core::provider::build_request(Provider::Responses, &opts, None, &msgs, &[])
+                .unwrap();
+        let body: Value = serde_json::from_str(&req.body).unwrap();
+        let item = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["type"] == "reasoning")
+            .expect("the reasoning item is sent");
+        assert_eq!(item["content"], want["content"], "{item}");
+        assert_eq!(item["id"], "rs_9");
+    }
+}
+
+/// Gemini (Vertex `streamFunctionCallArguments`): a call's arguments in
+/// `functionCall.partialArgs` across chunks (`willContinue`), a string in
+/// several pieces of one `jsonPath`. They stream as ToolArgs pieces that add
+/// up to the whole `args`, which the stored call holds.
+#[test]
+fn gemini_partial_args_stream_as_tool_args() {
+    let c = |parts: &str, extra: &str| {
+        format!(
+            r#"{{"candidates":[{{"content":{{"parts":{parts},"role":"model"}}{extra},"index":0}}],"modelVersion":"gemini-3-pro-preview","responseId":"r3"}}"#
+        )
+    };
+    let chunks = [
+        c(r#"[{"text":"Searching."}]"#, ""),
+        c(
+            r#"[{"functionCall":{"name":"search","partialArgs":[{"jsonPath":"$.query","stringValue":"forkpoint ","willContinue":true}],"willContinue":true},"thoughtSignature":"c2ln"}]"#,
+            "",
+        ),
+        c(
+            r#"[{"functionCall":{"partialArgs":[{"jsonPath":"$.query","stringValue":"durable \"streams\""}],"willContinue":true}}]"#,
+            "",
+        ),
+        c(
+            r#"[{"functionCall":{"partialArgs":[{"jsonPath":"$.limit","numberValue":5},{"jsonPath":"$.filters.recent","boolValue":true},{"jsonPath":"$.tags[0]","stringValue":"a"},{"jsonPath":"$.tags[1]","nullValue":"NULL_VALUE"}],"willContinue":true}}]"#,
+            "",
+        ),
+        c(
+            r#"[{"functionCall":{"name":"search","willContinue":false}}]"#,
+            "",
+        ),
+        c(
+            r#"[{"functionCall":{"name":"count","args":{"n":1}}}]"#,
+            r#","finishReason":"STOP""#,
+        ),
+    ];
+    let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
+    let body = data_only(&refs);
+    for split in [body.len(), 50, 7] {
+        let mut d = StreamDecoder::new(Provider::Google, "google", "gemini-3-pro-preview");
+        let mut pieces = Vec::new();
+        for part in body.as_bytes().chunks(split) {
+            pieces.extend(d.push(part).unwrap());
+        }
+        let m = d.finish().unwrap();
+        check_pieces(&pieces, &m);
+        let calls: Vec<&Value> = m["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "toolCall")
+            .collect();
+        assert_eq!(calls.len(), 2, "{m}");
+        assert_eq!(calls[0]["name"], "search");
+        assert_eq!(
+            calls[0]["arguments"],
+            json!({"query": "forkpoint durable \"streams\"", "limit": 5, "filters": {"recent": true}, "tags": ["a", null]})
+        );
+        assert_eq!(calls[0]["thoughtSignature"], "c2ln");
+        assert!(
+            calls[0].get("vendor").is_none(),
+            "no stream members kept: {m}"
+        );
+        assert_eq!(calls[1]["arguments"], json!({"n": 1}));
+        // The query streamed in more than one piece, before the call was whole.
+        let arg_pieces: Vec<&str> = pieces
+            .iter()
+            .filter_map(|p| match p {
+                StreamPiece::ToolArgs { index, text } if *index == 1 => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(arg_pieces.len() >= 3, "{arg_pieces:?}");
+        assert_eq!(arg_pieces[0], r#"{"query":"forkpoint "#);
+    }
+    // A path the decoder does not read is a protocol error, not a panic.
+    let bad = data_only(&[&c(
+        r#"[{"functionCall":{"name":"s","partialArgs":[{"jsonPath":"$..x","stringValue":"v"}],"willContinue":true}}]"#,
+        "",
+    )]);
+    let mut d = StreamDecoder::new(Provider::Google, "google", "x");
+    let _ = d.push(bad.as_bytes());
+    assert_eq!(
+        d.failure().map(|e| e.code),
+        Some(ErrorCode::ProviderProtocol)
+    );
+}

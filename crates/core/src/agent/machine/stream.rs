@@ -123,9 +123,10 @@ impl AgentMachine {
         pricing: Option<Value>,
         secrets: Vec<String>,
     ) -> Result<Reply> {
-        if !matches!(self.phase, Phase::Model { ticket: t, .. } if t == ticket) {
-            return Ok(Reply::default()); // interrupted: nothing to send
-        }
+        let step = match self.phase {
+            Phase::Model { ticket: t, step } if t == ticket => step,
+            _ => return Ok(Reply::default()), // interrupted: nothing to send
+        };
         if !self.streamed.is_empty() {
             return Err(Error::invalid_input(
                 "a model call that streamed content is not started over",
@@ -162,6 +163,8 @@ impl AgentMachine {
         let provider = provider.unwrap_or(p.vendor());
         let mut decoder = StreamDecoder::new(p, provider, model);
         decoder.set_name_map(req.name_map.clone());
+        // Made-up call ids (Gemini sends none) are unique across the turns.
+        decoder.set_call_seed(step);
         if let Some(v) = pricing.filter(|v| !v.is_null()) {
             decoder.set_pricing(Some(bind::pricing(&v)?));
         }
@@ -188,7 +191,14 @@ impl AgentMachine {
         // reset before the HTTP body's own end) lost nothing: the answer is whole.
         let complete = self.wire.as_ref().is_some_and(|w| w.decoder.complete());
         if let Some(message) = error.filter(|_| !complete) {
-            return self.stream_failed(Error::new(ErrorCode::ProviderUnavailable, message));
+            // An error the stream reported before it broke is the one that
+            // counts (the provider's own code), not the broken connection.
+            let e = self
+                .wire
+                .as_mut()
+                .and_then(|w| w.decoder.failure())
+                .unwrap_or_else(|| Error::new(ErrorCode::ProviderUnavailable, message));
+            return self.stream_failed(e);
         }
         let Some(mut wire) = self.wire.take() else {
             return Err(Error::invalid_input(
