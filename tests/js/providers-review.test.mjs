@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { napi } from './helpers.mjs';
 import { startProviderServer } from './providers/server.mjs';
-import { defaultModel, events as wireEvents } from './providers/wire.mjs';
+import { defaultModel, events as wireEvents, sse } from './providers/wire.mjs';
 
 const { Agent, JSONStore, ToolRegistry, createProvider } = napi;
 const KEY = 'sk-test-0123456789abcdef';
@@ -227,4 +227,82 @@ test('a stream the machine has failed (malformed event) is not read to its end: 
   } finally {
     await srv.close();
   }
+});
+
+test('close() while a provider hangs mid-stream stops the call at once; a resume with autoRun makes it again', async () => {
+  const srv = await startProviderServer({
+    provider: 'anthropic',
+    script: [{ turn: { text: 'half an answer, then silence' }, opts: { pieces: 6 }, hangAfter: 4 }, { turn: { text: 'the whole answer' } }],
+  });
+  const store = freshStore();
+  try {
+    // timeoutMs is a minute: close() must not wait for it.
+    const agent = await Agent.create({ model: provider('anthropic', srv, { timeoutMs: 60_000 }) }, { store, toolRegistry: tools() });
+    const one = agent.chat('one');
+    one.catch(() => {});
+    await waitFor(agent, 'text_chunk');
+    const closing = agent.close();
+    const outcome = await Promise.race([closing.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting'), 5_000))]);
+    assert.equal(outcome, 'closed');
+    const again = await Agent.resumeFromStore(agent.agentId, { store, toolRegistry: tools(), modelFactory: () => provider('anthropic', srv) }, { autoRun: true });
+    const evs = await allEvents(again);
+    const partial = evs.find((e) => e.type === 'model_partial');
+    assert.equal(partial?.reason, 'interrupted');
+    assert.match(partial.content.map((b) => b.text).join(''), /^half/);
+    await again.idle();
+    const msgs = await again.messages();
+    const answers = msgs.filter((m) => m.role === 'assistant').map((m) => m.content.map((b) => b.text).join(''));
+    assert.deepEqual(answers, ['the whole answer']);
+    await again.close();
+  } finally {
+    await srv.close();
+  }
+});
+
+test('the addon writes a streamed answer on its own thread: pieces become durable while JavaScript is busy', async () => {
+  // A body whose reader blocks the JavaScript thread for 300 ms after two
+  // pieces: the first is written at once, the second is due 10 ms later
+  // (group commit), which falls inside the block; only a writer off the
+  // JavaScript thread can make it durable then.
+  const turn = { text: Array.from({ length: 40 }, (_, i) => `w${i} `).join('') };
+  const bytes = new TextEncoder().encode(sse('anthropic', turn, { pieces: 40 }).join(''));
+  const [q1, q2] = [bytes.length >> 2, bytes.length >> 1];
+  const busy = {};
+  let pulls = 0;
+  const fetch = async () =>
+    new Response(
+      new ReadableStream({
+        start(c) {
+          c.enqueue(bytes.slice(0, q1));
+        },
+        pull(c) {
+          pulls++;
+          if (pulls === 1) return c.enqueue(bytes.slice(q1, q2));
+          if (pulls > 2) return;
+          return new Promise((resolve) =>
+            setTimeout(() => {
+              busy.from = Date.now();
+              while (Date.now() - busy.from < 300); // JavaScript does nothing else
+              busy.to = Date.now();
+              c.enqueue(bytes.slice(q2));
+              c.close();
+              resolve();
+            }, 0),
+          );
+        },
+      }),
+      { status: 200, headers: { 'content-type': 'text/event-stream' } },
+    );
+  const model = createProvider({ provider: 'anthropic', model: defaultModel('anthropic'), apiKey: KEY, baseURL: 'http://127.0.0.1:9', fetch });
+  const agent = await Agent.create({ model }, { store: freshStore(), toolRegistry: tools() });
+  let writes = [];
+  agent.streamWrites = (w) => (writes = w);
+  const r = await agent.chat('go');
+  assert.equal(r.text, turn.text);
+  assert.ok(writes.length >= 2, `several writes (${writes.length})`);
+  assert.ok(
+    writes.some((w) => w.at > busy.from && w.at < busy.to),
+    `a write became durable while JavaScript was blocked (${busy.from}..${busy.to}: ${writes.map((w) => w.at.toFixed(0)).join(', ')})`,
+  );
+  await agent.close();
 });

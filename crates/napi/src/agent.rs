@@ -12,12 +12,15 @@ use forkpoint_core::agent::runtime::AgentRuntime;
 use forkpoint_core::storage::AgentStorage;
 use forkpoint_core::{Error, EventLogInfo, EventLogOptions};
 use forkpoint_fs::{FileStorage, validate_id};
-use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName};
-use napi::{Env, Task};
+use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName, Unknown};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status, Task};
 use napi_derive::napi;
 use serde_json::Value;
+use std::time::Duration;
 
 use crate::events::NativeEventLog;
+use crate::feed::{Ended, Feed, Written};
 use crate::util::{guard, now_ms, seed};
 
 type Runtime = AgentRuntime<Arc<FileStorage>>;
@@ -134,8 +137,17 @@ impl NativeStore {
 #[napi]
 pub struct NativeAgent {
     rt: Arc<Mutex<Runtime>>,
+    /// The writer of the model call being streamed (its ticket).
+    feed: Mutex<Option<(u32, Arc<Feed>)>>,
     events: Option<(Arc<forkpoint_fs::events::FileEventLog>, String)>,
     id: String,
+}
+
+/// The seq of an event line (`{"seq":N,…`).
+fn seq_of(line: &str) -> Option<u64> {
+    let rest = line.strip_prefix("{\"seq\":")?;
+    let end = rest.find(|c: char| !c.is_ascii_digit())?;
+    rest[..end].parse().ok()
 }
 
 fn lock(rt: &Mutex<Runtime>) -> forkpoint_core::Result<MutexGuard<'_, Runtime>> {
@@ -157,6 +169,7 @@ fn agent(store: &Arc<FileStorage>, rt: Runtime) -> NativeAgent {
     });
     NativeAgent {
         rt: Arc::new(Mutex::new(rt)),
+        feed: Mutex::new(None),
         events,
         id,
     }
@@ -259,6 +272,86 @@ impl NativeAgent {
         })
     }
 
+    /// Starts the writer of model call `ticket`'s streamed body, on a thread of
+    /// its own: bytes given to `streamPush` are decoded and made durable there,
+    /// a write at most every `intervalMs` (what arrives meanwhile goes in the
+    /// next), so a JavaScript thread busy reading a burst cannot hold them
+    /// back. `onWrite` is called on the JavaScript thread after each write (for
+    /// live listeners). End it with `streamEnd`.
+    #[napi]
+    pub fn stream_start(
+        &self,
+        ticket: u32,
+        interval_ms: f64,
+        on_write: ThreadsafeFunction<u32, Unknown<'static>, u32, Status, false>,
+    ) -> napi::Result<()> {
+        guard(|| {
+            let rt = self.rt.clone();
+            let write = Box::new(move |bytes: &[u8]| -> forkpoint_core::Result<Written> {
+                let rt = lock(&rt)?;
+                let step = pollster::block_on(rt.stream_bytes(u64::from(ticket), bytes, now()))?;
+                let stop = step.reply.value.is_some();
+                Ok(Written {
+                    step: (stop || !step.commands.is_empty()).then(|| step.to_json(false)),
+                    stop,
+                    last_seq: step.events.last().and_then(|l| seq_of(l)),
+                })
+            });
+            let written = Box::new(move || {
+                on_write.call(0, ThreadsafeFunctionCallMode::NonBlocking);
+            });
+            let interval = Duration::from_secs_f64(interval_ms.clamp(0.0, 60_000.0) / 1000.0);
+            let feed = Arc::new(Feed::start(interval, write, written)?);
+            let old = self
+                .feed
+                .lock()
+                .map_err(|_| Error::internal("agent poisoned by a panic"))?
+                .replace((ticket, feed));
+            if let Some((_, old)) = old {
+                old.end(true).ok();
+            }
+            Ok(())
+        })
+    }
+
+    /// Queues bytes of model call `ticket`'s streamed body (returns at once);
+    /// `false` when its writer has stopped (the stream failed, or a write did:
+    /// `streamEnd` says how), so reading on is useless.
+    #[napi]
+    pub fn stream_push(&self, ticket: u32, bytes: Buffer) -> napi::Result<bool> {
+        guard(|| {
+            let feed = self.feed_of(ticket)?;
+            Ok(feed.push(&bytes))
+        })
+    }
+
+    /// Ends model call `ticket`'s writer: what is queued is written (dropped
+    /// with `discard`), then resolves to `{steps, writes}` (JSON): the steps the
+    /// driver must see (commands, or the stream's failure as `value`), and for
+    /// each write `{at, lastSeq}` — when its events became durable (ms since
+    /// the epoch) and the seq of its last one. A write that failed rejects.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn stream_end(&self, ticket: u32, discard: bool) -> AsyncTask<Job<String>> {
+        let feed = self.feed_of(ticket);
+        let slot = self.feed.lock().ok().and_then(|mut f| {
+            if f.as_ref().is_some_and(|(t, _)| *t == ticket) {
+                f.take()
+            } else {
+                None
+            }
+        });
+        drop(slot);
+        Job::new(move || {
+            let Ended { steps, writes } = feed?.end(discard)?;
+            let mut out = String::from("{\"steps\":[");
+            out.push_str(&steps.join(","));
+            out.push_str("],\"writes\":");
+            out.push_str(&to_json(&writes)?);
+            out.push('}');
+            Ok(out)
+        })
+    }
+
     /// Answers a query (`Query`, JSON) from the agent's state (JSON).
     #[napi]
     pub fn query(&self, query_json: String) -> napi::Result<String> {
@@ -347,9 +440,29 @@ impl NativeAgent {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close(&self) -> AsyncTask<Job<()>> {
         let rt = self.rt.clone();
+        let feed = self.feed.lock().ok().and_then(|mut f| f.take());
         Job::new(move || {
+            if let Some((_, feed)) = feed {
+                feed.end(true).ok(); // a stream being read: its writer stops
+            }
             let rt = lock(&rt)?;
             pollster::block_on(rt.close())
         })
+    }
+}
+
+impl NativeAgent {
+    /// The writer of model call `ticket` (`INVALID_INPUT` when none was started).
+    fn feed_of(&self, ticket: u32) -> forkpoint_core::Result<Arc<Feed>> {
+        let f = self
+            .feed
+            .lock()
+            .map_err(|_| Error::internal("agent poisoned by a panic"))?;
+        match &*f {
+            Some((t, feed)) if *t == ticket => Ok(feed.clone()),
+            _ => Err(Error::invalid_input(format!(
+                "no stream writer was started for model call {ticket}"
+            ))),
+        }
     }
 }

@@ -9,6 +9,7 @@ mod agent;
 #[cfg(feature = "contract")]
 mod contract;
 mod events;
+mod feed;
 mod incremental;
 mod lazy;
 mod list;

@@ -42,6 +42,29 @@ export declare class NativeAgent {
    * stream failed.
    */
   streamBytes(ticket: number, bytes: Buffer): Promise<string>
+  /**
+   * Starts the writer of model call `ticket`'s streamed body, on a thread of
+   * its own: bytes given to `streamPush` are decoded and made durable there,
+   * a write at most every `intervalMs` (what arrives meanwhile goes in the
+   * next), so a JavaScript thread busy reading a burst cannot hold them
+   * back. `onWrite` is called on the JavaScript thread after each write (for
+   * live listeners). End it with `streamEnd`.
+   */
+  streamStart(ticket: number, intervalMs: number, onWrite: ((arg: number) => unknown)): void
+  /**
+   * Queues bytes of model call `ticket`'s streamed body (returns at once);
+   * `false` when its writer has stopped (the stream failed, or a write did:
+   * `streamEnd` says how), so reading on is useless.
+   */
+  streamPush(ticket: number, bytes: Buffer): boolean
+  /**
+   * Ends model call `ticket`'s writer: what is queued is written (dropped
+   * with `discard`), then resolves to `{steps, writes}` (JSON): the steps the
+   * driver must see (commands, or the stream's failure as `value`), and for
+   * each write `{at, lastSeq}` — when its events became durable (ms since
+   * the epoch) and the seq of its last one. A write that failed rejects.
+   */
+  streamEnd(ticket: number, discard: boolean): Promise<string>
   /** Answers a query (`Query`, JSON) from the agent's state (JSON). */
   query(queryJson: string): string
   /** The model's answer completed as it will be stored (ids minted, defaults filled; JSON). */

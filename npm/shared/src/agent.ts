@@ -263,6 +263,12 @@ export interface NativeAgentLike {
   input(inputJson: string): Promise<string>;
   /** Bytes of model call `ticket`'s streamed body (a step, JSON). */
   streamBytes?(ticket: number, bytes: Uint8Array): Promise<string>;
+  /** Starts model call `ticket`'s stream writer on a thread of its own (napi); `onWrite` after each write. */
+  streamStart?(ticket: number, intervalMs: number, onWrite: (n: number) => unknown): void;
+  /** Queues body bytes (returns at once); `false` once the writer stopped. */
+  streamPush?(ticket: number, bytes: Uint8Array): boolean;
+  /** Ends the writer: `{steps, writes}` (JSON). */
+  streamEnd?(ticket: number, discard: boolean): Promise<string>;
   query(queryJson: string): string;
   completeReply(replyJson: string): string;
   setTools(toolsJson: string): void;
@@ -412,6 +418,20 @@ interface StepOut {
   bookmark: Bookmark | null;
 }
 
+/** One write of a streamed answer: when its events were durable (ms since the epoch) and its last event's seq. */
+export interface StreamWrite {
+  at: number;
+  lastSeq: number | null;
+}
+
+/** Where the bytes of a streamed body go (see `Agent.byteSink`). */
+interface ByteSink {
+  /** `false`: stop reading (the stream failed, or a write did). */
+  push(bytes: Uint8Array): boolean;
+  /** Writes what is left (drops it with `discard`); the steps the driver must see. */
+  end(discard: boolean): Promise<StepOut[]>;
+}
+
 interface Status {
   agentId: string;
   state: AgentState;
@@ -468,6 +488,8 @@ function request(c: Extract<Cmd, { kind: 'callModel' }>, read: (upTo: number) =>
 
 /** A durable agent (one process or tab runs it at a time: it holds the agent's lease). */
 export class Agent {
+  /** @internal Told each streamed call's write times (the addon's writer thread); for `bench/stream.mjs`. */
+  streamWrites?: (writes: StreamWrite[]) => void;
   readonly agentId: string;
   private readonly n: NativeAgentLike;
   private readonly deps: AgentDependencies;
@@ -479,6 +501,8 @@ export class Agent {
   private failure: unknown = null;
   private readonly aborts = new Set<AbortController>();
   private interrupting: Promise<void> | null = null;
+  /** Model calls in flight (close() stops them). */
+  private modelCalls = 0;
   private closed = false;
   private restored: { variables?: Record<string, unknown>; state?: unknown } = {};
   private whole = false;
@@ -669,6 +693,15 @@ export class Agent {
   }
 
   private async callModel(c: Extract<Cmd, { kind: 'callModel' }>): Promise<void> {
+    this.modelCalls++;
+    try {
+      await this.callModel_(c);
+    } finally {
+      this.modelCalls--;
+    }
+  }
+
+  private async callModel_(c: Extract<Cmd, { kind: 'callModel' }>): Promise<void> {
     if (isStreamingProvider(this.provider) && this.n.streamBytes && !this.deps.store.redact) {
       return this.callModelStreaming(c, this.provider);
     }
@@ -749,7 +782,6 @@ export class Agent {
   private async callModelStreaming(c: Extract<Cmd, { kind: 'callModel' }>, p: StreamingProvider): Promise<void> {
     const ac = new AbortController();
     this.aborts.add(ac);
-    const n = this.n as NativeAgentLike & { streamBytes(ticket: number, bytes: Uint8Array): Promise<string> };
     type Verdict = { retry: boolean; code: ErrorCode; message: string };
     const fail = (v: Verdict) => {
       this.failure ??= new ForkpointError({ code: v.code, message: v.message });
@@ -779,39 +811,34 @@ export class Agent {
           return;
         }
         let verdict: Verdict | null = null;
-        // Group commit at most every commitIntervalMs (the core's figure); the
-        // end of the body goes out at once.
-        const bytes = new GroupCommit<Uint8Array>(
-          async (chunks) => {
-            const all = chunks.length === 1 ? chunks[0]! : concat(chunks);
-            let text: string;
-            try {
-              text = await callAsync(() => n.streamBytes(c.ticket, all));
-            } finally {
-              this.log.pump();
-            }
-            const step = JSON.parse(text) as StepOut;
-            this.carryOut(step);
-            if (step.value) verdict = step.value as Verdict;
-            return verdict !== null;
-          },
-          p.wire.commitIntervalMs,
-          () => ac.signal.aborted,
-        );
         let broke: ForkpointError | null = null;
+        let refused: unknown = null;
+        let sink: ByteSink;
+        try {
+          sink = this.byteSink(c.ticket, p.wire.commitIntervalMs, ac.signal);
+        } catch (e) {
+          ac.abort(); // the body is not read
+          throw e;
+        }
         try {
           for await (const chunk of body) {
-            bytes.push(chunk);
-            if (bytes.stopped || bytes.failed !== null || ac.signal.aborted) break;
+            if (!sink.push(chunk) || ac.signal.aborted) break;
           }
         } catch (e) {
           broke = toForkpointError(e);
         }
-        await bytes.end();
+        try {
+          for (const step of await sink.end(ac.signal.aborted)) {
+            this.carryOut(step);
+            if (step.value) verdict = step.value as Verdict;
+          }
+        } catch (e) {
+          refused = e;
+        }
         if (ac.signal.aborted) return;
-        if (bytes.failed !== null) {
+        if (refused !== null) {
           // A piece the machine refused (over a limit): the call ends as failed.
-          const err = toForkpointError(bytes.failed);
+          const err = toForkpointError(refused);
           await this.input({ kind: 'modelError', ticket: c.ticket, message: err.message, code: err.code });
           throw err;
         }
@@ -838,6 +865,61 @@ export class Agent {
     } finally {
       this.aborts.delete(ac);
     }
+  }
+
+  /**
+   * Where a streamed body's bytes go. With the addon, to the call's writer
+   * thread (decoded and made durable there, group commit off the JavaScript
+   * thread); otherwise through `streamBytes`, one write at a time, what comes
+   * meanwhile in the next (group commit on this thread).
+   */
+  private byteSink(ticket: number, intervalMs: number, signal: AbortSignal): ByteSink {
+    const n = this.n;
+    if (n.streamStart && n.streamPush && n.streamEnd) {
+      const [start, push, end] = [n.streamStart.bind(n), n.streamPush.bind(n), n.streamEnd.bind(n)];
+      call(() => start(ticket, intervalMs, () => this.log.pump()));
+      return {
+        push: (bytes) => call(() => push(ticket, bytes)),
+        end: async (discard) => {
+          try {
+            const out = JSON.parse(await callAsync(() => end(ticket, discard))) as { steps: StepOut[]; writes: StreamWrite[] };
+            this.streamWrites?.(out.writes);
+            return out.steps;
+          } finally {
+            this.log.pump();
+          }
+        },
+      };
+    }
+    const steps: StepOut[] = [];
+    const stream = n.streamBytes!.bind(n);
+    const bytes = new GroupCommit<Uint8Array>(
+      async (chunks) => {
+        const all = chunks.length === 1 ? chunks[0]! : concat(chunks);
+        let text: string;
+        try {
+          text = await callAsync(() => stream(ticket, all));
+        } finally {
+          this.log.pump();
+        }
+        const step = JSON.parse(text) as StepOut;
+        if (step.value || step.commands.length > 0) steps.push(step);
+        return !!step.value;
+      },
+      intervalMs,
+      () => signal.aborted,
+    );
+    return {
+      push: (chunk) => {
+        bytes.push(chunk);
+        return !bytes.stopped && bytes.failed === null;
+      },
+      end: async () => {
+        await bytes.end();
+        if (bytes.failed !== null) throw bytes.failed;
+        return steps;
+      },
+    };
   }
 
   private async runTool(c: Extract<Cmd, { kind: 'runTool' }>): Promise<void> {
@@ -1146,6 +1228,11 @@ export class Agent {
   /** Waits for the running step, then releases the agent (and its lease). */
   async close(): Promise<void> {
     if (this.closed) return;
+    // A model call being answered stops as interrupt() stops it (what
+    // streamed is kept as `model_partial`, reason 'interrupted'; `run()` after
+    // a resume makes the call again): a provider that hangs would otherwise
+    // hold close() for its whole timeout. Running tools finish first.
+    if (this.modelCalls > 0) await this.interrupt({ note: 'Closed while the model was answering' }).catch(() => {});
     while (this.work.size > 0) await Promise.allSettled([...this.work]);
     this.closed = true;
     await this.log.close();
