@@ -9,7 +9,9 @@
 //
 // Reports client CPU (process.cpuUsage) and wall time, the ratio to the
 // baseline, and the latency from a chunk's arrival (the fetch body yields it)
-// to its event being durable (the agent's live listener sees it), p50/p99.
+// to its event being durable (the fsync of the addon's writer thread that
+// wrote it, from Agent.streamWrites), p50/p99 over every chunk of the burst
+// runs (one paced run), and to the agent's live listener seeing it (p99).
 //
 //   node bench/stream.mjs [--chunks 10000] [--runs-burst 5] [--runs-paced 2] [--json]
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -80,6 +82,9 @@ const rows = await runBench({ chunks, runs, providers, onRow: (r) => log(`  ${r.
 
 // ------------------------------------------------------- chunk → durable latency
 
+/** Epoch milliseconds with sub-millisecond precision (the addon's write times are epoch based). */
+const epoch = () => performance.timeOrigin + performance.now();
+
 /** Wraps a response so each word's arrival time is recorded (`w000123` marks chunk 123). */
 function timing(arrivals) {
   return (res) => {
@@ -87,7 +92,7 @@ function timing(arrivals) {
     let carry = '';
     const stamp = new TransformStream({
       transform(chunk, ctl) {
-        const now = performance.now();
+        const now = epoch();
         const s = carry + dec.decode(chunk, { stream: true });
         for (const m of s.matchAll(/w(\d{6})/g)) if (!arrivals.has(m[1])) arrivals.set(m[1], now);
         carry = s.slice(-8);
@@ -103,30 +108,47 @@ const pct = (xs, q) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
 
+// chunk → durable: from the chunk's arrival (the fetch body yields it) to the
+// end of the write (fsync) that made its event durable, as the addon's writer
+// thread reports it (Agent.streamWrites: each write's time and last seq).
+// chunk → listener: to the agent's live listener seeing the event, which in a
+// burst waits for the JavaScript thread to finish reading.
 const latency = [];
+const latencyRuns = { burst: runs.burst, paced: 1 };
 for (const p of providers) {
   for (const [mode, delivery] of Object.entries(MODES)) {
     const text = benchText(chunks);
     const events = sse(p, { text, usage: { input: 12, output: chunks } }, { pieces: chunks, includeUsage: true });
     const srv = await spawnProviderServer({ provider: p, script: [{ events, ...delivery, times: 1e9 }] });
     try {
-      const arrivals = new Map();
-      const lst = { url: srv.url };
-      const [agent] = await pool(p, lst, 1, timing(arrivals));
-      const lat = [];
-      agent.on('text_chunk', (e) => {
-        const now = performance.now();
-        for (const m of e.delta.matchAll(/w(\d{6})/g)) {
-          const t = arrivals.get(m[1]);
-          if (t !== undefined) lat.push(now - t);
+      const durable = [];
+      const seen = [];
+      for (let run = 0; run < latencyRuns[mode]; run++) {
+        const arrivals = new Map();
+        const lst = { url: srv.url };
+        const [agent] = await pool(p, lst, 1, timing(arrivals));
+        let writes = [];
+        agent.streamWrites = (w) => (writes = w);
+        const marks = [];
+        agent.on('text_chunk', (e) => {
+          const now = epoch();
+          for (const m of e.delta.matchAll(/w(\d{6})/g)) marks.push([e.seq, arrivals.get(m[1]), now]);
+        });
+        const r = await agent.chat('Write a long text.');
+        if (r.text !== text) throw new Error('latency run: a different text');
+        await agent.close();
+        let w = 0;
+        for (const [seq, arrived, heard] of marks.sort((a, b) => a[0] - b[0])) {
+          if (arrived === undefined) continue;
+          while (w < writes.length && (writes[w].lastSeq ?? -1) < seq) w++;
+          if (w === writes.length) throw new Error(`latency run: event ${seq} is in no write`);
+          durable.push(writes[w].at - arrived);
+          seen.push(heard - arrived);
         }
-      });
-      const r = await agent.chat('Write a long text.');
-      if (r.text !== text) throw new Error('latency run: a different text');
-      await agent.close();
-      const row = { provider: p, mode, samples: lat.length, p50: pct(lat, 0.5), p99: pct(lat, 0.99), max: Math.max(...lat) };
+      }
+      const row = { provider: p, mode, runs: latencyRuns[mode], samples: durable.length, p50: pct(durable, 0.5), p99: pct(durable, 0.99), max: Math.max(...durable), listenerP50: pct(seen, 0.5), listenerP99: pct(seen, 0.99) };
       latency.push(row);
-      log(`  ${p} ${mode} latency: p50 ${row.p50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms (${row.samples} chunks)`);
+      log(`  ${p} ${mode} chunk→durable: p50 ${row.p50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms; chunk→listener p50 ${row.listenerP50.toFixed(2)} ms, p99 ${row.listenerP99.toFixed(2)} ms (${row.samples} chunks, ${row.runs} runs)`);
     } finally {
       await srv.close();
     }
@@ -153,14 +175,15 @@ for (const p of providers) {
       forkpointWallMs: fp.wallMs,
       durableP50Ms: lat.p50,
       durableP99Ms: lat.p99,
+      listenerP99Ms: lat.listenerP99,
     });
   }
 }
 if (asJson) {
   console.log(JSON.stringify({ chunks, runs, rows, latency, summary: out }, null, 2));
 } else {
-  const head = ['provider', 'mode', 'plain CPU ms', 'forkpoint CPU ms', 'CPU ratio', 'plain wall ms', 'forkpoint wall ms', 'chunk→durable p50', 'p99'];
-  const body = out.map((r) => [r.provider, r.mode, r.baselineCpuMs.toFixed(1), r.forkpointCpuMs.toFixed(1), `${r.cpuRatio.toFixed(2)}×`, r.baselineWallMs.toFixed(1), r.forkpointWallMs.toFixed(1), `${r.durableP50Ms.toFixed(2)} ms`, `${r.durableP99Ms.toFixed(2)} ms`]);
+  const head = ['provider', 'mode', 'plain CPU ms', 'forkpoint CPU ms', 'CPU ratio', 'plain wall ms', 'forkpoint wall ms', 'chunk→durable p50', 'p99', 'chunk→listener p99'];
+  const body = out.map((r) => [r.provider, r.mode, r.baselineCpuMs.toFixed(1), r.forkpointCpuMs.toFixed(1), `${r.cpuRatio.toFixed(2)}×`, r.baselineWallMs.toFixed(1), r.forkpointWallMs.toFixed(1), `${r.durableP50Ms.toFixed(2)} ms`, `${r.durableP99Ms.toFixed(2)} ms`, `${r.listenerP99Ms.toFixed(2)} ms`]);
   const w = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells) => cells.map((c, i) => (i < 2 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ');
   console.log([line(head), line(w.map((n) => '-'.repeat(n))), ...body.map(line)].join('\n'));

@@ -306,3 +306,37 @@ test('the addon writes a streamed answer on its own thread: pieces become durabl
   );
   await agent.close();
 });
+
+test('an HTTP-date retry-after is honoured (the core reads it against the current time)', async () => {
+  const at = new Date(Date.now() + 3_000).toUTCString(); // whole seconds: a wait of 2 to 3 s
+  const srv = await startProviderServer({
+    provider: 'anthropic',
+    script: [{ error: 429, headers: { 'retry-after': at } }, { turn: { text: 'after the date' } }],
+  });
+  try {
+    const agent = await Agent.create({ model: provider('anthropic', srv) }, { store: freshStore(), toolRegistry: tools() });
+    const t0 = Date.now();
+    assert.equal((await agent.chat('hi')).text, 'after the date');
+    // The growing wait of a first retry is at most 500 ms.
+    assert.ok(Date.now() - t0 >= 1_500, `waited ${Date.now() - t0} ms for ${at}`);
+    await agent.close();
+  } finally {
+    await srv.close();
+  }
+});
+
+test("provider.complete(): an error event, then a broken connection: the error event's code", async () => {
+  const srv = await startProviderServer({
+    provider: 'anthropic',
+    script: [{ turn: { text: 'one two three four' }, opts: { pieces: 4 }, errorAfter: 5, error: { type: 'rate_limit_error', message: 'slow down' }, dropAfter: 6 }],
+  });
+  try {
+    const p = provider('anthropic', srv);
+    await assert.rejects(
+      p.complete({ messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }], timestamp: 1 }] }, {}),
+      (e) => e.code === 'PROVIDER_RATE_LIMITED' && /slow down/.test(e.message),
+    );
+  } finally {
+    await srv.close();
+  }
+});

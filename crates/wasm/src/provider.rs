@@ -50,10 +50,25 @@ pub fn provider_http_failure_json(
     .map_err(err)
 }
 
-/// How long to wait (ms) before retry `attempt` (from 0); `jitter` in [0, 1).
+/// How long to wait (ms) before retry `attempt` (from 0): what the answer's
+/// `retry-after-ms` (wins) or `retry-after` (seconds, or an HTTP date read
+/// against `nowMs`, ms since the epoch) asks, else a growing wait scaled by
+/// `jitter` in [0, 1).
 #[wasm_bindgen(js_name = providerRetryWaitMs)]
-pub fn provider_retry_wait_ms(attempt: u32, retry_after: Option<String>, jitter: f64) -> f64 {
-    provider::http::retry_wait_ms(attempt, retry_after.as_deref(), jitter) as f64
+pub fn provider_retry_wait_ms(
+    attempt: u32,
+    retry_after: Option<String>,
+    retry_after_ms: Option<String>,
+    jitter: f64,
+    now_ms: Option<f64>,
+) -> f64 {
+    provider::http::retry_wait_ms_at(
+        attempt,
+        retry_after.as_deref(),
+        retry_after_ms.as_deref(),
+        jitter,
+        now_ms,
+    ) as f64
 }
 
 /// Decodes a provider's streamed answer (SSE bytes in any split) into pieces

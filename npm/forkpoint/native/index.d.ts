@@ -317,8 +317,13 @@ export declare function providerDefaultsJson(api: string): string
 /** What an HTTP error answer means: `{code, message, retryable}` (JSON). */
 export declare function providerHttpFailureJson(api: string, status: number, body: Uint8Array, retryAfter?: string | undefined | null): string
 
-/** How long to wait (ms) before retry `attempt` (from 0); `jitter` in [0, 1). */
-export declare function providerRetryWaitMs(attempt: number, retryAfter: string | undefined | null, jitter: number): number
+/**
+ * How long to wait (ms) before retry `attempt` (from 0): what the answer's
+ * `retry-after-ms` (wins) or `retry-after` (seconds, or an HTTP date read
+ * against `nowMs`, ms since the epoch) asks, else a growing wait scaled by
+ * `jitter` in [0, 1).
+ */
+export declare function providerRetryWaitMs(attempt: number, retryAfter: string | undefined | null, retryAfterMs: string | undefined | null, jitter: number, nowMs?: number | undefined | null): number
 
 /**
  * `redactSecrets`: the filter `meta.json` is written through, applied to any

@@ -82,7 +82,8 @@ export interface StreamingProvider extends ModelProvider {
    */
   send(req: WireRequest, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
   /** How long to wait before retry number `attempt` (from 0). */
-  retryWaitMs(attempt: number, retryAfter?: string | null): number;
+  /** The wait before retry `attempt` (from 0): what the headers ask (`retry-after-ms` wins), else a growing jittered wait (the core decides). */
+  retryWaitMs(attempt: number, retryAfter?: string | null, retryAfterMs?: string | null): number;
   readonly maxRetries: number;
   /** @internal The texts no error or event may hold (the key, the extra headers' values). */
   secrets(): string[];
@@ -93,7 +94,7 @@ export interface NativeProviderLike {
   providerDefaultsJson(api: string): string;
   buildProviderRequestJson(api: string, optionsJson: string, system: string | null, messagesJson: string, toolsJson: string): string;
   providerHttpFailureJson(api: string, status: number, body: Uint8Array, retryAfter: string | null): string;
-  providerRetryWaitMs(attempt: number, retryAfter: string | null, jitter: number): number;
+  providerRetryWaitMs(attempt: number, retryAfter: string | null, retryAfterMs: string | null, jitter: number, nowMs: number | null): number;
   NativeStreamDecoder: new (api: string, provider: string, model: string) => NativeStreamDecoderLike;
 }
 
@@ -174,7 +175,8 @@ export function createProviders(native: NativeProviderLike) {
       }
     })();
 
-    const retryWaitMs = (attempt: number, retryAfter?: string | null) => native.providerRetryWaitMs(attempt, retryAfter ?? null, Math.random());
+    const retryWaitMs = (attempt: number, retryAfter?: string | null, retryAfterMs?: string | null) =>
+      native.providerRetryWaitMs(attempt, retryAfter ?? null, retryAfterMs ?? null, Math.random(), Date.now());
 
     const secrets = (): string[] => {
       const k = key();
@@ -215,19 +217,13 @@ export function createProviders(native: NativeProviderLike) {
           continue;
         }
         if (!res.ok) {
-          let body = new Uint8Array();
-          try {
-            body = new Uint8Array(await res.arrayBuffer());
-          } catch {
-            // the error text is lost; the status still says what happened
-          }
+          const body = await readCapped(res, MAX_ERROR_BODY);
           done();
-          // retry-after-ms (OpenAI) is the finer figure: it wins, as in the core.
-          const retryAfter = msHeader(res.headers.get('retry-after-ms')) ?? res.headers.get('retry-after');
+          const retryAfter = res.headers.get('retry-after');
           const f = JSON.parse(call(() => native.providerHttpFailureJson(api, res.status, body, retryAfter))) as { code: string; message: string; retryable: boolean };
           const err = new ForkpointError({ code: f.code as ForkpointError['code'], message: scrub(f.message, secret) });
           if (!f.retryable || attempt >= maxRetries) throw err;
-          await sleep(retryWaitMs(attempt, retryAfter), signal);
+          await sleep(retryWaitMs(attempt, retryAfter, res.headers.get('retry-after-ms')), signal);
           continue;
         }
         if (!res.body) {
@@ -327,8 +323,11 @@ export function createProviders(native: NativeProviderLike) {
             // The body broke after the stream's last event: the answer is whole.
             try {
               return JSON.parse(dec.finish()) as AssistantReply;
-            } catch {
-              // incomplete (or the decoder's own error): the failure stands
+            } catch (e) {
+              // The stream's own error (an error event before the break) says
+              // more than the break; an early end leaves the failure as it is.
+              const own = toForkpointError(e);
+              if (own.code !== 'PROVIDER_PROTOCOL') failure = new ForkpointError({ code: own.code, message: scrub(own.message, secrets()) });
             }
           }
           const transient = failure.code === 'PROVIDER_UNAVAILABLE' || failure.code === 'PROVIDER_RATE_LIMITED';
@@ -361,10 +360,36 @@ export function createProviders(native: NativeProviderLike) {
   return { createProvider, providerFromRef };
 }
 
-function msHeader(v: string | null): string | null {
-  if (v === null) return null;
-  const n = Number(v);
-  return Number.isFinite(n) ? String(n / 1000) : null;
+/** An error answer's body is read up to this many bytes (its message is at the start). */
+const MAX_ERROR_BODY = 64 * 1024;
+
+/** The first `max` bytes of a body (the rest is not read); empty if it cannot be read. */
+async function readCapped(res: Response, max: number): Promise<Uint8Array> {
+  if (!res.body) return new Uint8Array();
+  const reader = res.body.getReader();
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  try {
+    while (n < max) {
+      const r = await reader.read();
+      if (r.done) break;
+      parts.push(r.value);
+      n += r.value.length;
+    }
+  } catch {
+    // the rest of the error text is lost; the status still says what happened
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  const out = new Uint8Array(Math.min(n, max));
+  let at = 0;
+  for (const p of parts) {
+    const take = Math.min(p.length, out.length - at);
+    out.set(p.subarray(0, take), at);
+    at += take;
+    if (at === out.length) break;
+  }
+  return out;
 }
 
 function describe(e: unknown): string {
