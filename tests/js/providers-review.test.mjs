@@ -340,3 +340,24 @@ test("provider.complete(): an error event, then a broken connection: the error e
     await srv.close();
   }
 });
+
+test('a compressed bomb (40 MB of one event in 40 KB of gzip) fails with LIMIT_EXCEEDED at 16 MiB, memory bounded', async () => {
+  const { gzipSync } = await import('node:zlib');
+  const raw = Buffer.concat([Buffer.from('event: content_block_delta\ndata: "'), Buffer.alloc(40 << 20, 'a')]);
+  const body = gzipSync(raw, { level: 9 });
+  assert.ok(body.length < 100_000, `${body.length} bytes of gzip`);
+  const srv = await startProviderServer({
+    provider: 'anthropic',
+    script: [{ reply: { status: 200, headers: { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' }, body } }],
+  });
+  try {
+    const agent = await Agent.create({ model: provider('anthropic', srv) }, { store: freshStore(), toolRegistry: tools() });
+    const before = process.memoryUsage().rss;
+    await assert.rejects(agent.chat('hi'), (e) => e.code === 'LIMIT_EXCEEDED' && /over 16 MiB/.test(e.message));
+    const grew = process.memoryUsage().rss - before;
+    assert.ok(grew < 200 << 20, `memory grew by ${(grew / 1048576).toFixed(0)} MiB`);
+    await agent.close();
+  } finally {
+    await srv.close();
+  }
+});

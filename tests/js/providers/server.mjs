@@ -35,7 +35,7 @@
 //       The provider's HTTP error (wire.httpError): 400, 401, 403, 404, 429
 //       (retry-after; Gemini: RetryInfo), 500, 503, 529 (Anthropic overloaded).
 //   { events: [string…], status?, headers? }   these raw event strings, as they are.
-//   { reply: { status, headers, body } }       any response (body: string or object).
+//   { reply: { status, headers, body } }       any response (body: string, bytes or object).
 // On non-streamed requests the stream faults apply as: hang / hangAfter hang,
 // dropAfter destroys the socket before any byte; others answer the JSON.
 // `script` may also be a function `(record, n) => item`. When the script is
@@ -281,7 +281,7 @@ export async function startProviderServer({ provider, script = [], requireKey, o
       rec.status = status;
       rec.outcome = outcome;
       res.writeHead(status, { ...headers, ...extraHeaders });
-      res.end(typeof b === 'string' ? b : JSON.stringify(b));
+      res.end(typeof b === 'string' || b instanceof Uint8Array ? b : JSON.stringify(b));
     };
 
     const r = req.method === 'POST' ? route(provider, u.pathname, body, u.searchParams) : null;
