@@ -353,6 +353,22 @@ struct Streamed {
     name: String,
 }
 
+impl Streamed {
+    /// The `content` of a `model_partial`: the blocks as they stand (`None` when there are none).
+    fn content<'a>(blocks: impl Iterator<Item = &'a Streamed>) -> Option<Value> {
+        let blocks: Vec<Value> = blocks
+            .map(|b| match b.kind {
+                BlockKind::Text => json!({ "type": "text", "text": b.text }),
+                BlockKind::Thinking => json!({ "type": "thinking", "thinking": b.text }),
+                BlockKind::ToolCall => {
+                    json!({ "type": "toolCall", "name": b.name, "partialInput": b.text })
+                }
+            })
+            .collect();
+        (!blocks.is_empty()).then_some(Value::Array(blocks))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BlockKind {
     Text,
@@ -1411,19 +1427,59 @@ impl AgentMachine {
 
     /// What streamed of the running call, as answer blocks (`None`: nothing).
     fn partial_content(&self) -> Option<Value> {
-        let blocks: Vec<Value> = self
-            .streamed
-            .iter()
-            .flatten()
-            .map(|b| match b.kind {
-                BlockKind::Text => json!({ "type": "text", "text": b.text }),
-                BlockKind::Thinking => json!({ "type": "thinking", "thinking": b.text }),
-                BlockKind::ToolCall => {
-                    json!({ "type": "toolCall", "name": b.name, "partialInput": b.text })
+        Streamed::content(self.streamed.iter().flatten())
+    }
+
+    /// What a call had streamed, from the events logged since its last
+    /// breakpoint (the resume after a crash reads them from the log's tail):
+    /// the `content` of its `model_partial`, built as the running machine
+    /// builds it.
+    pub fn partial_from_events(lines: &[std::sync::Arc<str>]) -> Option<Value> {
+        let mut blocks: Vec<Streamed> = Vec::new();
+        // The block of each tool input's index, and the last text / thinking block.
+        let mut tools: Vec<(u64, usize)> = Vec::new();
+        let (mut text, mut think) = (None::<usize>, None::<usize>);
+        for l in lines {
+            let Ok(v) = serde_json::from_str::<Value>(l.as_ref()) else {
+                continue;
+            };
+            let start = |blocks: &mut Vec<Streamed>, kind, name: &str| {
+                blocks.push(Streamed {
+                    kind,
+                    text: String::new(),
+                    name: name.to_string(),
+                });
+                Some(blocks.len() - 1)
+            };
+            let at = match v["type"].as_str().unwrap_or("") {
+                "text_chunk_start" => {
+                    text = start(&mut blocks, BlockKind::Text, "");
+                    continue;
                 }
-            })
-            .collect();
-        (!blocks.is_empty()).then_some(Value::Array(blocks))
+                "think_chunk_start" => {
+                    think = start(&mut blocks, BlockKind::Thinking, "");
+                    continue;
+                }
+                "tool_input_chunk_start" => {
+                    let name = v["name"].as_str().unwrap_or("");
+                    if let Some(b) = start(&mut blocks, BlockKind::ToolCall, name) {
+                        tools.push((v["index"].as_u64().unwrap_or(0), b));
+                    }
+                    continue;
+                }
+                "text_chunk" => text,
+                "think_chunk" => think,
+                "tool_input_chunk" => {
+                    let index = v["index"].as_u64();
+                    tools.iter().rev().find(|t| Some(t.0) == index).map(|t| t.1)
+                }
+                _ => None,
+            };
+            if let Some(b) = at.and_then(|i| blocks.get_mut(i)) {
+                b.text.push_str(v["delta"].as_str().unwrap_or(""));
+            }
+        }
+        Streamed::content(blocks.iter())
     }
 
     /// `model_partial` for the running call's streamed pieces, if any.

@@ -217,7 +217,7 @@ async fn breakpoint_and_partial<S: AgentStorage>(
                 let bp: Breakpoint =
                     serde_json::from_value(v["current"].clone()).unwrap_or_default();
                 let partial = if bp == Breakpoint::StreamingModel {
-                    streamed_since(&lines[i + 1..])
+                    AgentMachine::partial_from_events(&lines[i + 1..])
                 } else {
                     None
                 };
@@ -229,53 +229,6 @@ async fn breakpoint_and_partial<S: AgentStorage>(
         }
         count = count.saturating_mul(8);
     }
-}
-
-/// The answer blocks the `*_chunk` events of `lines` make (`None`: none).
-fn streamed_since(lines: &[std::sync::Arc<str>]) -> Option<Value> {
-    let mut blocks: Vec<Value> = Vec::new();
-    // The block each tool_input index is, and the last text / thinking block.
-    let mut tools: Vec<(u64, usize)> = Vec::new();
-    let (mut text, mut think) = (None::<usize>, None::<usize>);
-    for l in lines {
-        let Ok(v) = serde_json::from_str::<Value>(l.as_ref()) else {
-            continue;
-        };
-        let delta = v["delta"].as_str().unwrap_or("");
-        let append = |blocks: &mut Vec<Value>, at: Option<usize>, key: &str| {
-            if let Some(b) = at.and_then(|i| blocks.get_mut(i))
-                && let Some(Value::String(s)) = b.get_mut(key)
-            {
-                s.push_str(delta);
-            }
-        };
-        match v["type"].as_str().unwrap_or("") {
-            "text_chunk_start" => {
-                text = Some(blocks.len());
-                blocks.push(serde_json::json!({ "type": "text", "text": "" }));
-            }
-            "think_chunk_start" => {
-                think = Some(blocks.len());
-                blocks.push(serde_json::json!({ "type": "thinking", "thinking": "" }));
-            }
-            "tool_input_chunk_start" => {
-                tools.push((v["index"].as_u64().unwrap_or(0), blocks.len()));
-                let name = v["name"].as_str().unwrap_or("");
-                blocks.push(
-                    serde_json::json!({ "type": "toolCall", "name": name, "partialInput": "" }),
-                );
-            }
-            "text_chunk" => append(&mut blocks, text, "text"),
-            "think_chunk" => append(&mut blocks, think, "thinking"),
-            "tool_input_chunk" => {
-                let at = v["index"].as_u64();
-                let b = tools.iter().rev().find(|t| Some(t.0) == at).map(|t| t.1);
-                append(&mut blocks, b, "partialInput");
-            }
-            _ => {}
-        }
-    }
-    (!blocks.is_empty()).then_some(Value::Array(blocks))
 }
 
 impl<S: AgentStorage> AgentRuntime<S> {
