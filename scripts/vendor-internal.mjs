@@ -4,7 +4,9 @@
 //   dist/types.d.ts ← @forkpoint/types (generated from the Rust types)
 // and rewrites every `@forkpoint/shared` / `@forkpoint/types` specifier in
 // dist's .js and .d.ts files to the relative path of the copy. Run from the
-// package's folder after `tsc`: `node ../../scripts/vendor-internal.mjs cjs|esm`.
+// package's folder after `tsc`: `node ../../scripts/vendor-internal.mjs cjs|esm [DIR]`
+// (DIR: the build's folder, default dist). Also writes DIR/package.json with
+// the flavour's `type`, so Node and TypeScript read DIR's files as that format.
 // Fails if a specifier is left over, so a stale or unbuilt layer cannot be
 // packed silently.
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -13,11 +15,11 @@ import { fileURLToPath } from 'node:url';
 
 const flavour = process.argv[2];
 if (flavour !== 'cjs' && flavour !== 'esm') {
-  console.error('usage: node vendor-internal.mjs cjs|esm (from the package folder, after tsc)');
+  console.error('usage: node vendor-internal.mjs cjs|esm [DIR] (from the package folder, after tsc)');
   process.exit(2);
 }
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const dist = join(process.cwd(), 'dist');
+const dist = join(process.cwd(), process.argv[3] ?? 'dist');
 const sharedDist = join(root, 'npm/shared/dist');
 const typesFile = join(root, 'ts-types/index.d.ts');
 
@@ -35,12 +37,14 @@ rmSync(shared, { recursive: true, force: true });
 cpSync(join(sharedDist, flavour), shared, { recursive: true, filter: (f) => !f.endsWith('package.json') && !f.endsWith('.d.ts') });
 cpSync(join(sharedDist, 'esm'), shared, { recursive: true, filter: (f) => statSync(f).isDirectory() || f.endsWith('.d.ts') });
 writeFileSync(join(dist, 'types.d.ts'), readFileSync(typesFile));
+writeFileSync(join(dist, 'package.json'), `{"type":"${flavour === 'cjs' ? 'commonjs' : 'module'}"}\n`);
 
-/** Every .js / .d.ts file under `dir`. */
+/** Every .js / .d.ts file under `dir`, except in folders of another build (with a package.json). */
 function files(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = join(dir, e.name);
-    return e.isDirectory() ? files(p) : /\.(js|d\.ts)$/.test(e.name) ? [p] : [];
+    if (e.isDirectory()) return existsSync(join(p, 'package.json')) ? [] : files(p);
+    return /\.(js|d\.ts)$/.test(e.name) ? [p] : [];
   });
 }
 
