@@ -5,7 +5,6 @@
 import { Agent, JSONStore, ToolRegistry, ScriptedProvider, ForkpointError, SessionLoader } from 'forkpoint';
 import { Session, ForkpointError as WebForkpointError, type AgentMessage } from 'forkpoint-web';
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const SESSION =
@@ -22,7 +21,7 @@ async function main(): Promise<void> {
     inputSchema: { type: 'object' },
     run: ({ a, b }) => ({ sum: (sum = a + b) }),
   });
-  const dir = mkdtempSync(join(tmpdir(), 'forkpoint-pack-agent-'));
+  const dir = mkdtempSync(join(process.cwd(), 'agents-')); // inside the temporary project
   const model = new ScriptedProvider([{ text: 'adding', toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 } }] }, { text: 'done' }]);
   const agent = await Agent.create({ agentId: 'pack', model, tools: ['add'] }, { store: new JSONStore(dir), toolRegistry });
   const reply = await agent.chat('add 2 and 3');
