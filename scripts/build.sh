@@ -41,6 +41,9 @@ for target in web nodejs; do
 done
 echo '{"type":"module"}' > wasm/pkg/web/package.json
 echo '{"type":"commonjs"}' > wasm/pkg/node/package.json
+# The web build's module inlined (base64) and its glue's default URL removed:
+# bundlers need no configuration (scripts/wasm-inline.mjs).
+node scripts/wasm-inline.mjs wasm/pkg/web
 
 # For the tests only (not in the package): the storage contract suite over
 # IndexedDB, exported as runStorageContract (a debug build: it compiles fast).

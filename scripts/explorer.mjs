@@ -91,7 +91,7 @@ export function startServer({ port = 0, host = '127.0.0.1', root = ROOT, mounts 
 
 /** Builds the web package (napi + wasm + TypeScript) if its output is missing. */
 function ensureBuilt() {
-  const needed = ['wasm/dist/web.js', 'wasm/pkg/web/forkpoint_wasm_bg.wasm', 'npm/shared/dist/esm/index.js'];
+  const needed = ['wasm/dist/web.js', 'wasm/dist/shared/index.js', 'wasm/pkg/web/forkpoint_wasm_bg.inline.js'];
   const missing = needed.filter((f) => !existsSync(join(ROOT, f)));
   if (missing.length === 0) return;
   console.error(`missing ${missing.join(', ')}: running scripts/build.sh (a few minutes)`);

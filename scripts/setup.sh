@@ -30,8 +30,9 @@ fi
 
 stamp=node_modules/.forkpoint-install-stamp
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
-  log "installing npm dependencies"
-  # npm ci rejects this lock file (npm drops other platforms' optional packages from it); install honors it.
-  npm install --no-audit --no-fund
+  log "installing npm dependencies (npm ci: exactly the lock file)"
+  # The lock keeps every platform's optional packages (esbuild, rolldown, …);
+  # `npm test` checks it matches package.json (scripts/check-lock.mjs).
+  npm ci --no-audit --no-fund
   touch "$stamp"
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: sets up a bare machine (idempotent), then runs every check:
 # formatting, clippy, Rust tests, the build, drift of generated files, type
-# checks, the JS contract suite against both builds, and the Chromium test.
+# checks, the JS contract suite against both builds, the Chromium test and the
+# packed packages in fresh projects.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --browser
@@ -16,6 +17,7 @@ step() {
   printf '\033[2m   (%ss)\033[0m\n' "$((SECONDS - t0))" >&2
 }
 
+step "package-lock.json matches package.json (npm ci installs it unchanged)" node scripts/check-lock.mjs
 step "rustfmt" cargo fmt --all --check
 step "clippy" cargo clippy --quiet --workspace --all-targets --features forkpoint-napi/contract -- -D warnings
 step "clippy (wasm32)" cargo clippy --quiet -p forkpoint-wasm --target wasm32-unknown-unknown -- -D warnings
@@ -29,6 +31,8 @@ step "TypeScript API types" tsc -p tests/types
 step "JS contract suite (napi)" env FORKPOINT_BACKEND=napi node --test tests/js/
 step "JS contract suite (wasm)" env FORKPOINT_BACKEND=wasm node --test tests/js/contract.test.mjs tests/js/events.test.mjs tests/js/normalize.test.mjs tests/js/migrate.test.mjs
 step "browser (Chromium)" node --test --test-concurrency=1 tests/browser/
+step "packages: npm pack, install the tarballs into fresh projects (CJS/ESM TypeScript, Vite, esbuild, webpack), run in Node and Chromium" \
+  node --test --test-concurrency=1 tests/package/
 step "reliability: 15 SIGKILLs of a busy agent, each followed by a crash resume and the checks" \
   node scripts/reliability.mjs --trials 15 --seed 42 --quiet
 printf '\n\033[1;32mall checks passed\033[0m\n' >&2

@@ -41,7 +41,7 @@ export async function rejectsCode(assert, p, code) {
   try {
     await p;
   } catch (e) {
-    assert.ok(e instanceof napi.ForkpointError, `expected ForkpointError, got ${e?.constructor?.name}: ${e?.message}`);
+    assert.ok(e instanceof pkg.ForkpointError, `expected ForkpointError, got ${e?.constructor?.name}: ${e?.message}`);
     assert.equal(e.code, code, e.message);
     return e;
   }

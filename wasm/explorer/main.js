@@ -825,6 +825,7 @@ async function start() {
       throw new Error(`Could not load wasm/dist/web.js (${e?.message ?? e}). Build it with "npm run build".`);
     }
     if (typeof lib.IndexedDbStore !== 'function') throw new Error('This build of forkpoint-web has no IndexedDbStore. Rebuild it with "npm run build".');
+    await lib.init(); // compiles the WebAssembly module off the main thread
     store = await lib.IndexedDbStore.open(DB);
     await refreshList();
     if (want && state.sessions.some((s) => s.id === want)) await open(want);

@@ -152,17 +152,51 @@ let backend: WasmBackend | undefined;
 let normalizer: Normalizer | undefined;
 let providers: ReturnType<typeof createProviders> | undefined;
 
-/** @internal Set by the entry module once the wasm module is ready. */
-export function setBackend(b: WasmBackend): void {
+/** @internal How the entry module gets the wasm module: at once, or compiled off the main thread. */
+export interface BackendLoader {
+  sync(): WasmBackend;
+  async(): Promise<WasmBackend>;
+}
+let loader: BackendLoader | undefined;
+let initializing: Promise<void> | undefined;
+
+/** @internal Set by the entry module: the Node build sets the backend, the web build a loader. */
+export function setBackend(b: WasmBackend | BackendLoader): void {
+  if ('sync' in b) {
+    loader = b;
+    return;
+  }
   backend = b;
   normalizer = createNormalizer(b);
   providers = createProviders(b);
-  SharedAgent.defaultModelFactory ??= providerFromRef;
+}
+
+SharedAgent.defaultModelFactory ??= providerFromRef;
+
+/**
+ * Compiles and instantiates the WebAssembly module, off the main thread where
+ * the platform can. Optional: the first call that needs the module does it
+ * itself (compiling synchronously), so `await init()` once at start-up only
+ * moves that work out of the first call. Resolves at once in Node and once done.
+ */
+export function init(): Promise<void> {
+  if (backend) return Promise.resolve();
+  if (!loader) return Promise.reject(new Error('forkpoint-web: no WebAssembly loader (import the package, not dist/api.js)'));
+  initializing ??= loader.async().then(
+    (b) => {
+      if (!backend) setBackend(b);
+    },
+    (e: unknown) => {
+      initializing = undefined;
+      throw e;
+    },
+  );
+  return initializing;
 }
 
 function provs(): ReturnType<typeof createProviders> {
-  if (!providers) throw new Error('forkpoint-web: the WebAssembly module is not initialized');
-  return providers;
+  wasm();
+  return providers!;
 }
 
 /**
@@ -180,8 +214,8 @@ export function providerFromRef(ref: SharedModelRef): StreamingProvider {
 }
 
 function norm(): Normalizer {
-  if (!normalizer) throw new Error('forkpoint-web: the WebAssembly module is not initialized');
-  return normalizer;
+  wasm();
+  return normalizer!;
 }
 
 /** Canonical messages → a request body for `target`, with a report of every step. */
@@ -248,8 +282,11 @@ export const SessionMigrator = {
 };
 
 function wasm(): WasmBackend {
-  if (!backend) throw new Error('forkpoint-web: the WebAssembly module is not initialized');
-  return backend;
+  if (!backend) {
+    if (!loader) throw new Error('forkpoint-web: no WebAssembly loader (import the package, not dist/api.js)');
+    setBackend(loader.sync());
+  }
+  return backend!;
 }
 
 /** Bytes read per slice of a `Blob`. */

@@ -1,10 +1,20 @@
 import type { ErrorCode, ErrorInfo } from '@forkpoint/types';
 
+/** Marks a ForkpointError of any copy of this module (see `Symbol.hasInstance` below). */
+const BRAND = Symbol.for('forkpoint.ForkpointError');
+
 /**
  * Every error forkpoint throws. `code` is stable across releases; `path`,
  * `line` (1-based) and `offset` (byte offset of the line) are set where they apply.
+ * `instanceof ForkpointError` holds for the errors of both `forkpoint` and
+ * `forkpoint-web`, also when one program uses both (each package carries its
+ * own copy of this class).
  */
 export class ForkpointError extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as { [BRAND]?: unknown })[BRAND] === true;
+  }
+
   readonly code: ErrorCode;
   readonly path?: string;
   readonly line?: number;
@@ -19,6 +29,7 @@ export class ForkpointError extends Error {
     if (info.offset != null) this.offset = info.offset;
   }
 }
+Object.defineProperty(ForkpointError.prototype, BRAND, { value: true });
 
 function parseInfo(message: string): ErrorInfo | undefined {
   if (!message.startsWith('{"code":')) return undefined;
