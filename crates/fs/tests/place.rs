@@ -56,7 +56,7 @@ fn import(dst: &Path, overwrite: bool) -> forkpoint_core::Result<()> {
         None,
         dst,
         ImportFormat::Auto,
-        "imported-1",
+        Some("imported-1"),
         NOW,
         &Default::default(),
         overwrite,
