@@ -318,8 +318,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .description('any session file (pi v1–v3, forkpoint; .jsonl or .jsonl.gz): metadata and branch tree')
     .option('--json', 'machine-readable output')
     .action(async (file: string, o: { json?: boolean }) => {
-      // The loader says NOT_FOUND (with the path) for a missing file.
-      const s = await SessionLoader.open(file);
+      // (A missing file: Node's ENOENT, printed as NOT_FOUND by formatError.)
       const size = statSync(file).size;
       // Large plain files: a first pass in batches, with a progress bar.
       if (size > 64 << 20 && !file.endsWith('.gz') && process.stderr.isTTY) {
@@ -332,6 +331,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
         }
         bar.stop();
       }
+      const s = await SessionLoader.open(file);
       const md = s.getMetadata();
       if (o.json) return out(JSON.stringify({ metadata: md, tree: s.getBranch().getTree() }, null, 2));
       out(`${bold(file)}  ${(size / 2 ** 20).toFixed(1)} MiB`);
