@@ -1196,6 +1196,11 @@ export type ImportSummary = {
  */
 format: string, 
 /**
+ * The imported session's id: the one asked for, else a pi file's own id,
+ * else the id derived from the source's own session id (FORMAT.md §15.7).
+ */
+sessionId: string, 
+/**
  * Entries written (header excluded).
  */
 entries: number, 

@@ -174,13 +174,22 @@ test('errors print where they are: path, line and byte offset when the error has
   writeFileSync(file, readFileSync(fileURLToPath(new URL('../fixtures/corrupt-middle.jsonl', import.meta.url))));
   const r = run(dir, 'inspect', file);
   assert.equal(r.code, 1);
-  assert.match(r.err, new RegExp(`^forkpoint: CORRUPTED_DATA: .+ \\(${file.replace(/[.]/g, '\\.')}:3, byte offset 316\\)\n$`));
+  assert.match(r.err, new RegExp(`^forkpoint: CORRUPTED_DATA: .+ \\(${file.replace(/[.]/g, '\\.')}:3:316\\)\n$`));
   const { formatError } = require('../../npm/forkpoint/dist/cli.js');
   const e = (info) => new napi.ForkpointError({ message: 'm', ...info });
-  assert.equal(formatError(e({ code: 'CORRUPTED_DATA', path: '/a.jsonl', line: 7, offset: 99 })), 'forkpoint: CORRUPTED_DATA: m (/a.jsonl:7, byte offset 99)');
+  assert.equal(formatError(e({ code: 'CORRUPTED_DATA', path: '/a.jsonl', line: 7, offset: 99 })), 'forkpoint: CORRUPTED_DATA: m (/a.jsonl:7:99)');
   assert.equal(formatError(e({ code: 'CORRUPTED_DATA', line: 7, offset: 99 })), 'forkpoint: CORRUPTED_DATA: m (line 7, byte offset 99)');
   assert.equal(formatError(e({ code: 'IO', path: '/a.jsonl', offset: 5 })), 'forkpoint: IO: m (/a.jsonl, byte offset 5)');
   assert.equal(formatError(e({ code: 'ALREADY_EXISTS', path: '/a.jsonl' })), 'forkpoint: ALREADY_EXISTS: m (/a.jsonl)');
   assert.equal(formatError(e({ code: 'INVALID_INPUT' })), 'forkpoint: INVALID_INPUT: m');
+  assert.equal(formatError(e({ code: 'CORRUPTED_DATA', path: '/a.jsonl', line: 7 })), 'forkpoint: CORRUPTED_DATA: m (/a.jsonl:7)');
   assert.equal(formatError(new Error('plain')), 'forkpoint: plain');
+  // Node's own file-system errors: forkpoint's code, the message once, the path in the parentheses.
+  let enoent;
+  try {
+    readFileSync(join(dir, 'nope.jsonl'));
+  } catch (x) {
+    enoent = x;
+  }
+  assert.equal(formatError(enoent), `forkpoint: NOT_FOUND: no such file or directory (${join(dir, 'nope.jsonl')})`);
 });

@@ -103,6 +103,34 @@ export const cases = [
     },
   },
   {
+    name: 'a Claude Code file imported twice: its own session id, then ALREADY_EXISTS; { copy: true } a new id; 0.1.0 random ids still open',
+    async run({ web, db, bytes, assert }) {
+      const ID = 'd6e0bada-1959-4eec-a9d2-0bfade768d8f';
+      const store = await web.IndexedDbStore.open(db());
+      const b = await bytes('real/marot-spotter_tool_heavy.jsonl');
+      // As 0.1.0 stored it: under a random id.
+      const old = await store.importSession(b, { id: 'f6634f6b-bead-4574-8809-f2e735e4a199' });
+      const info = await store.importSession(new Blob([b]));
+      assert.equal(info.id, ID);
+      assert.equal((await store.loadSession(ID)).getHeader().id, ID);
+      const e = await assert.rejectsCode(store.importSession(new Blob([b])), 'ALREADY_EXISTS');
+      assert.ok(e.message.includes(ID), e.message);
+      const copies = [await store.importSession(b, { copy: true }), await store.importSession(b, { copy: true })];
+      for (const c of copies) {
+        assert.ok(c.id !== ID && /^[0-9a-f-]{36}$/.test(c.id), c.id);
+        assert.equal((await store.loadSession(c.id)).getHeader().id, c.id);
+      }
+      assert.ok(copies[0].id !== copies[1].id);
+      assert.equal((await store.loadSession(old.id)).entryCount, info.entryCount);
+      // The standalone import derives the same id.
+      const ref = await web.importSession(b);
+      assert.equal(ref.summary.sessionId, ID);
+      assert.equal(ref.session.getHeader().id, ID);
+      assert.equal((await store.listSessions()).length, 4);
+      await store.close();
+    },
+  },
+  {
     name: 'bad input: a clear code, nothing stored, nothing lost',
     async run({ web, db, bytes, assert }) {
       const store = await web.IndexedDbStore.open(db());

@@ -61,3 +61,27 @@ test('[wasm, fake-indexeddb] stored sessions answer as the Node SessionLoader do
   }
   await store.close();
 });
+
+// Both builds derive the same id from the same source (FORMAT.md §15.7).
+test('[wasm and napi] an import without an id gets the same id from both builds: the source id, or its hash', async () => {
+  const { napi } = await import('./helpers.mjs');
+  const { mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'fp-ids-'));
+  const line = (sid, uuid, parent, extra = {}) =>
+    JSON.stringify({ parentUuid: parent, sessionId: sid, uuid, type: 'user', timestamp: '2026-01-01T00:00:00.000Z', message: { role: 'user', content: uuid }, ...extra });
+  const cases = [
+    [readFileSync(realDir + 'marot-spotter_tool_heavy.jsonl'), 'd6e0bada-1959-4eec-a9d2-0bfade768d8f'],
+    [Buffer.from(`${line('not/valid', 'u1', null)}\n`), null],
+    [Buffer.from(`${line('S-9', 'u1', null, { isSidechain: true, agentId: 'ag1' })}\n`), 'S-9-agent-ag1'],
+  ];
+  let k = 0;
+  for (const [bytes, want] of cases) {
+    const w = (await web.importSession(bytes)).summary.sessionId;
+    const n = (await napi.importSession(bytes, { to: join(dir, `${k++}.jsonl`) })).summary.sessionId;
+    assert.equal(w, n);
+    if (want) assert.equal(w, want);
+    else assert.match(w, /^claude-code-[0-9a-f]{16}$/);
+  }
+});

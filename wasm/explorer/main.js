@@ -47,6 +47,8 @@ const ui = {
 
 /** @type {import('../dist/web.js').IndexedDbStore} */
 let store;
+/** @type {typeof import('../dist/web.js')} */
+let lib;
 
 const state = {
   /** @type {import('../dist/web.js').StoredSessionInfo[]} */
@@ -307,7 +309,8 @@ const newId = () =>
 /**
  * Imports files one after the other. A failure does not stop the rest; at the
  * end one banner says what failed and why (Cancel stops the batch). `opts.copy`
- * stores each under a new id (a session already in the list imported again).
+ * stores each under a new id (a session already in the list imported again);
+ * `opts.openExisting` opens a single file's session when it was imported before.
  */
 async function importFiles(files, opts = {}) {
   if (!files.length) return;
@@ -352,6 +355,14 @@ async function importFiles(files, opts = {}) {
       if (last) await open(last.id);
     }
     const one = failures.length === 1 ? failures[0] : null;
+    if (opts.openExisting && files.length === 1 && one && codeOf(one.error) === 'ALREADY_EXISTS') {
+      const id = await storedId(one.file).catch(() => null);
+      if (id && state.sessions.some((s) => s.id === id)) {
+        await open(id);
+        status(`${one.name} was imported before: opened it.`);
+        return;
+      }
+    }
     // A session imported before: offer to open it, or to import it again as a copy.
     const actions = one && codeOf(one.error) === 'ALREADY_EXISTS' ? await alreadyExistsActions(one.file) : [];
     if (files.length === 1 && one) {
@@ -370,15 +381,32 @@ async function importFiles(files, opts = {}) {
   });
 }
 
+/** Imports the file at `url` (same origin), or opens it when it is already in the list. */
+async function importFromUrl(url) {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`Could not fetch ${url}: HTTP ${res.status}`);
+  const file = new File([await res.blob()], decodeURIComponent(url.split('/').pop() || 'session.jsonl'));
+  await importFiles([file], { openExisting: true });
+}
+
 /** The banner's buttons for `file`, which is already in the list. */
 async function alreadyExistsActions(file) {
-  const id = await headerId(file).catch(() => null);
+  const id = await storedId(file).catch(() => null);
   const actions = [];
   if (id && state.sessions.some((s) => s.id === id)) {
     actions.push({ label: 'Open it', testid: 'open-existing', run: () => task('Could not open the session', () => open(id)) });
   }
   actions.push({ label: 'Import as a copy', testid: 'import-copy', run: () => importFiles([file], { copy: id ?? true }) });
   return actions;
+}
+
+/**
+ * The id `file` is stored under when imported without one: a pi file's own id,
+ * else the id the library derives from the source (a Claude Code or Codex
+ * session's own id), or null.
+ */
+async function storedId(file) {
+  return (await headerId(file)) ?? (await lib.importSession(file)).summary.sessionId ?? null;
 }
 
 /** The id in a pi file's header line (gzip or not), or null. */
@@ -817,8 +845,6 @@ async function start() {
   closeSession();
   try {
     const want = decodeURIComponent(hash);
-    /** @type {typeof import('../dist/web.js')} */
-    let lib;
     try {
       lib = await import('../dist/web.js');
     } catch (e) {
@@ -828,7 +854,14 @@ async function start() {
     await lib.init(); // compiles the WebAssembly module off the main thread
     store = await lib.IndexedDbStore.open(DB);
     await refreshList();
-    if (want && state.sessions.some((s) => s.id === want)) await open(want);
+    // `?open=URL` (`forkpoint explore FILE`): import that file, or open it if it was imported before.
+    const url = new URLSearchParams(location.search).get('open');
+    if (url) {
+      const u = new URL(location.href);
+      u.searchParams.delete('open');
+      history.replaceState(null, '', u.pathname + u.search + u.hash);
+      await importFromUrl(url);
+    } else if (want && state.sessions.some((s) => s.id === want)) await open(want);
   } catch (e) {
     showError('The explorer could not start', e);
   } finally {

@@ -78,7 +78,7 @@ export type * from '@forkpoint/types';
 
 /** The wasm-bindgen module, Node or web build. */
 export interface WasmBackend extends NativeNormalizerLike, NativeProviderLike {
-  importSessionJson(bytes: Uint8Array, format: string, sessionId: string, nowIso: string, limits?: string | null): string;
+  importSessionJson(bytes: Uint8Array, format: string, sessionId: string | null, nowIso: string, limits?: string | null): string;
   NativeMigration: new (from: string, to: string, model: string | null, nowIso: string) => {
     push(text: string): string;
     finish(): string;
@@ -374,10 +374,16 @@ export class EventLog extends SharedEventLog {
  */
 export async function importSession(
   source: string | Uint8Array | Blob,
-  opts: { format?: 'auto' | 'pi' | 'claude-code' | 'codex'; id?: string } & LimitOptions = {},
+  opts: {
+    format?: 'auto' | 'pi' | 'claude-code' | 'codex';
+    /** The new session's id (Claude Code and Codex). Default: derived from the source's own session id (FORMAT.md §15.7). */
+    id?: string;
+    /** A new random id instead of the derived one (Claude Code and Codex). Ignored with `id`. */
+    copy?: boolean;
+  } & LimitOptions = {},
 ): Promise<{ session: Session; summary: ImportSummary; text: string }> {
   const bytes = await readSource(source, {});
-  const id = opts.id ?? globalThis.crypto.randomUUID();
+  const id = opts.id ?? (opts.copy ? globalThis.crypto.randomUUID() : null);
   const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString(), JSON.stringify(opts)));
   const nl = out.indexOf('\n');
   const summary = JSON.parse(out.slice(0, nl)) as ImportSummary;
@@ -392,8 +398,14 @@ export async function importSession(
  * bounded by the limits.
  */
 export interface StoreImportOptions extends LimitOptions {
-  /** The key to store it under. Default: a pi session's own id, else a new UUID. */
+  /**
+   * The key to store it under. Default: a pi session's own id; for Claude Code
+   * and Codex the id derived from the source's own session id (FORMAT.md
+   * §15.7), so importing the same file twice is `ALREADY_EXISTS` the second time.
+   */
   id?: string;
+  /** Store it under a new random id (a copy of a session already imported). Ignored with `id`. */
+  copy?: boolean;
   /** Default `'auto'` (pi v1–v3, Claude Code, Codex; gzip or not, found by content). */
   format?: 'auto' | 'pi' | 'claude-code' | 'codex';
   /** Display name. Default: the session's own name, else the file name. */
@@ -508,6 +520,7 @@ export class IndexedDbStore {
       const fileName = (source as { name?: unknown }).name;
       const o = {
         id: opts.id,
+        copy: opts.copy ?? false,
         format: opts.format,
         name: opts.name,
         source: typeof fileName === 'string' ? fileName : undefined,

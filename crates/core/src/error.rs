@@ -58,7 +58,7 @@ pub enum ErrorCode {
     /// Another tab holds the database open at an older version and does not let
     /// it be upgraded; close that tab and retry.
     Blocked,
-    /// A session with this id is already in the store (import it with another `id`).
+    /// A session with this id is already in the store (import it with another `id`, or as a copy).
     AlreadyExists,
     /// This writer's lease on the agent was taken over (or released): the write
     /// carried a stale fencing token and nothing of it was stored.

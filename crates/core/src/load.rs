@@ -815,7 +815,7 @@ fn describe_foreign(text: &str, env: &Envelope) -> String {
         "session_meta" | "response_item" | "event_msg" | "turn_context" | "compacted"
     ) && has("payload")
     {
-        return "not a pi session: this looks like an OpenAI Codex rollout (import it with importSession)".into();
+        return "not a pi session: this looks like an OpenAI Codex rollout (import it with `forkpoint import <file>` or importSession)".into();
     }
     if has("parentUuid")
         || has("sessionId") && has("uuid")
@@ -830,7 +830,7 @@ fn describe_foreign(text: &str, env: &Envelope) -> String {
                 | "queue-operation"
         )
     {
-        return "not a pi session: this looks like a Claude Code transcript (import it with importSession)".into();
+        return "not a pi session: this looks like a Claude Code transcript (import it with `forkpoint import <file>` or importSession)".into();
     }
     if ty.is_empty() {
         "not a pi session: the first line has no \"type\":\"session\" header".into()

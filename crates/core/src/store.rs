@@ -262,10 +262,15 @@ impl SessionRecord {
 /// What to import.
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
-    /// The key to store it under (default: the pi header's id, or a new id given
-    /// as `new_id` for Claude Code / Codex).
+    /// The key to store it under (default: the pi header's id, or for Claude
+    /// Code / Codex the id derived from the source,
+    /// [`imported_session_id`](crate::normalize::import::imported_session_id)),
+    /// so importing the same source twice is `ALREADY_EXISTS` the second time.
     pub id: Option<String>,
-    /// A fresh id for sessions without one of their own.
+    /// Store it under `new_id` (a copy of a session already imported) when no
+    /// `id` is given.
+    pub copy: bool,
+    /// A fresh id (drawn at random by the caller), used when `copy`.
     pub new_id: String,
     pub format: Option<ImportFormat>,
     /// The file name it came from.
@@ -407,6 +412,10 @@ impl<S: Storage> Store<S> {
             Some(f) => f,
         };
         let load = opts.limits.load_options();
+        let asked = opts
+            .id
+            .clone()
+            .or_else(|| opts.copy.then(|| opts.new_id.clone()));
         // A plain pi v3 file with a clean end is stored as it is; anything
         // else is stored as the importer's pi v3 text, the source kept beside it.
         let convert = |src: Vec<u8>,
@@ -415,7 +424,7 @@ impl<S: Storage> Store<S> {
             let (text, summary) = import_session_with(
                 &src,
                 format,
-                opts.id.as_deref().unwrap_or(&opts.new_id),
+                asked.as_deref(),
                 &time::ms_to_iso(opts.now_ms),
                 &opts.limits,
             )
@@ -426,7 +435,7 @@ impl<S: Storage> Store<S> {
             let s = Session::from_bytes(text.into_bytes(), &load, None)?;
             Ok((s, Some(src), summary, version))
         };
-        let (session, source, summary, version) =
+        let (session, source, mut summary, version) =
             if format == ImportFormat::Pi && !crate::gz::is_gzip(&bytes) {
                 let s = Session::from_bytes(bytes, &load, opts.source.clone())?;
                 let m = s.metadata();
@@ -441,12 +450,10 @@ impl<S: Storage> Store<S> {
                 // Gzip: the version is read from the decompressed source below.
                 convert(bytes, 0)?
             };
-        let id = match &opts.id {
-            Some(id) => id.clone(),
-            None if format == ImportFormat::Pi => session.header().id.to_string(),
-            None => opts.new_id.clone(),
-        };
+        // The header's id: a pi file's own, or the one derived from the source.
+        let id = asked.unwrap_or_else(|| session.header().id.to_string());
         validate_id(&id, "session")?;
+        summary.session_id = id.clone();
         let meta = session.metadata();
         let now = time::ms_to_iso(opts.now_ms);
         let incarnation = self.next_seed() >> 11;
@@ -944,6 +951,7 @@ impl<S: Storage> Store<S> {
                 text.into_bytes(),
                 &ImportOptions {
                     id: Some(new_id.to_string()),
+                    copy: false,
                     new_id: new_id.to_string(),
                     format: Some(ImportFormat::Pi),
                     source: None,

@@ -313,7 +313,7 @@ pub fn import_file(
     bytes: Option<Vec<u8>>,
     dst: &Path,
     format: forkpoint_core::normalize::import::ImportFormat,
-    session_id: &str,
+    session_id: Option<&str>,
     now_iso: &str,
     limits: &forkpoint_core::LimitOptions,
     overwrite: bool,

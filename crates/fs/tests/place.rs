@@ -56,7 +56,7 @@ fn import(dst: &Path, overwrite: bool) -> forkpoint_core::Result<()> {
         None,
         dst,
         ImportFormat::Auto,
-        "imported-1",
+        Some("imported-1"),
         NOW,
         &Default::default(),
         overwrite,
@@ -514,4 +514,31 @@ fn only_a_regular_file_is_ever_replaced() {
         .filter(|n| n.starts_with('.'))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn migrating_a_claude_code_transcript_is_unsupported_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("cc.jsonl");
+    fs::write(
+        &src,
+        "\n{\"parentUuid\":null,\"sessionId\":\"s\",\"uuid\":\"u1\",\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+    )
+    .unwrap();
+    let dst = dir.path().join("out.jsonl");
+    let e = migrate_file(
+        &src,
+        &dst,
+        Provider::parse("anthropic").unwrap(),
+        Provider::parse("openai").unwrap(),
+        None,
+        NOW,
+        false,
+        |_, _| {},
+    )
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::UnsupportedFormat, "{e}");
+    assert!(e.message.contains("Claude Code"), "{e}");
+    assert_eq!((e.line, e.path.as_deref()), (Some(2), src.to_str()));
+    assert_eq!(names(dir.path()), ["cc.jsonl"]);
 }

@@ -160,7 +160,7 @@ pub struct ImportTask {
     bytes: Option<Vec<u8>>,
     dst: String,
     format: String,
-    session_id: String,
+    session_id: Option<String>,
     opts: Option<String>,
     overwrite: bool,
 }
@@ -178,7 +178,7 @@ impl Task for ImportTask {
                 self.bytes.take(),
                 Path::new(&self.dst),
                 format,
-                &self.session_id,
+                self.session_id.as_deref(),
                 &ms_to_iso(now_ms()),
                 &limits,
                 self.overwrite,
@@ -194,7 +194,8 @@ impl Task for ImportTask {
 
 /// `importSession`: reads a pi, Claude Code or Codex session (`src` path or
 /// `bytes`), writes it as a pi v3 session to `dst` atomically; resolves the
-/// ImportSummary (JSON). `opts` is LimitOptions as JSON. An existing `dst` is
+/// ImportSummary (JSON). `session_id` null: the id derived from the source
+/// (FORMAT.md §15.7). `opts` is LimitOptions as JSON. An existing `dst` is
 /// `ALREADY_EXISTS` unless `overwrite`; one a writer holds is `SESSION_LOCKED`.
 #[napi(ts_return_type = "Promise<string>")]
 pub fn import_session_json(
@@ -202,7 +203,7 @@ pub fn import_session_json(
     bytes: Option<napi::bindgen_prelude::Buffer>,
     dst: String,
     format: String,
-    session_id: String,
+    session_id: Option<String>,
     opts: Option<String>,
     overwrite: Option<bool>,
 ) -> AsyncTask<ImportTask> {

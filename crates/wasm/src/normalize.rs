@@ -94,13 +94,14 @@ impl NativeMigration {
 }
 
 /// `importSession`: a pi, Claude Code or Codex session's bytes → the
-/// ImportSummary (JSON), a newline, then the pi v3 session text. `limits` is
+/// ImportSummary (JSON), a newline, then the pi v3 session text. `session_id`
+/// null: the id derived from the source (FORMAT.md §15.7). `limits` is
 /// `LimitOptions` as JSON.
 #[wasm_bindgen(js_name = importSessionJson)]
 pub fn import_session_json(
     bytes: &[u8],
     format: &str,
-    session_id: &str,
+    session_id: Option<String>,
     now_iso: &str,
     limits: Option<String>,
 ) -> Result<String, JsError> {
@@ -108,7 +109,7 @@ pub fn import_session_json(
     let limits: forkpoint_core::LimitOptions =
         forkpoint_core::types::options_from_json(limits.as_deref()).map_err(err)?;
     let (text, summary) =
-        normalize::import::import_session_with(bytes, f, session_id, now_iso, &limits)
+        normalize::import::import_session_with(bytes, f, session_id.as_deref(), now_iso, &limits)
             .map_err(err)?;
     let mut out = forkpoint_core::types::to_json_text(&summary).map_err(err)?;
     out.push('\n');

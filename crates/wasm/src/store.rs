@@ -438,7 +438,8 @@ impl NativeStore {
     }
 
     /// Imports a session file's bytes as one transaction. `opts` is
-    /// `{id?, format?, source?, name?}` and the `LimitOptions` as JSON; resolves to `{info, summary}` JSON.
+    /// `{id?, copy?, format?, source?, name?}` and the `LimitOptions` as JSON
+    /// (`copy`: store it under `new_id`); resolves to `{info, summary}` JSON.
     #[wasm_bindgen(js_name = importSession)]
     pub fn import_session(
         &self,
@@ -453,6 +454,7 @@ impl NativeStore {
         #[serde(default)]
         struct Opts {
             id: Option<String>,
+            copy: bool,
             format: Option<String>,
             source: Option<String>,
             name: Option<String>,
@@ -468,6 +470,7 @@ impl NativeStore {
             .map_err(err)?;
         let io = ImportOptions {
             id: o.id,
+            copy: o.copy,
             new_id,
             format,
             source: o.source,

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import select, { Separator } from '@inquirer/select';
 
 const require = createRequire(import.meta.url);
-const { main, formatError } = require('../dist/cli.js');
+const { main, formatError, exitCode } = require('../dist/cli.js');
 // `forkpoint events … | head`: a closed pipe ends the command quietly.
 process.stdout.on('error', (e) => process.exit(e.code === 'EPIPE' ? 0 : 1));
 
@@ -13,6 +13,8 @@ try {
   await main(process.argv, { select, separator: (text) => new Separator(text) });
 } catch (e) {
   if (e?.name === 'ExitPromptError') process.exit(130); // Ctrl-C in the prompt
-  process.stderr.write(`${formatError(e)}\n`);
-  process.exit(1);
+  // Usage errors (exit status 2) were printed by the argument parser, with the help.
+  const status = exitCode(e);
+  if (status !== 2) process.stderr.write(`${formatError(e)}\n`);
+  process.exit(status);
 }

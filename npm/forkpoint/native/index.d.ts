@@ -297,10 +297,11 @@ export declare function fromProviderJson(request: string, provider: string): str
 /**
  * `importSession`: reads a pi, Claude Code or Codex session (`src` path or
  * `bytes`), writes it as a pi v3 session to `dst` atomically; resolves the
- * ImportSummary (JSON). `opts` is LimitOptions as JSON. An existing `dst` is
+ * ImportSummary (JSON). `session_id` null: the id derived from the source
+ * (FORMAT.md §15.7). `opts` is LimitOptions as JSON. An existing `dst` is
  * `ALREADY_EXISTS` unless `overwrite`; one a writer holds is `SESSION_LOCKED`.
  */
-export declare function importSessionJson(src: string | undefined | null, bytes: Buffer | undefined | null, dst: string, format: string, sessionId: string, opts?: string | undefined | null, overwrite?: boolean | undefined | null): Promise<string>
+export declare function importSessionJson(src: string | undefined | null, bytes: Buffer | undefined | null, dst: string, format: string, sessionId?: string | undefined | null, opts?: string | undefined | null, overwrite?: boolean | undefined | null): Promise<string>
 
 /**
  * Lists the sessions of a directory (SessionInfo[] as JSON). `opts` is

@@ -1,17 +1,22 @@
 /**
- * The `forkpoint` command: look at agents and session files, replay events,
- * fork, and rewind an agent to a checkpoint. `bin/forkpoint.mjs` calls `main`.
+ * The `forkpoint` command: look at agents and session files, import and
+ * migrate sessions, serve the explorer, replay events, fork, and rewind an
+ * agent to a checkpoint. `bin/forkpoint.mjs` calls `main`; the exit codes are
+ * in `exitCode`.
  */
-import { Command } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
-import type { CheckpointInfo, TreeRun } from '@forkpoint/types';
+import { randomUUID } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { CheckpointInfo, ImportSummary, ProviderName, TreeRun } from '@forkpoint/types';
 import { EventBus, ForkpointError, call } from '@forkpoint/shared';
 import { Agent, JSONStore, TemplateRegistry, ToolRegistry } from './agent.js';
 import type { AgentTemplate, ModelRef, ModelProvider, StoredAgentMeta } from './agent.js';
 import { EventLog } from './eventlog.js';
 import { IncrementalSessionLoader, SessionLoader } from './index.js';
+import { SessionMigrator, importSession } from './normalize.js';
+import { serveExplorer } from './explore.js';
 import * as native from '../native/index.js';
 
 /** The interactive list prompt (`@inquirer/select`, an ES module, passed in by the bin script). */
@@ -27,6 +32,36 @@ export interface CliDeps {
   out?: (s: string) => void;
   /** Whether to prompt (default: stdin is a terminal). */
   interactive?: boolean;
+  /** `explore`: called with the server once it listens (default: wait for Ctrl-C, then close it). */
+  serving?: (server: { url: string; close(): Promise<void> }) => Promise<void>;
+}
+
+/** The package's version (from its package.json). */
+export const VERSION: string = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+
+const PROVIDERS: ProviderName[] = ['anthropic', 'openai', 'openai-responses', 'google'];
+
+/** A progress bar on stderr while it is a terminal (else nothing). */
+function progressBar(format: string): { update(value: number, total: number): void; stop(): void } {
+  if (!process.stderr.isTTY) return { update() {}, stop() {} };
+  const bar = new SingleBar({ format, stream: process.stderr, hideCursor: true, clearOnComplete: true }, Presets.shades_classic);
+  let started = false;
+  return {
+    update(value, total) {
+      if (!started) bar.start(total, 0);
+      started = true;
+      bar.setTotal(total);
+      bar.update(value);
+    },
+    stop: () => started && bar.stop(),
+  };
+}
+
+const MiB = (n: number) => (n / 2 ** 20).toFixed(1);
+
+/** `{base}{suffix}` in `dir`, `base` the file's name without `.jsonl` / `.gz` (and `.forkpoint` when `all`). */
+function beside(file: string, dir: string, suffix: string, all = false): string {
+  return join(dir, basename(file).replace(all ? /(\.forkpoint)?(\.jsonl)?(\.gz)?$/ : /(\.jsonl)?(\.gz)?$/, '') + suffix);
 }
 
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
@@ -93,21 +128,50 @@ function summary(e: Record<string, unknown>): string {
   return '';
 }
 
+/** Node's own file-system errors (`ENOENT: no such file or directory, open '/x'`) as forkpoint's codes. */
+const NODE_CODES: Record<string, string> = { ENOENT: 'NOT_FOUND', ENOTDIR: 'NOT_FOUND', EACCES: 'IO', EPERM: 'IO', EISDIR: 'INVALID_INPUT', EEXIST: 'ALREADY_EXISTS', ENOSPC: 'STORAGE_FULL' };
+
 /**
  * The line the CLI prints for an error: `forkpoint: CODE: message`, then where
- * it is when the error says so — `(path:line, byte offset N)`, or the parts known.
+ * it is when the error says so — `(path:line:offset)` with the byte offset, or
+ * the parts known: `(path:line)`, `(path)`, `(path, byte offset N)`,
+ * `(line N, byte offset M)`. Node's file-system errors get forkpoint's codes
+ * (`NOT_FOUND` for a missing file).
  */
 export function formatError(e: unknown): string {
-  const err = (e ?? {}) as { code?: unknown; message?: unknown; path?: unknown; line?: unknown; offset?: unknown };
-  const message = typeof err.message === 'string' ? err.message : String(e);
-  const code = typeof err.code === 'string' && err.code ? `${err.code}: ` : '';
-  // (Node's own errors already name their path in the message.)
-  const path = typeof err.path === 'string' && err.path && !message.includes(err.path) ? err.path : null;
+  const err = (e ?? {}) as { code?: unknown; message?: unknown; path?: unknown; line?: unknown; offset?: unknown; syscall?: unknown };
+  let message = typeof err.message === 'string' ? err.message : String(e);
+  let code = typeof err.code === 'string' && err.code ? err.code : null;
+  let path = typeof err.path === 'string' && err.path ? err.path : null;
+  if (code && typeof err.syscall === 'string') {
+    // `ENOENT: no such file or directory, open '/x'` → `NOT_FOUND: no such file or directory (/x)`
+    message = message.replace(new RegExp(`^${code}: `), '').replace(/, [a-z]+(?: '[^']*')+$/, '');
+    code = NODE_CODES[code] ?? 'IO';
+  }
+  if (path !== null && message.includes(path)) path = null;
   const line = typeof err.line === 'number' ? err.line : null;
   const offset = typeof err.offset === 'number' ? err.offset : null;
-  const at = path !== null ? (line !== null ? `${path}:${line}` : path) : line !== null ? `line ${line}` : null;
-  const where = [at, offset !== null ? `byte offset ${offset}` : null].filter((x) => x !== null).join(', ');
-  return `forkpoint: ${code}${message}${where ? ` (${where})` : ''}`;
+  let where: string | null = null;
+  if (path !== null) where = line !== null ? `${path}:${line}${offset !== null ? `:${offset}` : ''}` : offset !== null ? `${path}, byte offset ${offset}` : path;
+  else if (line !== null) where = `line ${line}${offset !== null ? `, byte offset ${offset}` : ''}`;
+  else if (offset !== null) where = `byte offset ${offset}`;
+  const more = typeof (e as { hint?: unknown })?.hint === 'string' ? `\n  hint: ${(e as { hint: string }).hint}` : '';
+  return `forkpoint: ${code ? `${code}: ` : ''}${message}${where ? ` (${where})` : ''}${more}`;
+}
+
+/** `e`, with a hint printed under it when its code is `code`. */
+function hint(e: unknown, code: string, text: string): unknown {
+  if ((e as { code?: unknown })?.code === code && e && typeof e === 'object') (e as { hint?: string }).hint = text;
+  return e;
+}
+
+/**
+ * The exit status for an error `main` threw: 2 for a usage error (an unknown
+ * command or option, a missing argument), 1 for any other error.
+ */
+export function exitCode(e: unknown): number {
+  if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+  return 1;
 }
 
 /** Runs the CLI with `argv` (as `process.argv`). */
@@ -116,9 +180,12 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
   const program = new Command();
   program
     .name('forkpoint')
-    .description('Look at durable agents and session files; replay events; fork; rewind to a checkpoint.')
+    .description('Look at durable agents and session files; import, migrate and explore sessions; replay events; fork; rewind to a checkpoint.')
+    .version(VERSION, '-V, --version', 'the version of forkpoint')
     .option('--store <dir>', 'the agent store (JSONStore directory)', process.env.FORKPOINT_STORE ?? '.forkpoint')
-    .showHelpAfterError();
+    .showHelpAfterError()
+    // Usage errors are thrown (exit status 2 in bin/forkpoint.mjs), never exit here.
+    .exitOverride();
   const store = () => new JSONStore(program.opts<{ store: string }>().store);
 
   program
@@ -251,6 +318,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .description('any session file (pi v1–v3, forkpoint; .jsonl or .jsonl.gz): metadata and branch tree')
     .option('--json', 'machine-readable output')
     .action(async (file: string, o: { json?: boolean }) => {
+      // (A missing file: Node's ENOENT, printed as NOT_FOUND by formatError.)
       const size = statSync(file).size;
       // Large plain files: a first pass in batches, with a progress bar.
       if (size > 64 << 20 && !file.endsWith('.gz') && process.stderr.isTTY) {
@@ -272,5 +340,107 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
       printTree(s.getBranch().getTree(), out);
     });
 
-  await program.parseAsync(argv);
+  program
+    .command('import <file>')
+    .description('a pi (v1–v3), Claude Code or Codex session (.jsonl or .jsonl.gz) → a forkpoint session file; its id is the source\'s own session id, so importing it again is ALREADY_EXISTS')
+    .option('--out <path>', 'the file to write (default: {name}.forkpoint.jsonl in --dir)')
+    .option('--dir <dir>', 'the folder to write it in', '.')
+    .option('--format <format>', 'auto, pi, claude-code or codex', 'auto')
+    .option('--copy', 'a copy under a new random id (default file: {name}.copy-{id}.forkpoint.jsonl)')
+    .option('--overwrite', 'replace the file if it exists')
+    .option('--json', 'machine-readable output ({path, summary})')
+    .action(async (file: string, o: { out?: string; dir: string; format: string; copy?: boolean; overwrite?: boolean; json?: boolean }) => {
+      const id = o.copy ? randomUUID() : undefined;
+      const to = o.out ?? beside(file, o.dir, id ? `.copy-${id.slice(0, 8)}.forkpoint.jsonl` : '.forkpoint.jsonl');
+      const bar = progressBar('importing {bar} {percentage}% {value}/{total} MiB');
+      let r: { path: string; summary: ImportSummary };
+      try {
+        r = await importSession(file, {
+          to,
+          id,
+          format: o.format as 'auto',
+          overwrite: o.overwrite ?? false,
+          onProgress: (p) => bar.update(Number(MiB(p.bytes)), Number(MiB(p.total))),
+        });
+      } catch (e) {
+        throw hint(e, 'ALREADY_EXISTS', 'imported before: --copy imports it again under a new id, --overwrite replaces the file');
+      } finally {
+        bar.stop();
+      }
+      const { path, summary: m } = r;
+      if (o.json) return out(JSON.stringify({ path, summary: m }, null, 2));
+      out(`Imported ${file} (${m.format}) as session ${bold(m.sessionId)}`);
+      out(`  file        ${path}`);
+      out(`  entries     ${m.entries} (${m.messages} messages, ${m.customEntries} kept as custom entries)`);
+      const notes = [
+        m.skippedLines ? `${m.skippedLines} torn last line left out` : '',
+        m.orphans ? `${m.orphans} orphans kept as roots` : '',
+        m.brokenCycles ? `${m.brokenCycles} parent cycles cut` : '',
+        m.rechainedResults ? `${m.rechainedResults} parallel tool results chained` : '',
+        m.duplicateIds ? `${m.duplicateIds} repeated uuids kept under derived ids` : '',
+      ].filter(Boolean);
+      if (notes.length) out(`  repairs     ${notes.join(', ')}`);
+      out(dim(`  open it with: forkpoint inspect ${path}`));
+    });
+
+  program
+    .command('migrate <file>')
+    .description('a session file (pi v1–v3 or forkpoint) rewritten so that every message can be sent to another provider')
+    .addOption(new Option('--to <provider>', 'the target provider').choices(PROVIDERS).makeOptionMandatory())
+    .addOption(new Option('--from <provider>', 'the provider of messages that do not say which wrote them').choices(PROVIDERS).default('anthropic'))
+    .option('--model <model>', 'the target model (signatures of other models are not kept)')
+    .option('--out <path>', 'the file to write (default: {name}.{provider}.jsonl in the current folder)')
+    .option('--overwrite', 'replace the file if it exists')
+    .option('--json', 'machine-readable output ({path, report, idMap, messagesChanged, bytesRead})')
+    .action(async (file: string, o: { to: string; from: string; model?: string; out?: string; overwrite?: boolean; json?: boolean }) => {
+      const to = o.out ?? beside(file, '.', `.${o.to}.jsonl`, true);
+      const bar = progressBar('migrating {bar} {percentage}% {value}/{total} MiB');
+      let r;
+      try {
+        r = await SessionMigrator.migrate(file, o.from as ProviderName, o.to as ProviderName, to, {
+          model: o.model,
+          overwrite: o.overwrite ?? false,
+          onProgress: (p) => bar.update(Number(MiB(p.bytesRead)), Number(MiB(p.totalBytes))),
+        });
+      } catch (e) {
+        throw hint(e, 'ALREADY_EXISTS', '--out names another file, --overwrite replaces it');
+      } finally {
+        bar.stop();
+      }
+      if (o.json) return out(JSON.stringify({ path: to, ...r }, null, 2));
+      out(`Migrated ${file} for ${bold(o.to)} → ${to}`);
+      out(`  messages changed  ${r.messagesChanged}, tool-call ids renamed ${Object.keys(r.idMap).length}`);
+      out(`  ${r.report.compatible ? 'nothing lost' : 'lost or changed'}${r.report.warnings.length ? ':' : ''}`);
+      for (const w of r.report.warnings) out(`    ${w}`);
+    });
+
+  program
+    .command('explore [file]')
+    .description('the session explorer (from the installed forkpoint-web) on 127.0.0.1; with a file, it is imported and opened')
+    .option('--port <n>', 'the port (a port in use falls back to a free one; 0: any free port)', '8080')
+    .action(async (file: string | undefined, o: { port: string }, cmd: Command) => {
+      const port = Number(o.port);
+      if (!/^\d+$/.test(o.port) || port > 65535) cmd.error(`error: --port takes a number from 0 to 65535, not '${o.port}'`, { exitCode: 2, code: 'forkpoint.port' });
+      const server = await serveExplorer({
+        port,
+        file,
+        onFallback: (p) => process.stderr.write(`port ${port} is in use; using ${p} (sessions imported in the explorer are kept per port)\n`),
+      });
+      out(`forkpoint session explorer: ${server.url}`);
+      if (deps.serving) return deps.serving(server);
+      out(dim('(serving the installed forkpoint-web on 127.0.0.1 only; Ctrl-C to stop)'));
+      await new Promise<void>((done) => {
+        const stop = () => void server.close().then(done);
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+    });
+
+  try {
+    await program.parseAsync(argv);
+  } catch (e) {
+    // --help and --version end here, after printing.
+    if (e instanceof CommanderError && e.exitCode === 0) return;
+    throw e;
+  }
 }

@@ -6,6 +6,7 @@
 import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName } from '@forkpoint/types';
 import { randomUUID } from 'node:crypto';
 import { dirname, basename, join } from 'node:path';
+import { open } from 'node:fs/promises';
 import { createNormalizer, callAsync, call, ForkpointError } from '@forkpoint/shared';
 import * as native from '../native/index.js';
 
@@ -102,8 +103,19 @@ export interface ImportOptions extends LimitOptions {
    * `.forkpoint.jsonl` instead of `.jsonl`; required when `source` is bytes.
    */
   to?: string;
-  /** The new session's id (Claude Code and Codex imports). Default: a random UUID. */
+  /**
+   * The new session's id (Claude Code and Codex imports). Default: derived
+   * from the source's own session id (FORMAT.md §15.7), the same each time the
+   * same source is imported. A pi file keeps its own id.
+   */
   id?: string;
+  /** A new random id instead of the derived one (Claude Code and Codex). Ignored with `id`. */
+  copy?: boolean;
+  /**
+   * Called as the source file is read (`phase: 'read'`, in 8 MiB steps), then
+   * once before it is converted and written (`phase: 'convert'`).
+   */
+  onProgress?: (p: { phase: 'read' | 'convert'; bytes: number; total: number }) => void;
   /**
    * Replace the target if it exists. Default `false`: an existing target is
    * `ALREADY_EXISTS` (so importing the same source twice never wipes what was
@@ -130,19 +142,55 @@ export async function importSession(source: string | Uint8Array, opts: ImportOpt
     to = join(dirname(source), basename(source).replace(/(\.jsonl)?(\.gz)?$/, '') + '.forkpoint.jsonl');
   }
   const dst = to;
-  const bytes = typeof source === 'string' ? null : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+  let bytes = typeof source === 'string' ? null : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+  if (typeof source === 'string' && opts.onProgress) bytes = await readWithProgress(source, opts.onProgress);
+  if (opts.onProgress) opts.onProgress({ phase: 'convert', bytes: bytes?.byteLength ?? 0, total: bytes?.byteLength ?? 0 });
   const summary = JSON.parse(
     await callAsync(() =>
       native.importSessionJson(
+        // With bytes read here, the path still names the source in errors.
         typeof source === 'string' ? source : null,
         bytes,
         dst,
         opts.format ?? 'auto',
-        opts.id ?? randomUUID(),
+        opts.id ?? (opts.copy ? randomUUID() : null),
         JSON.stringify(opts),
         opts.overwrite ?? false,
       ),
     ),
   ) as ImportSummary;
   return { path: dst, summary };
+}
+
+/** Reads the file at `path` in 8 MiB steps, reporting each (a missing file is `NOT_FOUND`). */
+async function readWithProgress(path: string, onProgress: NonNullable<ImportOptions['onProgress']>): Promise<Buffer> {
+  let fh;
+  try {
+    fh = await open(path, 'r');
+  } catch (e) {
+    throw fsError(e, path);
+  }
+  try {
+    const total = (await fh.stat()).size;
+    const out = Buffer.allocUnsafe(total);
+    let off = 0;
+    while (off < total) {
+      const { bytesRead } = await fh.read(out, off, Math.min(8 << 20, total - off), off);
+      if (bytesRead === 0) break;
+      off += bytesRead;
+      onProgress({ phase: 'read', bytes: off, total });
+    }
+    return out.subarray(0, off);
+  } catch (e) {
+    throw fsError(e, path);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** A Node file-system error as a ForkpointError (`NOT_FOUND` for a missing file, else `IO`), with its path. */
+function fsError(e: unknown, path: string): ForkpointError {
+  const err = e as { code?: string; message?: string };
+  const what = err.code === 'ENOENT' ? 'no such file' : (err.message ?? String(e)).replace(/^[A-Z]+: /, '');
+  return new ForkpointError({ code: err.code === 'ENOENT' ? 'NOT_FOUND' : 'IO', message: `cannot read the source: ${what}`, path });
 }

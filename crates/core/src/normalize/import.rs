@@ -65,6 +65,9 @@ impl ImportFormat {
 pub struct ImportSummary {
     /// The format read: `"pi"`, `"claude-code"` or `"codex"`.
     pub format: String,
+    /// The imported session's id: the one asked for, else a pi file's own id,
+    /// else the id derived from the source's own session id (FORMAT.md §15.7).
+    pub session_id: String,
     /// Entries written (header excluded).
     pub entries: u64,
     /// `message` entries written.
@@ -159,7 +162,8 @@ fn looks_claude_code(v: &J) -> bool {
 /// - **pi**: a version-3 file comes back byte for byte (a torn last line cut
 ///   off, a final newline added if missing); versions 1 and 2 are migrated as
 ///   the loader migrates them. `session_id` and `now_iso` are not used.
-/// - **Claude Code** and **Codex**: a new header with id `session_id` and an
+/// - **Claude Code** and **Codex**: a new header with id `session_id` (`None`:
+///   the id derived from the source, [`imported_session_id`]) and an
 ///   `importedFrom` member `{format, sessionId}`; entries as described in
 ///   FORMAT.md §15.7. `now_iso` is the header's timestamp when no line has one.
 ///
@@ -168,7 +172,7 @@ fn looks_claude_code(v: &J) -> bool {
 pub fn import_session(
     bytes: &[u8],
     format: ImportFormat,
-    session_id: &str,
+    session_id: Option<&str>,
     now_iso: &str,
 ) -> Result<(String, ImportSummary)> {
     import_session_with(bytes, format, session_id, now_iso, &LimitOptions::default())
@@ -180,7 +184,7 @@ pub fn import_session(
 pub fn import_session_with(
     bytes: &[u8],
     format: ImportFormat,
-    session_id: &str,
+    session_id: Option<&str>,
     now_iso: &str,
     limits: &LimitOptions,
 ) -> Result<(String, ImportSummary)> {
@@ -203,18 +207,82 @@ pub fn import_session_with(
     if format == ImportFormat::Pi {
         return import_pi(bytes, limits);
     }
-    if session_id.is_empty() {
+    if session_id == Some("") {
         return Err(Error::invalid_input("the session id must not be empty"));
     }
     let data = gunzip(bytes, true, limits)?;
     let lines = read_lines(&data)?;
+    let source_id = source_session_id(&lines, format);
+    let id = match session_id {
+        Some(id) => id.to_string(),
+        None => imported_session_id(
+            format,
+            source_key(&lines, source_id.as_deref()).as_deref(),
+            &data,
+        ),
+    };
     drop(data);
     let (text, stats) = match format {
-        ImportFormat::Codex => codex(&lines, session_id, now_iso),
-        _ => claude_code(&lines, session_id, now_iso),
+        ImportFormat::Codex => codex(&lines, &id, source_id, now_iso),
+        _ => claude_code(&lines, &id, source_id, now_iso),
     };
     let summary = summarize(&text, format, stats, limits)?;
     Ok((text, summary))
+}
+
+/// The id an import gives a Claude Code or Codex session when none is asked
+/// for, so that importing the same source twice gives the same id (FORMAT.md
+/// §15.7): the source's own session id (`source_id`: Claude Code's
+/// `sessionId`, `{sessionId}-agent-{agentId}` for a subagent transcript;
+/// Codex's `session_meta.payload.id`) when it is a valid session id (letters, digits, `.`, `_`, `-`; 1 to 128 characters); otherwise
+/// `{format}-{h}`, `h` the 64-bit FNV-1a hash (16 hex digits) of that id, or of
+/// the decompressed source `data` when it has no id at all.
+pub fn imported_session_id(format: ImportFormat, source_id: Option<&str>, data: &[u8]) -> String {
+    match source_id {
+        Some(id) if crate::store::validate_id(id, "session").is_ok() => id.to_string(),
+        Some(id) => format!("{}-{:016x}", format.name(), fnv1a64(id.as_bytes())),
+        None => format!("{}-{:016x}", format.name(), fnv1a64(data)),
+    }
+}
+
+/// FNV-1a, 64 bits (a fixed, published function: the same in every build, unlike
+/// `std`'s hashers, which may change between Rust versions).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// What names the source among its tool's sessions: its session id, and for a
+/// Claude Code subagent transcript (lines with `isSidechain: true` and an
+/// `agentId`, which carry the parent's `sessionId`) `{sessionId}-agent-{agentId}`.
+fn source_key(lines: &[Line], source_id: Option<&str>) -> Option<String> {
+    let sid = source_id?;
+    let first = lines.iter().find(|l| l.v.str_of("sessionId").is_some());
+    let agent = first
+        .filter(|l| l.v.get("isSidechain").and_then(J::as_bool) == Some(true))
+        .and_then(|l| l.v.str_of("agentId"));
+    Some(match agent {
+        Some(a) => format!("{sid}-agent-{a}"),
+        None => sid.to_string(),
+    })
+}
+
+/// The source's own session id, as the header's `importedFrom.sessionId`:
+/// Claude Code's first `sessionId`, Codex's `session_meta.payload.id`.
+fn source_session_id(lines: &[Line], format: ImportFormat) -> Option<String> {
+    match format {
+        ImportFormat::Codex => lines
+            .iter()
+            .find(|l| l.v.is("type", "session_meta"))
+            .and_then(|l| l.v.get("payload"))
+            .and_then(|m| m.str_of("id"))
+            .map(|s| s.into_owned()),
+        _ => lines
+            .iter()
+            .find_map(|l| l.v.str_of("sessionId"))
+            .map(|s| s.into_owned()),
+    }
 }
 
 // ---------------------------------------------------------------- shared
@@ -258,6 +326,7 @@ pub(crate) fn summary_of(s: &Session, format: ImportFormat) -> ImportSummary {
     let meta = s.metadata();
     ImportSummary {
         format: format.name().to_string(),
+        session_id: s.header().id.to_string(),
         entries: meta.entry_count,
         messages: meta.message_count,
         custom_entries: s
@@ -776,7 +845,12 @@ fn cc_assistant(dec: &mut AnthropicDecoder, lines: &[&J], ts: &str) -> Result<J>
     Ok(msg)
 }
 
-fn claude_code(lines: &[Line], session_id: &str, now_iso: &str) -> (String, Stats) {
+fn claude_code(
+    lines: &[Line],
+    session_id: &str,
+    source_id: Option<String>,
+    now_iso: &str,
+) -> (String, Stats) {
     let mut stats = Stats::default();
     let header_ts = lines
         .iter()
@@ -784,8 +858,8 @@ fn claude_code(lines: &[Line], session_id: &str, now_iso: &str) -> (String, Stat
         .unwrap_or_else(|| now_iso.to_string());
     let cwd = lines.iter().find_map(|l| str_member(&l.v, "cwd"));
     let mut from = J::obj([("format", J::s("claude-code"))]);
-    if let Some(sid) = lines.iter().find_map(|l| str_member(&l.v, "sessionId")) {
-        from.set("sessionId", sid);
+    if let Some(sid) = source_id {
+        from.set("sessionId", J::s(&sid));
     }
     let head = header(session_id, &header_ts, cwd, from);
 
@@ -1316,7 +1390,12 @@ impl CodexState {
     }
 }
 
-fn codex(lines: &[Line], session_id: &str, now_iso: &str) -> (String, Stats) {
+fn codex(
+    lines: &[Line],
+    session_id: &str,
+    source_id: Option<String>,
+    now_iso: &str,
+) -> (String, Stats) {
     let meta = lines
         .iter()
         .find(|l| l.v.is("type", "session_meta"))
@@ -1327,8 +1406,8 @@ fn codex(lines: &[Line], session_id: &str, now_iso: &str) -> (String, Stats) {
         .unwrap_or_else(|| now_iso.to_string());
     let cwd = meta.and_then(|m| str_member(m, "cwd"));
     let mut from = J::obj([("format", J::s("codex"))]);
-    if let Some(id) = meta.and_then(|m| str_member(m, "id")) {
-        from.set("sessionId", id);
+    if let Some(id) = source_id {
+        from.set("sessionId", J::s(&id));
     }
     let head = header(session_id, &header_ts, cwd, from);
 

@@ -25,6 +25,8 @@ pub struct Migration {
     pub changed: u64,
     /// The start of a line whose end has not come yet ([`Migration::push`]).
     partial: String,
+    /// Whether the first non-blank line (the session header) has been read.
+    header_seen: bool,
 }
 
 impl Migration {
@@ -40,6 +42,7 @@ impl Migration {
             line: 0,
             changed: 0,
             partial: String::new(),
+            header_seen: false,
         }
     }
 
@@ -58,6 +61,19 @@ impl Migration {
             ))
             .at(Some(self.line), e.offset as u64)
         })?;
+        // Only pi sessions are migrated: anything else (a Claude Code
+        // transcript, a Codex rollout) is refused as the loader refuses it.
+        if !std::mem::replace(&mut self.header_seen, true) && !entry.is("type", "session") {
+            let why = crate::entry::parse_envelope(trimmed, 512)
+                .ok()
+                .and_then(|env| crate::load::parse_header(trimmed, &env, 0, true).err())
+                .unwrap_or_else(|| {
+                    "not a pi session: the first line is not a session header".into()
+                });
+            let mut e = Error::unsupported(why);
+            e.line = Some(self.line);
+            return Err(e);
+        }
         match entry.str_of("type").as_deref() {
             Some("session") => {
                 entry.set(

@@ -6,7 +6,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use forkpoint_core::normalize::import::{ImportFormat, ImportSummary, detect, import_session};
+use forkpoint_core::normalize::import::{
+    ImportFormat, ImportSummary, detect, import_session, imported_session_id,
+};
 use forkpoint_core::{ErrorCode, LazyOptions, LoadOptions, Session};
 use serde_json::{Value, json};
 
@@ -25,7 +27,8 @@ fn load(text: &str) -> Session {
 }
 
 fn import(bytes: &[u8]) -> (String, ImportSummary) {
-    import_session(bytes, ImportFormat::Auto, "imported-1", NOW).unwrap_or_else(|e| panic!("{e}"))
+    import_session(bytes, ImportFormat::Auto, Some("imported-1"), NOW)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A lazy resume of the import builds the context a full load builds.
@@ -733,20 +736,25 @@ fn claude_code_damaged_trees_load() {
     assert_eq!(entries[4]["type"], "custom");
 
     let bad = format!("{}\nnot json\n", lines[0]);
-    let e = import_session(bad.as_bytes(), ImportFormat::ClaudeCode, "x", NOW).unwrap_err();
+    let e = import_session(bad.as_bytes(), ImportFormat::ClaudeCode, Some("x"), NOW).unwrap_err();
     assert_eq!(e.code, ErrorCode::CorruptedData);
     assert_eq!(e.line, Some(2));
     assert_eq!(e.offset, Some(lines[0].to_string().len() as u64 + 1));
     let e = import_session(
         b"{\"type\":\"user\"}\n\xff\n",
         ImportFormat::ClaudeCode,
-        "x",
+        Some("x"),
         NOW,
     )
     .unwrap_err();
     assert_eq!((e.code, e.line), (ErrorCode::CorruptedData, Some(2)));
-    let e =
-        import_session(jsonl(&lines).as_bytes(), ImportFormat::ClaudeCode, "", NOW).unwrap_err();
+    let e = import_session(
+        jsonl(&lines).as_bytes(),
+        ImportFormat::ClaudeCode,
+        Some(""),
+        NOW,
+    )
+    .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidInput);
 }
 
@@ -1016,7 +1024,8 @@ fn codex_odd_items_stay_custom() {
     ];
     let input = jsonl(&lines)
         + "{\"timestamp\":\"2025-10-01T10:00:07.000Z\",\"type\":\"something_new\",\"payload\":{\"x\":1.50}}\n";
-    let (out, summary) = import_session(input.as_bytes(), ImportFormat::Codex, "c-1", NOW).unwrap();
+    let (out, summary) =
+        import_session(input.as_bytes(), ImportFormat::Codex, Some("c-1"), NOW).unwrap();
     assert_eq!(summary.entries, 8);
     let entries = values(&out);
     assert_eq!(entries[2]["customType"], "codex.response_item");
@@ -1056,7 +1065,13 @@ fn detect_formats() {
     assert_eq!(detect(&gz).unwrap(), ImportFormat::ClaudeCode);
     let (from_gz, _) = import(&gz);
     assert_eq!(from_gz, import(&real("marot-spotter_tool_heavy.jsonl")).0);
-    let e = import_session(&gz[..gz.len() - 9], ImportFormat::ClaudeCode, "x", NOW).unwrap_err();
+    let e = import_session(
+        &gz[..gz.len() - 9],
+        ImportFormat::ClaudeCode,
+        Some("x"),
+        NOW,
+    )
+    .unwrap_err();
     assert_eq!(e.code, ErrorCode::CorruptedData);
     let summary_first = "{\"type\":\"summary\",\"summary\":\"T\",\"leafUuid\":\"x\"}\n";
     assert_eq!(
@@ -1072,7 +1087,7 @@ fn detect_formats() {
     ] {
         let e = detect(garbage).unwrap_err();
         assert_eq!(e.code, ErrorCode::UnsupportedFormat, "{garbage:?}");
-        let e = import_session(garbage, ImportFormat::Auto, "x", NOW).unwrap_err();
+        let e = import_session(garbage, ImportFormat::Auto, Some("x"), NOW).unwrap_err();
         assert_eq!(e.code, ErrorCode::UnsupportedFormat);
     }
     assert_eq!(
@@ -1105,7 +1120,7 @@ fn pi_v1_comes_back_as_v3() {
     let bytes = real("badlogic-pi-mono_large-session.jsonl");
     let original = Session::from_bytes(bytes.clone(), &LoadOptions::default(), None).unwrap();
     assert_eq!(original.header().version, 1);
-    let (out, summary) = import_session(&bytes, ImportFormat::Pi, "ignored", NOW).unwrap();
+    let (out, summary) = import_session(&bytes, ImportFormat::Pi, Some("ignored"), NOW).unwrap();
     let s = load(&out);
     assert_eq!(s.header().version, 3);
     assert_eq!(s.header().id, original.header().id);
@@ -1124,18 +1139,186 @@ fn pi_v1_comes_back_as_v3() {
 #[test]
 fn a_torn_pi_tail_is_counted_and_a_cut_gzip_is_corrupted() {
     let mut bytes = real("mattpocock-sandcastle_resumed-session.jsonl");
-    let whole =
-        import_session(&bytes, ImportFormat::Auto, "x", "2026-01-01T00:00:00.000Z").unwrap();
+    let whole = import_session(
+        &bytes,
+        ImportFormat::Auto,
+        Some("x"),
+        "2026-01-01T00:00:00.000Z",
+    )
+    .unwrap();
     assert_eq!(whole.1.skipped_lines, 0);
     bytes.extend_from_slice(b"{\"type\":\"message\",\"id\":\"zz");
-    let (text, summary) =
-        import_session(&bytes, ImportFormat::Auto, "x", "2026-01-01T00:00:00.000Z").unwrap();
+    let (text, summary) = import_session(
+        &bytes,
+        ImportFormat::Auto,
+        Some("x"),
+        "2026-01-01T00:00:00.000Z",
+    )
+    .unwrap();
     assert_eq!(summary.skipped_lines, 1);
     assert_eq!(text, whole.0);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gz, &real("marot-spotter_tool_heavy.jsonl")).unwrap();
     let gz = gz.finish().unwrap();
     let cut = &gz[..gz.len() - 100];
-    let e = import_session(cut, ImportFormat::Auto, "x", "2026-01-01T00:00:00.000Z").unwrap_err();
+    let e = import_session(
+        cut,
+        ImportFormat::Auto,
+        Some("x"),
+        "2026-01-01T00:00:00.000Z",
+    )
+    .unwrap_err();
     assert_eq!(e.code, ErrorCode::CorruptedData, "{}", e.message);
+}
+
+// ---------------------------------------------------------------- stable ids
+
+fn header(text: &str) -> Value {
+    values(text).remove(0)
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+#[test]
+fn a_claude_code_import_without_an_id_takes_the_source_session_id() {
+    let src = real("marot-spotter_tool_heavy.jsonl");
+    let sid = "d6e0bada-1959-4eec-a9d2-0bfade768d8f";
+    let (a, sa) = import_session(&src, ImportFormat::Auto, None, NOW).unwrap();
+    assert_eq!(sa.session_id, sid);
+    assert_eq!(header(&a)["id"], sid);
+    assert_eq!(header(&a)["importedFrom"]["sessionId"], sid);
+    // Again, at another time and gzipped: the same id and the same text.
+    let (b, sb) = import_session(
+        &gzip(&src),
+        ImportFormat::ClaudeCode,
+        None,
+        "2030-01-01T00:00:00.000Z",
+    )
+    .unwrap();
+    assert_eq!(sb.session_id, sid);
+    assert_eq!(a, b);
+    // An id asked for wins.
+    let (c, sc) = import_session(&src, ImportFormat::Auto, Some("mine"), NOW).unwrap();
+    assert_eq!(
+        (header(&c)["id"].as_str(), sc.session_id.as_str()),
+        (Some("mine"), "mine")
+    );
+    assert_eq!(header(&c)["importedFrom"]["sessionId"], sid);
+}
+
+#[test]
+fn a_claude_code_subagent_transcript_is_named_by_its_agent() {
+    let line = |uuid: &str, parent: Option<&str>, role: &str| {
+        json!({"parentUuid": parent, "isSidechain": true, "agentId": "a1b2c3", "sessionId": "S-1",
+        "type": role, "uuid": uuid, "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": role, "content": "hi"}})
+    };
+    let sub = jsonl(&[
+        line("u1", None, "user"),
+        line("u2", Some("u1"), "assistant"),
+    ]);
+    let (text, s) = import_session(sub.as_bytes(), ImportFormat::Auto, None, NOW).unwrap();
+    assert_eq!(s.session_id, "S-1-agent-a1b2c3");
+    assert_eq!(header(&text)["importedFrom"]["sessionId"], "S-1");
+    // The main transcript of the same session keeps the plain id.
+    let main = sub.replace("\"isSidechain\":true", "\"isSidechain\":false");
+    assert_eq!(
+        import_session(main.as_bytes(), ImportFormat::Auto, None, NOW)
+            .unwrap()
+            .1
+            .session_id,
+        "S-1"
+    );
+}
+
+#[test]
+fn a_codex_import_without_an_id_takes_the_rollout_id_else_a_hash() {
+    let meta = codex_line(
+        "00:00",
+        "session_meta",
+        json!({"id": "0199a1b2-c3d4-7e5f", "cwd": "/w"}),
+    );
+    let msg = codex_line(
+        "00:01",
+        "response_item",
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}),
+    );
+    let with = jsonl(&[meta, msg.clone()]);
+    let (text, s) = import_session(with.as_bytes(), ImportFormat::Auto, None, NOW).unwrap();
+    assert_eq!(s.session_id, "0199a1b2-c3d4-7e5f");
+    assert_eq!(header(&text)["id"], "0199a1b2-c3d4-7e5f");
+    // No session_meta: `codex-` and the FNV-1a hash of the bytes, the same each time.
+    let without = jsonl(&[msg]);
+    let id = import_session(without.as_bytes(), ImportFormat::Codex, None, NOW)
+        .unwrap()
+        .1
+        .session_id;
+    assert_eq!(
+        id,
+        imported_session_id(ImportFormat::Codex, None, without.as_bytes())
+    );
+    assert!(
+        id.starts_with("codex-") && id.len() == "codex-".len() + 16,
+        "{id}"
+    );
+    assert_eq!(
+        import_session(without.as_bytes(), ImportFormat::Codex, None, NOW)
+            .unwrap()
+            .1
+            .session_id,
+        id
+    );
+    let other = without.replace("hi", "ho");
+    assert_ne!(
+        import_session(other.as_bytes(), ImportFormat::Codex, None, NOW)
+            .unwrap()
+            .1
+            .session_id,
+        id
+    );
+}
+
+#[test]
+fn derived_ids_are_fixed_functions_of_the_source() {
+    // FNV-1a 64 test vectors (the published ones: "" and "a").
+    assert_eq!(
+        imported_session_id(ImportFormat::Codex, None, b""),
+        "codex-cbf29ce484222325"
+    );
+    assert_eq!(
+        imported_session_id(ImportFormat::ClaudeCode, None, b"a"),
+        "claude-code-af63dc4c8601ec8c"
+    );
+    // A source id that is not a valid session id is hashed, never used as it is.
+    assert_eq!(
+        imported_session_id(ImportFormat::ClaudeCode, Some("a"), b"x"),
+        "a"
+    );
+    assert_eq!(
+        imported_session_id(ImportFormat::ClaudeCode, Some("../a"), b"x"),
+        imported_session_id(ImportFormat::ClaudeCode, Some("../a"), b"y")
+    );
+    let odd = imported_session_id(ImportFormat::ClaudeCode, Some("../a"), b"x");
+    assert!(
+        odd.starts_with("claude-code-") && !odd.contains('/'),
+        "{odd}"
+    );
+    assert_ne!(
+        odd,
+        imported_session_id(ImportFormat::ClaudeCode, Some("../b"), b"x")
+    );
+    // A pi file keeps its own id.
+    let pi = b"{\"type\":\"session\",\"version\":3,\"id\":\"pi-own\",\"timestamp\":\"2026-01-01T00:00:00.000Z\"}\n";
+    assert_eq!(
+        import_session(pi, ImportFormat::Auto, None, NOW)
+            .unwrap()
+            .1
+            .session_id,
+        "pi-own"
+    );
 }

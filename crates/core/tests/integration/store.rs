@@ -356,11 +356,63 @@ fn explicit_formats_and_ids() {
         ErrorCode::UnsupportedFormat
     );
     o.format = Some(ImportFormat::ClaudeCode);
+    o.id = Some("mine".into());
     let (info, summary) = run(st.import(cc, &o)).unwrap();
-    assert_eq!(info.id, "new-session-1");
+    assert_eq!(
+        (info.id.as_str(), summary.session_id.as_str()),
+        ("mine", "mine")
+    );
     assert_eq!(summary.format, "claude-code");
     let s: Session = run(st.load(&info.id, &LoadOptions::default())).unwrap();
-    assert_eq!(s.header().id, "new-session-1");
+    assert_eq!(s.header().id, "mine");
+}
+
+#[test]
+fn importing_the_same_claude_code_file_twice_is_already_exists_unless_a_copy() {
+    let st = store();
+    let cc = real("marot-spotter_tool_heavy.jsonl");
+    let sid = "d6e0bada-1959-4eec-a9d2-0bfade768d8f";
+    let (info, summary) = run(st.import(cc.clone(), &opts("t.jsonl"))).unwrap();
+    assert_eq!((info.id.as_str(), summary.session_id.as_str()), (sid, sid));
+    assert_eq!(
+        run(st.load(sid, &LoadOptions::default()))
+            .unwrap()
+            .header()
+            .id,
+        sid
+    );
+    let e = run(st.import(cc.clone(), &opts("t.jsonl"))).unwrap_err();
+    assert_eq!(e.code, ErrorCode::AlreadyExists, "{e}");
+    assert!(e.message.contains(sid), "{e}");
+    // A copy: under `new_id`, its header too.
+    let mut o = opts("t.jsonl");
+    o.copy = true;
+    let (copy, summary) = run(st.import(cc.clone(), &o)).unwrap();
+    assert_eq!(
+        (copy.id.as_str(), summary.session_id.as_str()),
+        ("new-session-1", "new-session-1")
+    );
+    assert_eq!(
+        run(st.load("new-session-1", &LoadOptions::default()))
+            .unwrap()
+            .header()
+            .id,
+        "new-session-1"
+    );
+    // A session stored by 0.1.0 under a random id still opens; it does not
+    // block the stable id (deleted and imported again, the id is the same).
+    let mut old = opts("t.jsonl");
+    old.id = Some("f6634f6b-bead-4574-8809-f2e735e4a199".into());
+    run(st.import(cc.clone(), &old)).unwrap();
+    let s = run(st.load(
+        "f6634f6b-bead-4574-8809-f2e735e4a199",
+        &LoadOptions::default(),
+    ))
+    .unwrap();
+    assert_eq!(s.metadata().entry_count, info.entry_count);
+    run(st.delete(sid)).unwrap();
+    assert_eq!(run(st.import(cc, &opts("t.jsonl"))).unwrap().0.id, sid);
+    assert_eq!(run(st.list()).unwrap().len(), 3);
 }
 
 #[test]
@@ -537,7 +589,7 @@ fn importing_a_gzip_bomb_stops_at_the_limits() {
         let e = forkpoint_core::normalize::import::import_session_with(
             &bomb,
             ImportFormat::Auto,
-            "x",
+            Some("x"),
             "2026-01-01T00:00:00.000Z",
             &limits,
         )
