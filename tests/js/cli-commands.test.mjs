@@ -207,7 +207,7 @@ const stop = (proc) =>
     proc.kill('SIGTERM');
   });
 
-test('explore: serves the installed forkpoint-web on 127.0.0.1 (page, library, wasm, shared layer) and the file given', async () => {
+test('explore: serves the installed forkpoint-web on 127.0.0.1 (page, library with its wasm and shared layer) and the file given', async () => {
   const dir = tmp();
   const { url, proc } = await explore(dir, CC);
   try {
@@ -219,24 +219,25 @@ test('explore: serves the installed forkpoint-web on 127.0.0.1 (page, library, w
     const get = (path) => fetch(new URL(path, u.origin), { redirect: 'manual' });
     assert.equal((await get('/')).headers.get('location'), '/explorer/');
     const page = await (await get('/explorer/')).text();
-    // The import map points at the installed @forkpoint/shared, not the repository layout.
-    const map = JSON.parse(/<script type="importmap">([\s\S]*?)<\/script>/.exec(page)[1]);
-    const shared = map.imports['@forkpoint/shared'];
-    assert.match(shared, /^\/_pkg\/@forkpoint\/shared\/.+\.js$/);
-    const sj = await get(shared);
-    assert.equal(sj.status, 200);
-    assert.match(await sj.text(), /ForkpointError/);
-    for (const [path, type] of [['/explorer/main.js', 'text/javascript'], ['/dist/web.js', 'text/javascript'], ['/pkg/web/forkpoint_wasm_bg.wasm', 'application/wasm']]) {
+    assert.match(page, /<script type="module" src="main.js"><\/script>/);
+    // The page imports only forkpoint-web's own files (the shared layer and
+    // the wasm are inside its dist and pkg).
+    for (const [path, type, has] of [
+      ['/explorer/main.js', 'text/javascript', /dist\/web\.js/],
+      ['/dist/web.js', 'text/javascript', /init/],
+      ['/dist/shared/index.js', 'text/javascript', /ForkpointError/],
+      ['/pkg/web/forkpoint_wasm_bg.inline.js', 'text/javascript', /./],
+    ]) {
       const r = await get(path);
       assert.equal(r.status, 200, path);
       assert.ok(r.headers.get('content-type').startsWith(type), path);
-      await r.arrayBuffer();
+      assert.match(await r.text(), has, path);
     }
     assert.deepEqual(Buffer.from(await (await get(open)).arrayBuffer()), readFileSync(CC));
     // Nothing outside the package: no parent folders, dot-files or node_modules
     // (sent as written: fetch would resolve the dots).
     const raw = (path) => new Promise((ok, fail) => http.get({ host: '127.0.0.1', port: u.port, path }, (res) => ok(res.resume().statusCode)).on('error', fail));
-    for (const path of ['/..%2f..%2fpackage.json', '/explorer/..%2f..%2f..%2fpackage.json', '/.gitignore', '/node_modules/x', '/_open/other.jsonl', '/_pkg/@forkpoint/shared/..%2f..%2fpackage.json']) {
+    for (const path of ['/..%2f..%2fpackage.json', '/explorer/..%2f..%2f..%2fpackage.json', '/.gitignore', '/node_modules/x', '/_open/other.jsonl', '/dist/..%2f..%2fpackage.json']) {
       assert.ok([403, 404].includes(await raw(path)), path);
     }
     assert.equal(await raw('/explorer/index.html'), 200);
@@ -248,21 +249,17 @@ test('explore: serves the installed forkpoint-web on 127.0.0.1 (page, library, w
 test('explore: the files come from wherever forkpoint-web is installed; without it, NOT_FOUND names what to install', async () => {
   const { findExplorer, serveExplorer } = require('../../npm/forkpoint/dist/explore.js');
   const webDir = fileURLToPath(new URL('../../wasm/', import.meta.url));
-  // An install outside the repository: node_modules/forkpoint-web and @forkpoint/shared copied.
+  // An install outside the repository: node_modules/forkpoint-web alone (it is self-contained).
   const root = tmp();
   const nm = join(root, 'node_modules');
   for (const part of ['package.json', 'explorer', 'dist', 'pkg/web']) cpSync(join(webDir, part), join(nm, 'forkpoint-web', part), { recursive: true });
-  cpSync(fileURLToPath(new URL('../../npm/shared/package.json', import.meta.url)), join(nm, '@forkpoint/shared/package.json'));
-  cpSync(fileURLToPath(new URL('../../npm/shared/dist', import.meta.url)), join(nm, '@forkpoint/shared/dist'), { recursive: true });
   const files = findExplorer(join(root, 'app.js'));
   assert.equal(files.web, join(nm, 'forkpoint-web'));
-  assert.equal(files.shared.root, join(nm, '@forkpoint/shared'));
   const server = await serveExplorer({ files, port: 0 });
   try {
     assert.equal(server.url, `${server.origin}/explorer/`);
-    const page = await (await fetch(`${server.origin}/explorer/`)).text();
-    assert.ok(page.includes(`"/_pkg/@forkpoint/shared/${files.shared.entry}"`));
-    assert.equal((await fetch(`${server.origin}/_pkg/@forkpoint/shared/${files.shared.entry}`)).status, 200);
+    assert.equal((await fetch(`${server.origin}/explorer/`)).status, 200);
+    assert.equal((await fetch(`${server.origin}/dist/shared/index.js`)).status, 200);
   } finally {
     await server.close();
   }

@@ -43,12 +43,10 @@ function packageRoot(name: string, from: string): string | null {
   return null;
 }
 
-/** Where the explorer's files are: the installed forkpoint-web, and the shared layer its page imports. */
+/** Where the explorer's files are: the installed forkpoint-web (self-contained: its page imports only its own files). */
 export interface ExplorerFiles {
   /** The forkpoint-web package folder (holds `explorer/index.html`). */
   web: string;
-  /** The @forkpoint/shared package folder and its ES module entry (relative), when forkpoint-web has one. */
-  shared: { root: string; entry: string } | null;
 }
 
 /**
@@ -66,14 +64,7 @@ export function findExplorer(from: string = __filename): ExplorerFiles {
         : 'the session explorer is in the package forkpoint-web, which is not installed: npm install forkpoint-web',
     });
   }
-  let shared: ExplorerFiles['shared'] = null;
-  const root = packageRoot('@forkpoint/shared', join(web, 'package.json'));
-  if (root) {
-    const pj = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports?: { '.'?: { import?: string } }; module?: string };
-    const entry = pj.exports?.['.']?.import ?? pj.module;
-    if (entry) shared = { root, entry: entry.replace(/^\.\//, '') };
-  }
-  return { web, shared };
+  return { web };
 }
 
 export interface ExplorerServer {
@@ -93,7 +84,6 @@ export interface ExplorerServer {
 export async function serveExplorer(opts: { port?: number; file?: string; files?: ExplorerFiles; onFallback?: (port: number) => void } = {}): Promise<ExplorerServer> {
   const files = opts.files ?? findExplorer();
   const web = normalize(files.web + sep);
-  const SHARED = '/_pkg/@forkpoint/shared/';
   let openFile: { url: string; path: string } | null = null;
   if (opts.file) {
     const path = resolve(opts.file);
@@ -103,10 +93,6 @@ export async function serveExplorer(opts: { port?: number; file?: string; files?
     if (!s.isFile()) throw new ForkpointError({ code: 'INVALID_INPUT', message: 'not a file', path: opts.file });
     openFile = { url: `/_open/${encodeURIComponent(basename(path))}`, path };
   }
-  // The page's import map names the shared layer by its place in the
-  // repository (/npm/shared/…): point it at the installed package instead.
-  const page = (text: string) =>
-    files.shared ? text.replace(/("@forkpoint\/shared"\s*:\s*")\/npm\/shared\/[^"]*"/, `$1${SHARED}${files.shared.entry}"`) : text;
 
   const server = createServer(async (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405).end();
@@ -122,9 +108,6 @@ export async function serveExplorer(opts: { port?: number; file?: string; files?
     if (openFile && pathname === decodeURIComponent(openFile.url)) {
       path = openFile.path;
       base = '';
-    } else if (files.shared && pathname.startsWith(SHARED)) {
-      base = normalize(files.shared.root + sep);
-      path = normalize(join(base, pathname.slice(SHARED.length)));
     } else {
       base = web;
       path = normalize(join(base, pathname));
@@ -145,11 +128,6 @@ export async function serveExplorer(opts: { port?: number; file?: string; files?
         'cache-control': 'no-store',
         'x-content-type-options': 'nosniff',
       };
-      if (extname(path) === '.html') {
-        const body = Buffer.from(page(readFileSync(path, 'utf8')));
-        res.writeHead(200, { ...headers, 'content-length': body.length });
-        return void res.end(req.method === 'HEAD' ? undefined : body);
-      }
       res.writeHead(200, { ...headers, 'content-length': s.size });
       if (req.method === 'HEAD') return void res.end();
       createReadStream(path)
