@@ -15,6 +15,12 @@ use std::time::{Duration, Instant};
 
 use forkpoint_core::{Error, Result};
 
+/// Queued bytes that start a write before it is due: a burst is written in
+/// writes of about this size as fast as they go, while a paced stream (a
+/// piece a millisecond is a few KiB per interval) keeps to one write per
+/// interval.
+const EAGER: usize = 64 * 1024;
+
 /// One write of a feed: when its events became durable (ms since the epoch,
 /// with sub-millisecond precision) and the seq of its last event.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -48,6 +54,10 @@ struct State {
     ending: bool,
     /// Stop without writing what is queued (the call was interrupted).
     discard: bool,
+    /// The writer waits for bytes (not for the next write to be due): a push
+    /// wakes it. While it waits for a write to be due, pushes do not (its
+    /// timer does), so a stream of small pieces costs no thread wake-ups.
+    idle: bool,
     /// The writer stopped: a write failed or gave a value.
     stopped: bool,
     steps: Vec<String>,
@@ -94,12 +104,14 @@ impl Feed {
                                 if s.ending {
                                     return;
                                 }
+                                s.idle = true;
                                 s = cv.wait(s).unwrap_or_else(|p| p.into_inner());
+                                s.idle = false;
                                 continue;
                             }
                             let wait = due.map(|d| d.saturating_duration_since(Instant::now()));
                             match wait {
-                                Some(w) if !w.is_zero() && !s.ending => {
+                                Some(w) if !w.is_zero() && !s.ending && s.queue.len() < EAGER => {
                                     s = cv.wait_timeout(s, w).unwrap_or_else(|p| p.into_inner()).0;
                                 }
                                 _ => break,
@@ -154,8 +166,11 @@ impl Feed {
         if s.stopped || s.discard {
             return false;
         }
+        let before = s.queue.len();
         s.queue.extend_from_slice(bytes);
-        cv.notify_one();
+        if s.idle || (before < EAGER && s.queue.len() >= EAGER) {
+            cv.notify_one();
+        }
         true
     }
 
