@@ -1091,10 +1091,14 @@ export class Agent {
   }
 
   async info(): Promise<AgentInfo> {
-    await this.loadWhole();
     const s = this.status_();
     const m = this.query<StoredMeta>({ kind: 'meta' });
-    const usage = this.query<UsageTotals>({ kind: 'usage' });
+    // Kept in the resume state; when it has none, the history says.
+    let usage = this.query<UsageTotals | null>({ kind: 'usage' });
+    if (usage === null) {
+      await this.loadWhole();
+      usage = this.query<UsageTotals>({ kind: 'usage' });
+    }
     return {
       agentId: this.agentId,
       templateId: m.templateId,

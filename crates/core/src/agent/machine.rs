@@ -341,6 +341,11 @@ pub struct AgentMachine {
     /// What had streamed when the process died mid-call (read from the log's
     /// tail at open): reported by the resume as `model_partial`.
     crashed_partial: Option<Value>,
+    /// The usage totals (`None`: resumed from the tail with a resume state
+    /// that has none, or not current: known once the whole session is).
+    usage: Option<UsageTotals>,
+    /// The usage totals of the last resume state written.
+    usage_written: Option<UsageTotals>,
 }
 
 /// A content block of the answer being streamed.
@@ -386,11 +391,68 @@ pub struct ResumeState {
     /// The session's length when it was written.
     pub session_len: u64,
     pub marks: TailMarks,
+    /// The usage totals when it was written (absent in states written before them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageTotals>,
 }
 
 impl ResumeState {
     /// The version written and read (2: with the checkpoint lines).
     pub const VERSION: u32 = 2;
+}
+
+/// The usage of the context's assistant messages, summed (`info().usage`):
+/// kept as answers are stored, and in the resume state, so that an agent
+/// resumed from the tail answers it without reading its history.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageTotals {
+    pub calls: u64,
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+    pub reasoning: f64,
+    pub total_tokens: f64,
+    pub cost: f64,
+}
+
+impl UsageTotals {
+    /// Adds one message (JSON text): an assistant message counts as a call,
+    /// with its `usage`; any other message adds nothing.
+    fn add(&mut self, message: &str) {
+        #[derive(serde::Deserialize)]
+        struct Msg {
+            #[serde(default)]
+            role: String,
+            #[serde(default)]
+            usage: Option<Value>,
+        }
+        let Ok(m) = serde_json::from_str::<Msg>(message) else {
+            return;
+        };
+        if m.role != "assistant" {
+            return;
+        }
+        self.calls += 1;
+        let Some(u) = m.usage else { return };
+        let n = |k: &str| u[k].as_f64().unwrap_or(0.0);
+        self.input += n("input");
+        self.output += n("output");
+        self.cache_read += n("cacheRead");
+        self.cache_write += n("cacheWrite");
+        self.reasoning += n("reasoning");
+        self.total_tokens += n("totalTokens");
+        self.cost += u["cost"]["total"].as_f64().unwrap_or(0.0);
+    }
+
+    fn of(messages: &[Box<RawValue>]) -> UsageTotals {
+        let mut t = UsageTotals::default();
+        for m in messages {
+            t.add(m.get());
+        }
+        t
+    }
 }
 
 /// The lines before a session's tail that its resume state points to, as
@@ -469,6 +531,7 @@ impl AgentMachine {
         );
         m.marks_written = marks.clone();
         m.marks = marks;
+        m.usage = Some(UsageTotals::of(&m.messages));
         Ok(m)
     }
 
@@ -537,6 +600,12 @@ impl AgentMachine {
         m.whole = false;
         m.marks_written = Some(state.marks.clone());
         m.marks = marks;
+        // The totals hold if they count every answer on the path (none was
+        // stored after the state was written).
+        m.usage = state
+            .usage
+            .filter(|u| u.calls == m.core.assistant_messages());
+        m.usage_written = state.usage;
         Ok(m)
     }
 
@@ -582,6 +651,8 @@ impl AgentMachine {
             call_context: 0,
             converted_for: Vec::new(),
             crashed_partial: None,
+            usage: None,
+            usage_written: None,
         }
     }
 
@@ -609,6 +680,7 @@ impl AgentMachine {
         self.writer =
             WriterCore::from_session(session, self.session_len, seed, &LoadOptions::default())?;
         self.core = core;
+        self.usage = Some(UsageTotals::of(&messages));
         self.messages = messages;
         self.marks = marks;
         self.whole = true;
@@ -903,6 +975,7 @@ impl AgentMachine {
         self.now = now;
         self.core = AgentCore::from_session(session)?;
         self.messages = Self::context_of(session)?;
+        self.usage = Some(UsageTotals::of(&self.messages));
         self.marks = self
             .core
             .tail_marks(session, 0, PathCounts::default(), None);
@@ -1500,6 +1573,9 @@ impl AgentMachine {
         let text = message.to_string();
         let entries = AgentCore::answer_entries(&text, self.now)?;
         self.append(&entries)?;
+        if let Some(u) = &mut self.usage {
+            u.add(&text);
+        }
         self.messages.push(raw(&message)?);
         let content = message["content"].as_array().cloned().unwrap_or_default();
         let mut calls = 0;
@@ -2026,16 +2102,19 @@ impl AgentMachine {
             batch.hint = Some(h.to_json().into_bytes());
         }
         if let Some(m) = self.marks.as_ref().filter(|m| !m.sfp_id.is_empty())
-            && self.marks_written.as_ref() != Some(m)
+            && (self.marks_written.as_ref() != Some(m)
+                || (self.usage.is_some() && self.usage_written != self.usage))
         {
             let st = ResumeState {
                 v: ResumeState::VERSION,
                 session_len: self.session_len + batch.session.len() as u64,
                 marks: m.clone(),
+                usage: self.usage,
             };
             if let Ok(t) = serde_json::to_vec(&st) {
                 batch.state = Some(t);
                 self.marks_written = Some(m.clone());
+                self.usage_written = self.usage;
             }
         }
         if batch.is_empty() {
@@ -2138,7 +2217,9 @@ pub enum Query {
     /// The text of the last assistant message.
     LastText,
     /// The tokens and cost of every model answer in the context, summed:
-    /// `{calls, input, output, cacheRead, cacheWrite, reasoning, totalTokens, cost}`.
+    /// `{calls, input, output, cacheRead, cacheWrite, reasoning, totalTokens, cost}`;
+    /// `null` before the whole session is loaded when the resume state did not
+    /// have them (the runtime then loads it).
     Usage,
 }
 
@@ -2149,6 +2230,7 @@ impl Query {
             self,
             Query::Status
                 | Query::Meta
+                | Query::Usage
                 | Query::OpenCalls
                 | Query::Todos
                 | Query::Checkpoints
@@ -2163,47 +2245,6 @@ fn to_text<T: Serialize + ?Sized>(v: &T) -> Result<String> {
 }
 
 impl AgentMachine {
-    /// The usage of every assistant message of the context, summed.
-    fn usage_totals(&self) -> Value {
-        #[derive(serde::Deserialize)]
-        struct Msg {
-            #[serde(default)]
-            role: String,
-            #[serde(default)]
-            usage: Option<Value>,
-        }
-        let keys = [
-            "input",
-            "output",
-            "cacheRead",
-            "cacheWrite",
-            "reasoning",
-            "totalTokens",
-        ];
-        let mut sums = [0f64; 6];
-        let (mut cost, mut calls) = (0f64, 0u64);
-        for m in &self.messages {
-            let Ok(m) = serde_json::from_str::<Msg>(m.get()) else {
-                continue;
-            };
-            if m.role != "assistant" {
-                continue;
-            }
-            calls += 1;
-            let Some(u) = m.usage else { continue };
-            for (s, k) in sums.iter_mut().zip(keys) {
-                *s += u[k].as_f64().unwrap_or(0.0);
-            }
-            cost += u["cost"]["total"].as_f64().unwrap_or(0.0);
-        }
-        let mut o = json!({ "calls": calls });
-        for (s, k) in sums.iter().zip(keys) {
-            o[k] = json!(s);
-        }
-        o["cost"] = json!(cost);
-        o
-    }
-
     /// Answers a query (JSON text); one that [needs the whole
     /// session](Query::needs_whole) is `INTERNAL` before `load_whole`.
     pub fn query(&mut self, q: &Query) -> Result<String> {
@@ -2255,7 +2296,7 @@ impl AgentMachine {
             ),
             Query::Snapshot { id } => to_text(&self.core.snapshot(id)?),
             Query::LastText => to_text(&self.last_text()),
-            Query::Usage => to_text(&self.usage_totals()),
+            Query::Usage => to_text(&self.usage),
         }
     }
 }

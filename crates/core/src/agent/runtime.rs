@@ -456,7 +456,13 @@ impl<S: AgentStorage> AgentRuntime<S> {
         if q.needs_whole() {
             self.ensure_whole().await?;
         }
-        self.machine_mut()?.query(q)
+        let out = self.machine_mut()?.query(q)?;
+        if matches!(q, Query::Usage) && out == "null" {
+            // Not in the resume state: the history says.
+            self.ensure_whole().await?;
+            return self.machine_mut()?.query(q);
+        }
+        Ok(out)
     }
 
     fn new(store: S, lease: Lease, machine: AgentMachine) -> Self {

@@ -721,6 +721,7 @@ fn random_runs_tail_and_whole_agree() {
     pollster::block_on(async {
         let mut tails = 0;
         let mut reopens = 0;
+        let mut usage_from_tail = 0;
         for seed in 1..=150u64 {
             let mut r = Rng(seed * 0x9E37_79B9 + 1);
             let store = MemoryStorage::new();
@@ -925,10 +926,15 @@ fn random_runs_tail_and_whole_agree() {
                         cmds.extend(st.commands);
                         reopens += 1;
                         let from_tail = !rt.machine().is_whole();
-                        let qs = ["status", "todos", "openCalls", "checkpoints"];
+                        // Usage first: from the resume state when it has the
+                        // totals (the history is not read), else loaded.
+                        let qs = ["usage", "status", "todos", "openCalls", "checkpoints"];
                         let mut tail = Vec::new();
                         for k in qs {
                             tail.push(rt.query(&q(k)).await.unwrap());
+                            if k == "usage" && from_tail && !rt.machine().is_whole() {
+                                usage_from_tail += 1;
+                            }
                         }
                         rt.ensure_whole().await.unwrap();
                         let mut whole = Vec::new();
@@ -1035,8 +1041,11 @@ fn random_runs_tail_and_whole_agree() {
             }
             let _ = rt.close().await;
         }
-        eprintln!("{reopens} reopens, {tails} from the tail");
+        eprintln!(
+            "{reopens} reopens, {tails} from the tail, {usage_from_tail} with the usage from the resume state"
+        );
         assert!(tails > reopens / 3, "{tails} of {reopens}");
+        assert!(usage_from_tail > tails / 2, "{usage_from_tail} of {tails}");
     });
 }
 
