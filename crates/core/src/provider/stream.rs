@@ -345,16 +345,7 @@ impl AState {
             "content_block_delta" => {
                 let key = num(v.get("index"))
                     .ok_or_else(|| c.protocol("content_block_delta has no index"))?;
-                let Some(b) = self.find(key) else {
-                    return Err(c.protocol(format!(
-                        "a delta for content block {key}, which was never started"
-                    )));
-                };
-                if b.stopped {
-                    return Err(c.protocol(format!(
-                        "a delta for content block {key} after its content_block_stop"
-                    )));
-                }
+                let b = self.open_block(c, key)?;
                 let d = v.get("delta").unwrap_or(&J::Null);
                 let dt = d.str_of("type").unwrap_or_default();
                 let want = |ok: bool| {
@@ -434,16 +425,8 @@ impl AState {
         Ok(())
     }
 
-    /// A `text_delta` or `thinking_delta` (`r`: the escaped text) for block `key`.
-    fn text_delta(
-        &mut self,
-        c: &mut Common,
-        key: u64,
-        dt: &str,
-        thinking: bool,
-        r: &str,
-        out: &mut Vec<StreamPiece>,
-    ) -> Result<()> {
+    /// The started, not yet stopped block `key` a delta is for.
+    fn open_block(&mut self, c: &Common, key: u64) -> Result<&mut ABlock> {
         let Some(b) = self.find(key) else {
             return Err(c.protocol(format!(
                 "a delta for content block {key}, which was never started"
@@ -454,6 +437,20 @@ impl AState {
                 "a delta for content block {key} after its content_block_stop"
             )));
         }
+        Ok(b)
+    }
+
+    /// A `text_delta` or `thinking_delta` (`r`: the escaped text) for block `key`.
+    fn text_delta(
+        &mut self,
+        c: &mut Common,
+        key: u64,
+        dt: &str,
+        thinking: bool,
+        r: &str,
+        out: &mut Vec<StreamPiece>,
+    ) -> Result<()> {
+        let b = self.open_block(c, key)?;
         if b.kind
             != if thinking {
                 AKind::Thinking
