@@ -2,7 +2,9 @@
 // missing or older than its sources, with the command that fixes it. (Building
 // here would mean a release build of the Rust crates inside `npm pack`.)
 // Usage (from the package folder): node ../../scripts/prepack-check.mjs forkpoint|forkpoint-web
-import { existsSync, readdirSync, statSync } from 'node:fs';
+// (The platform packages, npm/forkpoint/npm/<platform>/, have no prepack:
+// `napi pre-publish` publishes them from a staged copy.)
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,14 +25,24 @@ const rust = newest(join(root, 'crates'), (f) => /\.(rs|toml)$/.test(f));
 const ts = (dir) => newest(join(root, dir), (f) => f.endsWith('.ts'));
 const shared = Math.max(ts('npm/shared/src'), newest(join(root, 'ts-types/index.d.ts')));
 
+// The platform packages (npm/forkpoint/npm/<platform>/, made by `napi create-npm-dirs`)
+// and the binary each holds where this machine built or the release workflow put one.
+const npmDir = join(root, 'npm/forkpoint/npm');
+const platformPackages = readdirSync(npmDir).map((dir) => ({
+  dir,
+  name: JSON.parse(readFileSync(join(npmDir, dir, 'package.json'), 'utf8')).name,
+  binary: `npm/forkpoint/npm/${dir}/forkpoint.${dir}.node`,
+}));
+
 const checks = {
   forkpoint: [
     ['npm/forkpoint/dist/index.js', Math.max(ts('npm/forkpoint/src'), shared)],
     ['npm/forkpoint/dist/shared/index.js', shared],
     ['npm/forkpoint/native/index.js', 0],
-    ...readdirSync(join(root, 'npm/forkpoint/native'))
-      .filter((f) => f.endsWith('.node'))
-      .map((f) => [`npm/forkpoint/native/${f}`, rust]),
+    ['npm/forkpoint/native/binding.js', 0],
+    // The binaries are not in this tarball, but one older than the Rust sources
+    // beside it would be packed (and published) with it.
+    ...platformPackages.filter((p) => existsSync(join(root, p.binary))).map((p) => [p.binary, rust]),
   ],
   'forkpoint-web': [
     ['wasm/dist/web.js', Math.max(ts('wasm/src'), shared)],
@@ -44,13 +56,22 @@ if (!checks) {
   console.error('usage: prepack-check.mjs forkpoint|forkpoint-web');
   process.exit(2);
 }
-if (which === 'forkpoint' && !checks.some(([f]) => f.endsWith('.node'))) checks.push(['npm/forkpoint/native/*.node', rust]);
 
 const bad = [];
 for (const [file, sourcesTime] of checks) {
   const p = join(root, file);
   if (!existsSync(p)) bad.push(`${file} is missing`);
   else if (statSync(p).mtimeMs < sourcesTime) bad.push(`${file} is older than its sources`);
+}
+// `npm publish` of forkpoint: only with the optionalDependencies `napi pre-publish`
+// writes (one per platform package, at this version), or npm would install no binary.
+if (which === 'forkpoint' && process.env.npm_command === 'publish') {
+  const manifest = JSON.parse(readFileSync(join(root, 'npm/forkpoint/package.json'), 'utf8'));
+  for (const p of platformPackages) {
+    if (manifest.optionalDependencies?.[p.name] !== manifest.version) {
+      bad.push(`optionalDependencies has no ${p.name}@${manifest.version} (run \`napi pre-publish\` first, as .github/workflows/release.yml does)`);
+    }
+  }
 }
 if (bad.length) {
   console.error(`\n${which}: refusing to pack an unbuilt package:\n  ${bad.join('\n  ')}\nRun \`bash scripts/build.sh\` in ${relative(process.cwd(), root) || '.'} first, then pack again.\n`);

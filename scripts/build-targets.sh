@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds the napi addon for the Linux targets a Linux x64 machine can
+# cross-build, on demand (not part of scripts/build.sh or `npm test`; each is a
+# release build of the Rust crates, a few minutes): the binary goes into
+# npm/forkpoint/native/ and its platform package, npm/forkpoint/npm/<platform>/.
+# The release workflow (.github/workflows/release.yml) builds every target on
+# its own runner instead.
+#   scripts/build-targets.sh [TRIPLE...]   (default: both below)
+#   x86_64-unknown-linux-musl   Debian's musl-tools (musl-gcc links against musl's libc.so)
+#   aarch64-unknown-linux-gnu   Debian's gcc-aarch64-linux-gnu (the cross linker)
+# Installs the Rust target and the Debian package it needs if missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$PATH"
+log() { printf '\033[1;34mbuild-targets:\033[0m %s\n' "$*" >&2; }
+
+[ "$#" -gt 0 ] || set -- x86_64-unknown-linux-musl aarch64-unknown-linux-gnu
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+apt_updated=0
+need_apt() { # command, package
+  command -v "$1" >/dev/null 2>&1 && return
+  log "installing Debian's $2"
+  [ "$apt_updated" = 1 ] || { $SUDO apt-get update -q; apt_updated=1; }
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "$2"
+}
+
+for triple in "$@"; do
+  case "$triple" in
+    x86_64-unknown-linux-musl)
+      need_apt musl-gcc musl-tools
+      # A cdylib needs musl linked dynamically (Rust's musl targets link it statically by default).
+      export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=musl-gcc
+      export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static"
+      ;;
+    aarch64-unknown-linux-gnu)
+      need_apt aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
+      export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+      ;;
+    *)
+      echo "build-targets: $triple is built by the release workflow only (.github/workflows/release.yml)" >&2
+      exit 2
+      ;;
+  esac
+  rustup target list --installed | grep -qx "$triple" || rustup target add "$triple"
+  log "napi addon for $triple (release)"
+  # --no-js: the committed loader (native/index.js) is the host build's, and the same for every target.
+  (cd npm/forkpoint && napi build --platform --release --target "$triple" \
+    --manifest-path ../../crates/napi/Cargo.toml --output-dir native --no-js --dts index.d.ts)
+done
+
+for f in npm/forkpoint/native/forkpoint.*.node; do
+  platform=${f#npm/forkpoint/native/forkpoint.}
+  platform=${platform%.node}
+  [ -d "npm/forkpoint/npm/$platform" ] && cp "$f" "npm/forkpoint/npm/$platform/"
+done
+log "binaries: $(cd npm/forkpoint/npm && ls -- */*.node | tr '\n' ' ')"
