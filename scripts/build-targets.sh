@@ -29,9 +29,17 @@ for triple in "$@"; do
   case "$triple" in
     x86_64-unknown-linux-musl)
       need_apt musl-gcc musl-tools
-      # A cdylib needs musl linked dynamically (Rust's musl targets link it statically by default).
+      # A cdylib needs musl linked dynamically (Rust's musl targets link it
+      # statically by default), and then libgcc_s (unwinding): musl-gcc searches
+      # musl's folders only, so a folder holding just the host's libgcc_s.so.1 is
+      # added to find it at link time (nothing else of glibc's). At run time a
+      # musl system's own libgcc_s.so.1 is used (Alpine: the libgcc package,
+      # which Node needs too).
+      libgcc=$(gcc -print-file-name=libgcc_s.so.1)
+      mkdir -p target/musl-link
+      ln -sf "$libgcc" target/musl-link/libgcc_s.so.1
       export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=musl-gcc
-      export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static"
+      export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static -C link-arg=-L$PWD/target/musl-link"
       ;;
     aarch64-unknown-linux-gnu)
       need_apt aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu

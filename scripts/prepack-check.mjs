@@ -63,17 +63,20 @@ for (const [file, sourcesTime] of checks) {
   if (!existsSync(p)) bad.push(`${file} is missing`);
   else if (statSync(p).mtimeMs < sourcesTime) bad.push(`${file} is older than its sources`);
 }
+if (bad.length) {
+  console.error(`\n${which}: refusing to pack an unbuilt package:\n  ${bad.join('\n  ')}\nRun \`bash scripts/build.sh\` in ${relative(process.cwd(), root) || '.'} first, then pack again.\n`);
+  process.exit(1);
+}
 // `npm publish` of forkpoint: only with the optionalDependencies `napi pre-publish`
 // writes (one per platform package, at this version), or npm would install no binary.
 if (which === 'forkpoint' && process.env.npm_command === 'publish') {
   const manifest = JSON.parse(readFileSync(join(root, 'npm/forkpoint/package.json'), 'utf8'));
-  for (const p of platformPackages) {
-    if (manifest.optionalDependencies?.[p.name] !== manifest.version) {
-      bad.push(`optionalDependencies has no ${p.name}@${manifest.version} (run \`napi pre-publish\` first, as .github/workflows/release.yml does)`);
-    }
+  const missing = platformPackages.map((p) => p.name).filter((name) => manifest.optionalDependencies?.[name] !== manifest.version);
+  if (missing.length) {
+    console.error(
+      `\nforkpoint: refusing to publish without its platform packages as optionalDependencies (${missing.map((n) => `${n}@${manifest.version}`).join(', ')}).\n` +
+        'Publish through .github/workflows/release.yml: `napi artifacts` then `napi pre-publish` add them and publish the platform packages first.\n',
+    );
+    process.exit(1);
   }
-}
-if (bad.length) {
-  console.error(`\n${which}: refusing to pack an unbuilt package:\n  ${bad.join('\n  ')}\nRun \`bash scripts/build.sh\` in ${relative(process.cwd(), root) || '.'} first, then pack again.\n`);
-  process.exit(1);
 }

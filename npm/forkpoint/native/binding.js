@@ -23,10 +23,13 @@ function libc() {
   return report?.sharedObjects?.some((f) => f.includes('libc.musl-') || f.includes('ld-musl-')) ? 'musl' : 'glibc';
 }
 
-/** The loader's errors, innermost causes included, one message each. */
+/** The loader's errors (innermost causes too), one line each, less the "not found" ones of files and packages it tried. */
 function causes(e) {
   const out = [];
-  for (let c = e; c && out.length < 8; c = c.cause) if (c.message && !out.includes(c.message)) out.push(c.message.split('\n')[0]);
+  for (let c = e?.cause; c && out.length < 8; c = c.cause) {
+    const line = String(c.message ?? c).split('\n')[0];
+    if (!/^Cannot find (module|native binding)/.test(line) && !out.includes(line)) out.push(line);
+  }
   return out;
 }
 
@@ -51,11 +54,11 @@ function unsupportedPlatform(cause) {
       // not installed
     }
     text = installed
-      ? `forkpoint's native binary for ${where} is installed (${pkg}) but did not load: ${causes(cause).slice(1).join('; ') || 'see the cause'}.`
+      ? `forkpoint's native binary for ${where} is installed (${pkg}) but does not load: ${causes(cause).join('; ') || 'see the cause'}.`
       : `forkpoint's native binary for ${where} is missing: install ${pkg} (\`npm install ${pkg}@${version}\`). ` +
-        `npm installs it with forkpoint as an optional dependency unless optional dependencies were omitted ` +
-        `(--omit=optional, --no-optional) or the lock file was made on another platform; then reinstalling ` +
-        `forkpoint without them (or removing node_modules and package-lock.json first) fetches it.`;
+        `npm installs it with forkpoint (as an optional dependency) unless optional dependencies are omitted ` +
+        `(--omit=optional) or package-lock.json was made on another platform (then remove node_modules and ` +
+        `package-lock.json and install again).`;
   }
   text += ` Without native code, the package forkpoint-web (WebAssembly) loads, writes and normalizes sessions in Node and browsers.`;
   // The package's ForkpointError (what `require('forkpoint').ForkpointError` is), so
