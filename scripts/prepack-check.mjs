@@ -25,13 +25,11 @@ const rust = newest(join(root, 'crates'), (f) => /\.(rs|toml)$/.test(f));
 const ts = (dir) => newest(join(root, dir), (f) => f.endsWith('.ts'));
 const shared = Math.max(ts('npm/shared/src'), newest(join(root, 'ts-types/index.d.ts')));
 
-// The platform packages (npm/forkpoint/npm/<platform>/, made by `napi create-npm-dirs`)
-// and the binary each holds where this machine built or the release workflow put one.
+// The platform packages (npm/forkpoint/npm/<platform>/, made by `napi create-npm-dirs`).
 const npmDir = join(root, 'npm/forkpoint/npm');
 const platformPackages = readdirSync(npmDir).map((dir) => ({
   dir,
   name: JSON.parse(readFileSync(join(npmDir, dir, 'package.json'), 'utf8')).name,
-  binary: `npm/forkpoint/npm/${dir}/forkpoint.${dir}.node`,
 }));
 
 const checks = {
@@ -40,9 +38,11 @@ const checks = {
     ['npm/forkpoint/dist/shared/index.js', shared],
     ['npm/forkpoint/native/index.js', 0],
     ['npm/forkpoint/native/binding.js', 0],
-    // The binaries are not in this tarball, but one older than the Rust sources
-    // beside it would be packed (and published) with it.
-    ...platformPackages.filter((p) => existsSync(join(root, p.binary))).map((p) => [p.binary, rust]),
+    // The local build (not in this tarball; build.sh copies it into its
+    // platform package, which the packaging test packs beside this one).
+    ...readdirSync(join(root, 'npm/forkpoint/native'))
+      .filter((f) => f.endsWith('.node'))
+      .map((f) => [`npm/forkpoint/native/${f}`, rust]),
   ],
   'forkpoint-web': [
     ['wasm/dist/web.js', Math.max(ts('wasm/src'), shared)],
