@@ -9,8 +9,9 @@
 // native binary) as npm picks it from the optionalDependencies `napi pre-publish`
 // writes at release; without it (or on a platform with no binary),
 // `require('forkpoint')` fails with UNSUPPORTED_PLATFORM. Also:
-// @arethetypeswrong/cli on each tarball, and what each tarball holds. Nothing here resolves a workspace package: the projects see
-// only their own node_modules. The bundlers, TypeScript and attw are the
+// @arethetypeswrong/cli on each tarball, and what each tarball holds. Nothing
+// here resolves a workspace package: the projects see only their own
+// node_modules. The bundlers, TypeScript and attw are the
 // workspace's pinned dev dependencies, run from its node_modules against the
 // project (no download per run, the versions the lock file names).
 import { test, before, after } from 'node:test';
