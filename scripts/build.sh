@@ -14,6 +14,19 @@ log() { printf '\033[1;34mbuild:\033[0m %s\n' "$*" >&2; }
 log "napi addon (release)"
 (cd npm/forkpoint && napi build --platform --release --manifest-path ../../crates/napi/Cargo.toml \
   --output-dir native --js index.js --dts index.d.ts)
+# The binary stays in native/ (the generated loader tries ./forkpoint.<platform>.node
+# first, so the workspace, the demo and the tests use it) and is copied into its
+# platform package, npm/forkpoint/npm/<platform>/, the one the `forkpoint`
+# tarball gets it from (its `files` leave native/*.node out). A copy, not
+# `napi artifacts`: that one insists on a binary for every target in `napi.targets`
+# (the release workflow runs it, .github/workflows/release.yml). Other targets:
+# scripts/build-targets.sh.
+for f in npm/forkpoint/native/forkpoint.*.node; do
+  platform=${f#npm/forkpoint/native/forkpoint.}
+  platform=${platform%.node}
+  if [ -d "npm/forkpoint/npm/$platform" ]; then cp "$f" "npm/forkpoint/npm/$platform/"
+  else log "note: no binary package is published for $platform (npm/forkpoint/npm/$platform); the workspace uses native/"; fi
+done
 
 # For the tests only (not in the package): the storage contract suite over
 # FileStorage, exported as runStorageContract (a debug build: it compiles fast).

@@ -2,7 +2,9 @@
 // missing or older than its sources, with the command that fixes it. (Building
 // here would mean a release build of the Rust crates inside `npm pack`.)
 // Usage (from the package folder): node ../../scripts/prepack-check.mjs forkpoint|forkpoint-web
-import { existsSync, readdirSync, statSync } from 'node:fs';
+// (The platform packages, npm/forkpoint/npm/<platform>/, have no prepack:
+// `napi pre-publish` publishes them from a staged copy.)
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,11 +25,21 @@ const rust = newest(join(root, 'crates'), (f) => /\.(rs|toml)$/.test(f));
 const ts = (dir) => newest(join(root, dir), (f) => f.endsWith('.ts'));
 const shared = Math.max(ts('npm/shared/src'), newest(join(root, 'ts-types/index.d.ts')));
 
+// The platform packages (npm/forkpoint/npm/<platform>/, made by `napi create-npm-dirs`).
+const npmDir = join(root, 'npm/forkpoint/npm');
+const platformPackages = readdirSync(npmDir).map((dir) => ({
+  dir,
+  name: JSON.parse(readFileSync(join(npmDir, dir, 'package.json'), 'utf8')).name,
+}));
+
 const checks = {
   forkpoint: [
     ['npm/forkpoint/dist/index.js', Math.max(ts('npm/forkpoint/src'), shared)],
     ['npm/forkpoint/dist/shared/index.js', shared],
     ['npm/forkpoint/native/index.js', 0],
+    ['npm/forkpoint/native/binding.js', 0],
+    // The local build (not in this tarball; build.sh copies it into its
+    // platform package, which the packaging test packs beside this one).
     ...readdirSync(join(root, 'npm/forkpoint/native'))
       .filter((f) => f.endsWith('.node'))
       .map((f) => [`npm/forkpoint/native/${f}`, rust]),
@@ -44,7 +56,6 @@ if (!checks) {
   console.error('usage: prepack-check.mjs forkpoint|forkpoint-web');
   process.exit(2);
 }
-if (which === 'forkpoint' && !checks.some(([f]) => f.endsWith('.node'))) checks.push(['npm/forkpoint/native/*.node', rust]);
 
 const bad = [];
 for (const [file, sourcesTime] of checks) {
@@ -55,4 +66,17 @@ for (const [file, sourcesTime] of checks) {
 if (bad.length) {
   console.error(`\n${which}: refusing to pack an unbuilt package:\n  ${bad.join('\n  ')}\nRun \`bash scripts/build.sh\` in ${relative(process.cwd(), root) || '.'} first, then pack again.\n`);
   process.exit(1);
+}
+// `npm publish` of forkpoint: only with the optionalDependencies `napi pre-publish`
+// writes (one per platform package, at this version), or npm would install no binary.
+if (which === 'forkpoint' && process.env.npm_command === 'publish') {
+  const manifest = JSON.parse(readFileSync(join(root, 'npm/forkpoint/package.json'), 'utf8'));
+  const missing = platformPackages.map((p) => p.name).filter((name) => manifest.optionalDependencies?.[name] !== manifest.version);
+  if (missing.length) {
+    console.error(
+      `\nforkpoint: refusing to publish without its platform packages as optionalDependencies (${missing.map((n) => `${n}@${manifest.version}`).join(', ')}).\n` +
+        'Publish through .github/workflows/release.yml: `napi artifacts` then `napi pre-publish` add them and publish the platform packages first.\n',
+    );
+    process.exit(1);
+  }
 }

@@ -4,15 +4,20 @@
 // TypeScript program (plus a `moduleResolution: bundler` type check) running an
 // agent in Node; a browser app built by Vite (build and dev server), esbuild and
 // webpack 5 with no configuration, run in Chromium; the session explorer shipped
-// in the tarball. Also: @arethetypeswrong/cli on each tarball, and what each
-// tarball holds. Nothing here resolves a workspace package: the projects see
-// only their own node_modules. The bundlers, TypeScript and attw are the
+// in the tarball. `forkpoint` is installed with this machine's platform package
+// (`forkpoint-linux-x64-gnu`, npm/forkpoint/npm/<platform>/, which holds the
+// native binary) as npm picks it from the optionalDependencies `napi pre-publish`
+// writes at release; without it (or on a platform with no binary),
+// `require('forkpoint')` fails with UNSUPPORTED_PLATFORM. Also:
+// @arethetypeswrong/cli on each tarball, and what each tarball holds. Nothing
+// here resolves a workspace package: the projects see only their own
+// node_modules. The bundlers, TypeScript and attw are the
 // workspace's pinned dev dependencies, run from its node_modules against the
 // project (no download per run, the versions the lock file names).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +32,14 @@ const BIN = join(ROOT, 'node_modules/.bin');
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 const TYPES_NODE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies['@types/node'];
 const PUBLIC = ['forkpoint', 'forkpoint-web'];
+/** The platform packages (made by `napi create-npm-dirs`; one is this machine's). */
+const PLATFORM_DIRS = readdirSync(join(ROOT, 'npm/forkpoint/npm'));
+const libc = () => (process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl');
+/** This machine's platform package, as the generated loader names it. */
+const HOST_DIR = `${process.platform}-${process.arch}${process.platform === 'linux' ? `-${libc()}` : process.platform === 'win32' ? '-msvc' : ''}`;
+const HOST = `forkpoint-${HOST_DIR}`;
+/** What a Node project installs: both packages and the binary npm would pick for this machine. */
+const NODE_PACKAGES = [...PUBLIC, HOST];
 
 const tmp = mkdtempSync(join(tmpdir(), 'forkpoint-pack-'));
 /** package name → absolute path of its tarball */
@@ -104,7 +117,15 @@ const haveChromium = existsSync(CHROMIUM);
 before(async () => {
   // prepack (scripts/prepack-check.mjs) refuses a stale build, so this also checks the build is current.
   const out = run('npm', ['pack', '--json', '--pack-destination', tmp, ...PUBLIC.flatMap((p) => ['-w', p])], ROOT);
-  for (const p of JSON.parse(out)) {
+  // The platform package is no workspace (npm would refuse the other platforms' ones): packed from its folder.
+  const platformDir = join(ROOT, 'npm/forkpoint/npm', HOST_DIR);
+  assert.ok(existsSync(platformDir), `no platform package for this machine (${HOST_DIR})`);
+  const binary = join(platformDir, `forkpoint.${HOST_DIR}.node`);
+  assert.ok(existsSync(binary), `${binary} is missing: run \`bash scripts/build.sh\``);
+  const built = statSync(join(ROOT, 'npm/forkpoint/native', `forkpoint.${HOST_DIR}.node`)).mtimeMs;
+  assert.ok(statSync(binary).mtimeMs >= built, `${binary} is older than the build in native/: run \`bash scripts/build.sh\``);
+  const platformOut = run('npm', ['pack', '--json', '--pack-destination', tmp], platformDir);
+  for (const p of [...JSON.parse(out), ...JSON.parse(platformOut)]) {
     tarballs[p.name] = join(tmp, p.filename);
     packed[p.name] = p.files.map((f) => f.path);
   }
@@ -131,7 +152,24 @@ test('each tarball is publishable as it stands: licensed, documented, no interna
   for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/shared/index.js', 'dist/types.d.ts', 'native/index.js', 'bin/forkpoint.mjs']) {
     assert.ok(packed.forkpoint.includes(f), `forkpoint has no ${f}`);
   }
-  assert.ok(packed.forkpoint.some((f) => /^native\/forkpoint\..+\.node$/.test(f)), 'forkpoint has no addon');
+  for (const f of ['native/index.js', 'native/index.d.ts', 'native/binding.js', 'native/binding.d.ts']) assert.ok(packed.forkpoint.includes(f), `forkpoint has no ${f}`);
+  // The binaries are in the platform packages only.
+  assert.deepEqual(packed.forkpoint.filter((f) => f.endsWith('.node')), []);
+  const platform = JSON.parse(run('tar', ['-xzOf', tarballs[HOST], 'package/package.json'], tmp));
+  assert.equal(platform.version, JSON.parse(readFileSync(join(ROOT, 'npm/forkpoint/package.json'), 'utf8')).version);
+  assert.equal(platform.license, 'MIT');
+  assert.ok(platform.repository?.url && platform.engines?.node, HOST);
+  assert.deepEqual([platform.os, platform.cpu], [[process.platform], [process.arch]]);
+  assert.equal(platform.main, `forkpoint.${HOST_DIR}.node`);
+  assert.deepEqual(packed[HOST].toSorted(), ['LICENSE', 'README.md', `forkpoint.${HOST_DIR}.node`, 'package.json']);
+  // Every platform package is publishable as committed (napi create-npm-dirs), its binary aside.
+  for (const dir of PLATFORM_DIRS) {
+    const m = JSON.parse(readFileSync(join(ROOT, 'npm/forkpoint/npm', dir, 'package.json'), 'utf8'));
+    assert.equal(m.name, `forkpoint-${dir}`);
+    assert.deepEqual(m.files, [`forkpoint.${dir}.node`], dir);
+    assert.ok(m.os?.length === 1 && m.cpu?.length === 1 && m.license === 'MIT', dir);
+    for (const f of ['LICENSE', 'README.md']) assert.ok(existsSync(join(ROOT, 'npm/forkpoint/npm', dir, f)), `${dir} has no ${f}`);
+  }
   for (const f of ['dist/web.js', 'dist/node.js', 'dist/cjs/node-cjs.js', 'dist/api.d.ts', 'dist/cjs/api.d.ts', 'pkg/web/forkpoint_wasm_bg.inline.js', 'pkg/node/forkpoint_wasm_bg.wasm', 'explorer/index.html']) {
     assert.ok(packed['forkpoint-web'].includes(f), `forkpoint-web has no ${f}`);
   }
@@ -151,7 +189,7 @@ const tsconfig = (options) =>
   JSON.stringify({ compilerOptions: { target: 'ES2022', lib: ['ES2022'], strict: true, skipLibCheck: false, types: ['node'], outDir: 'out', ...options }, files: ['agent.ts'] });
 
 test('CommonJS TypeScript (module node16) compiles against both tarballs and runs an agent', () => {
-  const dir = project('node-cjs', { type: 'commonjs' }, PUBLIC, [`@types/node@${TYPES_NODE}`]);
+  const dir = project('node-cjs', { type: 'commonjs' }, NODE_PACKAGES, [`@types/node@${TYPES_NODE}`]);
   cpSync(join(APPS, 'node/agent.ts'), join(dir, 'agent.ts'));
   writeFileSync(join(dir, 'tsconfig.json'), tsconfig({ module: 'node16', moduleResolution: 'node16' }));
   run(process.execPath, [TSC, '-p', '.'], dir);
@@ -160,7 +198,7 @@ test('CommonJS TypeScript (module node16) compiles against both tarballs and run
 });
 
 test('ES-module TypeScript (module nodenext; and a moduleResolution bundler check) compiles against both tarballs and runs an agent', () => {
-  const dir = project('node-esm', { type: 'module' }, PUBLIC, [`@types/node@${TYPES_NODE}`]);
+  const dir = project('node-esm', { type: 'module' }, NODE_PACKAGES, [`@types/node@${TYPES_NODE}`]);
   cpSync(join(APPS, 'node/agent.ts'), join(dir, 'agent.ts'));
   writeFileSync(join(dir, 'tsconfig.json'), tsconfig({ module: 'nodenext', moduleResolution: 'nodenext' }));
   writeFileSync(join(dir, 'tsconfig.bundler.json'), tsconfig({ module: 'esnext', moduleResolution: 'bundler', noEmit: true }));
@@ -168,6 +206,77 @@ test('ES-module TypeScript (module nodenext; and a moduleResolution bundler chec
   run(process.execPath, [TSC, '-p', 'tsconfig.bundler.json'], dir);
   assert.match(readFileSync(join(dir, 'out/agent.js'), 'utf8'), /from 'forkpoint-web'/, 'compiled as an ES module');
   agentOutput(run(process.execPath, ['out/agent.js'], dir));
+});
+
+// What `require('forkpoint')` and `import('forkpoint')` do in a project, and
+// whether forkpoint-web's ForkpointError recognizes the error (both packages'
+// errors share one brand). Printed as one JSON line.
+const LOAD_CHECK = `
+const { ForkpointError } = require('forkpoint-web');
+const out = {};
+const info = (e) => ({ name: e.name, code: e.code, message: e.message, forkpointError: e instanceof ForkpointError, cause: e.cause instanceof Error });
+try {
+  out.exports = Object.keys(require('forkpoint')).length > 0;
+} catch (e) {
+  out.require = info(e);
+}
+import('forkpoint').then(() => (out.imported = true), (e) => (out.import = info(e))).finally(() => console.log(JSON.stringify(out)));
+`;
+/** Runs LOAD_CHECK in `dir` (`node` arguments before it: `pre`). */
+function loadCheck(dir, pre = []) {
+  writeFileSync(join(dir, 'load-check.cjs'), LOAD_CHECK);
+  return JSON.parse(run(process.execPath, [...pre, 'load-check.cjs'], dir).trim().split('\n').at(-1));
+}
+const VERSION = JSON.parse(readFileSync(join(ROOT, 'npm/forkpoint/package.json'), 'utf8')).version;
+
+test('without its platform package, require and import of forkpoint fail with ForkpointError UNSUPPORTED_PLATFORM naming the package to install; the CLI says so without a stack; with the package (but a broken binary) the error gives the reason; with a sound one it loads', () => {
+  const dir = project('no-binary', { type: 'commonjs' }, PUBLIC);
+  const r = loadCheck(dir);
+  assert.equal(r.exports, undefined, 'forkpoint loaded without a binary');
+  assert.equal(r.require.code, 'UNSUPPORTED_PLATFORM');
+  assert.equal(r.require.name, 'ForkpointError');
+  assert.equal(r.require.forkpointError, true);
+  assert.equal(r.require.cause, true, "the loader's error is kept as the cause");
+  const platform = `${process.platform}-${process.arch}`;
+  assert.ok(r.require.message.startsWith(`forkpoint's native binary for ${platform}`), r.require.message);
+  assert.ok(r.require.message.includes(`install ${HOST} (\`npm install ${HOST}@${VERSION}\`)`), r.require.message);
+  assert.match(r.require.message, /--omit=optional/);
+  assert.match(r.require.message, /forkpoint-web \(WebAssembly\)/);
+  assert.deepEqual(r.import, r.require, 'import() fails the same way');
+
+  const cli = spawnSync(process.execPath, ['node_modules/forkpoint/bin/forkpoint.mjs', '--version'], { cwd: dir, env, encoding: 'utf8' });
+  assert.equal(cli.status, 1, cli.stderr);
+  assert.equal(cli.stderr, `forkpoint: UNSUPPORTED_PLATFORM: ${r.require.message}\n`);
+
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--no-package-lock', '--loglevel=error', tarballs[HOST]], dir);
+  // A binary that is there but does not load: the error says so, with the system's reason.
+  const installed = join(dir, 'node_modules', HOST, `forkpoint.${HOST_DIR}.node`);
+  const good = readFileSync(installed);
+  writeFileSync(installed, 'not a shared object\n');
+  const broken = loadCheck(dir).require;
+  assert.equal(broken.code, 'UNSUPPORTED_PLATFORM');
+  const reason = broken.message.match(new RegExp(`is installed \\(${HOST}\\) but does not load: (.+?)\\. Without native code`))?.[1];
+  assert.ok(reason && reason !== 'see the cause', broken.message);
+  writeFileSync(installed, good);
+  assert.deepEqual(loadCheck(dir), { exports: true, imported: true });
+  assert.equal(run(process.execPath, ['node_modules/forkpoint/bin/forkpoint.mjs', '--version'], dir).trim(), VERSION);
+});
+
+test('on a platform with no binary (process.arch faked as riscv64 before forkpoint loads), the error names the platform, lists the published ones and suggests forkpoint-web', () => {
+  const dir = project('other-platform', { type: 'commonjs' }, NODE_PACKAGES);
+  assert.deepEqual(loadCheck(dir), { exports: true, imported: true }, 'loads on this machine');
+  writeFileSync(join(dir, 'riscv64.cjs'), "Object.defineProperty(process, 'arch', { value: 'riscv64' });\n");
+  const r = loadCheck(dir, ['--require', './riscv64.cjs']);
+  assert.equal(r.require.code, 'UNSUPPORTED_PLATFORM');
+  assert.equal(r.require.forkpointError, true);
+  const m = r.require.message;
+  assert.ok(m.startsWith(`forkpoint has no native binary for ${process.platform}-riscv64`), m);
+  assert.ok(m.includes(`process.platform: ${process.platform}, process.arch: riscv64`), m);
+  assert.ok(m.includes(`Binaries are published for: `), m);
+  for (const p of PLATFORM_DIRS) assert.ok(m.includes(p), `${p} is not listed: ${m}`);
+  assert.match(m, /forkpoint-web \(WebAssembly\)/);
+  assert.doesNotMatch(m, /npm install/, 'no package to install exists');
+  assert.deepEqual(r.import, r.require);
 });
 
 /** A browser project: the app and its page, forkpoint-web from its tarball. */

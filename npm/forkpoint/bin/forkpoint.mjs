@@ -5,7 +5,16 @@ import { createRequire } from 'node:module';
 import select, { Separator } from '@inquirer/select';
 
 const require = createRequire(import.meta.url);
-const { main, formatError, exitCode } = require('../dist/cli.js');
+let cli;
+try {
+  cli = require('../dist/cli.js');
+} catch (e) {
+  // No native binary for this machine: say which and what to install, no stack.
+  if (e?.code !== 'UNSUPPORTED_PLATFORM') throw e;
+  process.stderr.write(`forkpoint: ${e.code}: ${e.message}\n`);
+  process.exit(1);
+}
+const { main, formatError, exitCode } = cli;
 // `forkpoint events … | head`: a closed pipe ends the command quietly.
 process.stdout.on('error', (e) => process.exit(e.code === 'EPIPE' ? 0 : 1));
 

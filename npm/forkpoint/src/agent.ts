@@ -5,7 +5,7 @@
 import { ForkpointError, call, callAsync } from '@forkpoint/shared';
 import type { AgentBackend, NativeAgentLike, Redactor } from '@forkpoint/shared';
 import { resolve } from 'node:path';
-import * as native from '../native/index.js';
+import * as native from '../native/binding.js';
 import { EventLog } from './eventlog.js';
 
 export { Agent, ToolRegistry, TemplateRegistry, ScriptedProvider } from '@forkpoint/shared';

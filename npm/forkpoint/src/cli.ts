@@ -17,7 +17,7 @@ import { EventLog } from './eventlog.js';
 import { IncrementalSessionLoader, SessionLoader } from './index.js';
 import { SessionMigrator, importSession } from './normalize.js';
 import { serveExplorer } from './explore.js';
-import * as native from '../native/index.js';
+import * as native from '../native/binding.js';
 
 /** The interactive list prompt (`@inquirer/select`, an ES module, passed in by the bin script). */
 export type Select = (opts: {

@@ -1,6 +1,6 @@
 import type { EventLogOptions } from '@forkpoint/types';
 import { EventLog as SharedEventLog, callAsync } from '@forkpoint/shared';
-import * as native from '../native/index.js';
+import * as native from '../native/binding.js';
 
 /**
  * An append-only event log file with bookmarks (`events.jsonl`). One writer per

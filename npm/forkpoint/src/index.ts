@@ -18,7 +18,7 @@ import type {
   WriterOptions,
 } from '@forkpoint/types';
 import { LazyView, SessionView, call, callAsync } from '@forkpoint/shared';
-import * as native from '../native/index.js';
+import * as native from '../native/binding.js';
 
 export { ForkpointError, EventBus } from '@forkpoint/shared';
 export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';

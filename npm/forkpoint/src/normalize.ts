@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { dirname, basename, join } from 'node:path';
 import { open } from 'node:fs/promises';
 import { createNormalizer, callAsync, call, ForkpointError } from '@forkpoint/shared';
-import * as native from '../native/index.js';
+import * as native from '../native/binding.js';
 
 const api = createNormalizer(native);
 

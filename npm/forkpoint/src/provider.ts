@@ -5,7 +5,7 @@
  * stored `{provider, model, api}` with keys from the environment.
  */
 import { Agent, createProviders } from '@forkpoint/shared';
-import * as native from '../native/index.js';
+import * as native from '../native/binding.js';
 
 const providers = createProviders(native);
 
