@@ -80,6 +80,10 @@ pub enum ErrorCode {
     /// for a block never started, tool arguments that are not JSON, or a stream
     /// that ended before its last event. The message says what and at which event.
     ProviderProtocol,
+    /// No native binary of the `forkpoint` addon fits this platform, or its
+    /// platform package is not installed (raised by the package's loader; the
+    /// message names the platform and what to install).
+    UnsupportedPlatform,
 }
 
 impl ErrorCode {
@@ -114,6 +118,7 @@ impl ErrorCode {
             ErrorCode::ProviderBadRequest => "PROVIDER_BAD_REQUEST",
             ErrorCode::ProviderUnavailable => "PROVIDER_UNAVAILABLE",
             ErrorCode::ProviderProtocol => "PROVIDER_PROTOCOL",
+            ErrorCode::UnsupportedPlatform => "UNSUPPORTED_PLATFORM",
         }
     }
 }
