@@ -84,6 +84,11 @@ pub enum ErrorCode {
     /// platform package is not installed (raised by the package's loader; the
     /// message names the platform and what to install).
     UnsupportedPlatform,
+    /// The agent store's server (PostgreSQL) cannot be reached or used: the
+    /// connection was refused, timed out or dropped, the server is shutting
+    /// down, or it refused the credentials. The message says which. Nothing of
+    /// the operation was stored unless it says otherwise; retry when the server is back.
+    StoreUnavailable,
 }
 
 impl ErrorCode {
@@ -119,6 +124,7 @@ impl ErrorCode {
             ErrorCode::ProviderUnavailable => "PROVIDER_UNAVAILABLE",
             ErrorCode::ProviderProtocol => "PROVIDER_PROTOCOL",
             ErrorCode::UnsupportedPlatform => "UNSUPPORTED_PLATFORM",
+            ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
         }
     }
 }
