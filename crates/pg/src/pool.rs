@@ -1,0 +1,63 @@
+//! A small pool of connections: idle clients in a list; a call takes one (or
+//! opens a new one), and gives it back unless its connection broke.
+
+use std::sync::Mutex;
+
+use forkpoint_core::{Error, Result};
+use postgres::{Client, Config, NoTls};
+
+use crate::error::Pg;
+
+pub(crate) struct Pool {
+    config: Config,
+    idle: Mutex<Vec<Client>>,
+    max_idle: usize,
+}
+
+impl Pool {
+    pub(crate) fn new(config: Config, max_idle: usize) -> Pool {
+        Pool {
+            config,
+            idle: Mutex::new(Vec::new()),
+            max_idle: max_idle.max(1),
+        }
+    }
+
+    fn take(&self) -> Result<Client> {
+        let idle = {
+            let mut list = self
+                .idle
+                .lock()
+                .map_err(|_| Error::internal("connection pool poisoned by a panic"))?;
+            std::iter::from_fn(|| list.pop()).find(|c| !c.is_closed())
+        };
+        match idle {
+            Some(c) => Ok(c),
+            None => self
+                .config
+                .connect(NoTls)
+                .pg("connecting to the agent store"),
+        }
+    }
+
+    fn give_back(&self, client: Client) {
+        if client.is_closed() {
+            return;
+        }
+        if let Ok(mut list) = self.idle.lock()
+            && list.len() < self.max_idle
+        {
+            list.push(client);
+        }
+    }
+
+    /// Runs `f` on a connection. A transaction `f` left open is rolled back
+    /// when it is dropped (the `postgres` crate does so), before the
+    /// connection is reused.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
+        let mut client = self.take()?;
+        let out = f(&mut client);
+        self.give_back(client);
+        out
+    }
+}

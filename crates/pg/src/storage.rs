@@ -1,0 +1,729 @@
+//! [`PgStorage`]: the storage seam on PostgreSQL.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use forkpoint_core::events::parse_event_line;
+use forkpoint_core::storage::{
+    AgentHead, AgentStorage, EventLine, Lease, Listed, WriteBatch, agent_not_found, already_exists,
+    lease_lost,
+};
+use forkpoint_core::store::validate_id;
+use forkpoint_core::{Error, ErrorCode, Result};
+use postgres::{Config, Transaction};
+
+use crate::error::Pg;
+use crate::pool::Pool;
+use crate::schema::{check_schema_name, migrate};
+
+/// Session chunks are cut at line ends once they reach this size (a line
+/// longer than it stays whole), so a range read fetches little more than it needs.
+const CHUNK: usize = 256 * 1024;
+
+/// How a [`PgStorage`] connects and behaves.
+#[derive(Clone)]
+pub struct PgOptions {
+    /// A PostgreSQL connection string: a URL (`postgres://user:pw@host:5432/db`)
+    /// or `key=value` pairs (`host=… port=… user=… password=… dbname=…`).
+    pub url: String,
+    /// The PostgreSQL schema holding the tables (default `forkpoint`).
+    pub schema: String,
+    /// How long a lease lasts without a write or a renewal, in milliseconds
+    /// (default 10,000).
+    pub lease_ms: u64,
+    /// The host name written as the lease's holder (default: this machine's).
+    pub host: Option<String>,
+    /// How many idle connections are kept (default 4).
+    pub pool_size: usize,
+    /// How long opening a connection may take, in milliseconds, when the
+    /// connection string sets no `connect_timeout` (default 10,000).
+    pub connect_timeout_ms: u64,
+}
+
+impl PgOptions {
+    /// Options with the defaults for connection string `url`.
+    pub fn new(url: impl Into<String>) -> PgOptions {
+        PgOptions {
+            url: url.into(),
+            schema: "forkpoint".into(),
+            lease_ms: 10_000,
+            host: None,
+            pool_size: 4,
+            connect_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl From<&str> for PgOptions {
+    fn from(url: &str) -> PgOptions {
+        PgOptions::new(url)
+    }
+}
+
+impl From<String> for PgOptions {
+    fn from(url: String) -> PgOptions {
+        PgOptions::new(url)
+    }
+}
+
+/// Agents in PostgreSQL (see the crate's documentation).
+pub struct PgStorage {
+    pool: Pool,
+    schema: String,
+    lease_ms: i64,
+    holder: String,
+    sql: Sql,
+}
+
+impl std::fmt::Debug for PgStorage {
+    // Not the connection string: it may hold a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStorage")
+            .field("schema", &self.schema)
+            .field("lease_ms", &self.lease_ms)
+            .field("holder", &self.holder)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The statements, with the schema's name in them.
+struct Sql {
+    create: String,
+    insert_chunk: String,
+    insert_events: String,
+    lock_agent: String,
+    take_lease: String,
+    renew: String,
+    write_head: String,
+    ends: String,
+    last_chunk: String,
+    cut_chunk: String,
+    drop_chunk: String,
+    cut_event: String,
+    head: String,
+    last_event: String,
+    read_session: String,
+    read_events: String,
+    tail_events: String,
+    release: String,
+    list: String,
+    exists: String,
+    delete: String,
+}
+
+impl Sql {
+    fn new(s: &str) -> Sql {
+        let s = format!("\"{s}\"");
+        let until = "clock_timestamp() + $3::bigint * interval '1 millisecond'";
+        let complete = "get_byte(line, length(line) - 1) = 10";
+        Sql {
+            create: format!(
+                "INSERT INTO {s}.agents (id, meta, token, holder, lease_until, hint, state)
+                 VALUES ($1, $4, nextval('{s}.lease_tokens'), $2, {until}, $5, $6)
+                 ON CONFLICT (id) DO NOTHING RETURNING token"
+            ),
+            insert_chunk: format!(
+                "INSERT INTO {s}.session_chunks (agent_id, off, bytes) SELECT $1, o, b
+                 FROM unnest($2::bigint[], $3::bytea[]) AS u(o, b)"
+            ),
+            insert_events: format!(
+                "INSERT INTO {s}.events (agent_id, seq, line) SELECT $1, q, l
+                 FROM unnest($2::bigint[], $3::bytea[]) AS u(q, l)"
+            ),
+            lock_agent: format!(
+                "SELECT holder, lease_until > clock_timestamp(),
+                        (extract(epoch FROM lease_until - clock_timestamp()) * 1000)::bigint
+                 FROM {s}.agents WHERE id = $1 FOR UPDATE"
+            ),
+            take_lease: format!(
+                "UPDATE {s}.agents SET token = nextval('{s}.lease_tokens'), holder = $2,
+                 lease_until = {until} WHERE id = $1 RETURNING token"
+            ),
+            renew: format!(
+                "UPDATE {s}.agents SET lease_until = {until}
+                 WHERE id = $1 AND token = $2 AND holder IS NOT NULL"
+            ),
+            write_head: format!(
+                "UPDATE {s}.agents SET lease_until = {until}, meta = coalesce($4, meta),
+                 hint = coalesce($5, hint), state = coalesce($6, state)
+                 WHERE id = $1 AND token = $2 AND holder IS NOT NULL"
+            ),
+            ends: format!(
+                "SELECT (SELECT off + length(bytes) FROM {s}.session_chunks
+                         WHERE agent_id = $1 ORDER BY off DESC LIMIT 1),
+                        (SELECT max(seq) FROM {s}.events WHERE agent_id = $1)"
+            ),
+            last_chunk: format!(
+                "SELECT off, bytes FROM {s}.session_chunks WHERE agent_id = $1
+                 ORDER BY off DESC LIMIT 1"
+            ),
+            cut_chunk: format!(
+                "UPDATE {s}.session_chunks SET bytes = $3 WHERE agent_id = $1 AND off = $2"
+            ),
+            drop_chunk: format!("DELETE FROM {s}.session_chunks WHERE agent_id = $1 AND off = $2"),
+            cut_event: format!(
+                "DELETE FROM {s}.events WHERE agent_id = $1
+                 AND seq = (SELECT max(seq) FROM {s}.events WHERE agent_id = $1)
+                 AND (length(line) = 0 OR NOT {complete})"
+            ),
+            head: format!(
+                "UPDATE {s}.agents SET lease_until = {until}
+                 WHERE id = $1 AND token = $2 AND holder IS NOT NULL
+                 RETURNING meta, hint, state,
+                   (SELECT off + length(bytes) FROM {s}.session_chunks
+                    WHERE agent_id = $1 ORDER BY off DESC LIMIT 1)"
+            ),
+            last_event: format!(
+                "SELECT line FROM {s}.events WHERE agent_id = $1 AND length(line) > 0
+                 AND {complete} ORDER BY seq DESC LIMIT 1"
+            ),
+            read_session: format!(
+                "SELECT a.id IS NOT NULL, c.off, c.bytes FROM (SELECT 1) AS one
+                 LEFT JOIN {s}.agents a ON a.id = $1
+                 LEFT JOIN {s}.session_chunks c ON c.agent_id = a.id AND c.off < $3
+                   AND c.off >= coalesce((SELECT max(off) FROM {s}.session_chunks
+                                          WHERE agent_id = $1 AND off <= $2), 0)
+                 ORDER BY c.off"
+            ),
+            read_events: format!(
+                "SELECT a.id IS NOT NULL, e.line FROM (SELECT 1) AS one
+                 LEFT JOIN {s}.agents a ON a.id = $1
+                 LEFT JOIN LATERAL (SELECT seq, line FROM {s}.events
+                   WHERE agent_id = a.id AND seq > $2 AND length(line) > 0 AND {complete}
+                   ORDER BY seq LIMIT $3) e ON true
+                 ORDER BY e.seq"
+            ),
+            tail_events: format!(
+                "SELECT a.id IS NOT NULL, e.line FROM (SELECT 1) AS one
+                 LEFT JOIN {s}.agents a ON a.id = $1
+                 LEFT JOIN LATERAL (SELECT seq, line FROM {s}.events
+                   WHERE agent_id = a.id AND length(line) > 0 AND {complete}
+                   ORDER BY seq DESC LIMIT $2) e ON true
+                 ORDER BY e.seq"
+            ),
+            release: format!(
+                "UPDATE {s}.agents SET holder = NULL, lease_until = NULL
+                 WHERE id = $1 AND token = $2"
+            ),
+            list: format!("SELECT id, meta FROM {s}.agents ORDER BY id"),
+            exists: format!("SELECT 1 FROM {s}.agents WHERE id = $1"),
+            delete: format!("DELETE FROM {s}.agents WHERE id = $1"),
+        }
+    }
+}
+
+/// This machine's name, for the lease's holder.
+fn host_name() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .or_else(|| std::env::var("COMPUTERNAME").ok().filter(|h| !h.is_empty()))
+        .unwrap_or_else(|| "an unknown host".into())
+}
+
+/// A token as the database keeps it; a token it cannot hold was never handed out.
+fn token_of(lease: &Lease) -> Result<i64> {
+    i64::try_from(lease.token).map_err(|_| lease_lost(&lease.agent_id))
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// `bytes` (whole lines) as chunks of about [`CHUNK`] bytes at offset `at` on.
+fn chunks(bytes: &[u8], at: i64) -> Result<(Vec<i64>, Vec<&[u8]>)> {
+    let mut offs = Vec::new();
+    let mut parts = Vec::new();
+    let mut start = 0usize;
+    while start < bytes.len() {
+        let mut end = (start + CHUNK).min(bytes.len());
+        if end < bytes.len() {
+            // To the end of the line the cut falls in.
+            end = bytes[end..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |i| end + i + 1);
+        }
+        let off = i64::try_from(start)
+            .ok()
+            .and_then(|s| at.checked_add(s))
+            .ok_or_else(|| Error::invalid_input("a session longer than 2^63 bytes"))?;
+        offs.push(off);
+        parts.push(&bytes[start..end]);
+        start = end;
+    }
+    Ok((offs, parts))
+}
+
+/// The batch's event lines as rows (seq, line with its newline), checked to
+/// continue the log after `last` in strictly increasing order.
+fn event_rows(events: &[EventLine], last: Option<i64>) -> Result<(Vec<i64>, Vec<Vec<u8>>)> {
+    let mut seqs = Vec::with_capacity(events.len());
+    let mut lines = Vec::with_capacity(events.len());
+    let mut prev = last;
+    for e in events {
+        let seq = i64::try_from(e.meta.seq)
+            .map_err(|_| Error::invalid_input(format!("event seq {} is too large", e.meta.seq)))?;
+        if prev.is_some_and(|p| seq <= p) {
+            return Err(Error::internal(format!(
+                "an event with seq {seq} after seq {}: seqs must increase",
+                prev.unwrap_or(0)
+            )));
+        }
+        if e.line.contains('\n') {
+            return Err(Error::invalid_input("an event line holds a newline"));
+        }
+        prev = Some(seq);
+        seqs.push(seq);
+        let mut line = Vec::with_capacity(e.line.len() + 1);
+        line.extend_from_slice(e.line.as_bytes());
+        line.push(b'\n');
+        lines.push(line);
+    }
+    Ok((seqs, lines))
+}
+
+/// An event row's line without its newline.
+fn event_text(mut line: Vec<u8>, id: &str) -> Result<Arc<str>> {
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    String::from_utf8(line)
+        .map(Arc::from)
+        .map_err(|_| Error::corrupted(format!("an event line of agent '{id}' is not UTF-8")))
+}
+
+fn locked(id: &str, holder: &str, left_ms: i64) -> Error {
+    Error::new(
+        ErrorCode::AgentLocked,
+        format!(
+            "agent '{id}' is open on another host, in another process or in another Agent object (held by {holder}; its lease runs out in {} ms unless renewed)",
+            left_ms.max(0)
+        ),
+    )
+}
+
+impl PgStorage {
+    /// Connects to the database, creates or migrates the tables
+    /// (`UNSUPPORTED_FORMAT` when they are newer than this build), and keeps
+    /// the connection for later calls. `options` is a connection string or
+    /// [`PgOptions`]. A server that cannot be reached or refuses the
+    /// credentials is `STORE_UNAVAILABLE`; a malformed connection string or
+    /// option `INVALID_INPUT`.
+    pub fn connect(options: impl Into<PgOptions>) -> Result<PgStorage> {
+        let o: PgOptions = options.into();
+        check_schema_name(&o.schema)?;
+        if o.lease_ms == 0 || o.lease_ms > 365 * 24 * 3_600_000 {
+            return Err(Error::invalid_input(
+                "leaseMs must be between 1 ms and one year",
+            ));
+        }
+        let mut config = Config::from_str(&o.url).map_err(|e| {
+            Error::invalid_input(format!(
+                "the PostgreSQL connection string is not valid: {e}"
+            ))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_millis(o.connect_timeout_ms.max(1)));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("forkpoint");
+        }
+        let pool = Pool::new(config, o.pool_size);
+        pool.with(|c| migrate(c, &o.schema))?;
+        let host = o.host.clone().unwrap_or_else(host_name);
+        Ok(PgStorage {
+            pool,
+            sql: Sql::new(&o.schema),
+            schema: o.schema,
+            lease_ms: to_i64(o.lease_ms),
+            holder: format!("pid {} on {host}", std::process::id()),
+        })
+    }
+
+    /// The PostgreSQL schema holding the tables.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// The holder this store writes into the leases it takes (`pid N on HOST`).
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// Renews the lease for another `leaseMs` without writing (a write renews
+    /// it too): `LEASE_LOST` when it was taken over or released.
+    pub fn renew(&self, lease: &Lease) -> Result<()> {
+        let token = token_of(lease)?;
+        let n = self.pool.with(|c| {
+            c.execute(&self.sql.renew, &[&lease.agent_id, &token, &self.lease_ms])
+                .pg("renewing the lease")
+        })?;
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(lease_lost(&lease.agent_id))
+        }
+    }
+
+    /// Appends the session bytes and events of `batch` at the given ends.
+    fn append(
+        &self,
+        tx: &mut Transaction<'_>,
+        id: &str,
+        batch: &WriteBatch,
+        session_len: i64,
+        last_seq: Option<i64>,
+        what: &str,
+    ) -> Result<()> {
+        if !batch.session.is_empty() {
+            let (offs, parts) = chunks(&batch.session, session_len)?;
+            tx.execute(&self.sql.insert_chunk, &[&id, &offs, &parts])
+                .pg(what)?;
+        }
+        if !batch.events.is_empty() {
+            let (seqs, lines) = event_rows(&batch.events, last_seq)?;
+            tx.execute(&self.sql.insert_events, &[&id, &seqs, &lines])
+                .pg(what)?;
+        }
+        Ok(())
+    }
+
+    /// Cuts a session chunk tail and an event row without their final newline.
+    fn cut_torn(&self, tx: &mut Transaction<'_>, id: &str, what: &str) -> Result<()> {
+        while let Some(row) = tx.query_opt(&self.sql.last_chunk, &[&id]).pg(what)? {
+            let off: i64 = row.get(0);
+            let bytes: Vec<u8> = row.get(1);
+            if bytes.last() == Some(&b'\n') {
+                break;
+            }
+            match bytes.iter().rposition(|&b| b == b'\n') {
+                Some(i) => {
+                    tx.execute(&self.sql.cut_chunk, &[&id, &off, &&bytes[..=i]])
+                        .pg(what)?;
+                    break;
+                }
+                None => {
+                    tx.execute(&self.sql.drop_chunk, &[&id, &off]).pg(what)?;
+                }
+            }
+        }
+        tx.execute(&self.sql.cut_event, &[&id]).pg(what)?;
+        Ok(())
+    }
+
+    fn create_sync(&self, id: &str, init: &WriteBatch) -> Result<Lease> {
+        validate_id(id, "agent")?;
+        let Some(meta) = &init.meta else {
+            return Err(Error::invalid_input("a new agent needs its meta"));
+        };
+        if init.session_at != 0 {
+            return Err(Error::internal(format!(
+                "a new agent's session written at byte {}",
+                init.session_at
+            )));
+        }
+        let what = "creating the agent";
+        self.pool.with(|c| {
+            let mut tx = c.transaction().pg(what)?;
+            let row = tx
+                .query_opt(
+                    &self.sql.create,
+                    &[
+                        &id,
+                        &self.holder,
+                        &self.lease_ms,
+                        meta,
+                        &init.hint,
+                        &init.state,
+                    ],
+                )
+                .pg(what)?;
+            let Some(row) = row else {
+                return Err(already_exists(id));
+            };
+            let token: i64 = row.get(0);
+            self.append(&mut tx, id, init, 0, None, what)?;
+            tx.commit().pg(what)?;
+            Ok(Lease {
+                agent_id: id.to_string(),
+                token: u64::try_from(token).unwrap_or(0),
+            })
+        })
+    }
+
+    fn acquire_sync(&self, id: &str) -> Result<Lease> {
+        validate_id(id, "agent")?;
+        let what = "taking the agent's lease";
+        self.pool.with(|c| {
+            let mut tx = c.transaction().pg(what)?;
+            let Some(row) = tx.query_opt(&self.sql.lock_agent, &[&id]).pg(what)? else {
+                return Err(agent_not_found(id));
+            };
+            let holder: Option<String> = row.get(0);
+            let live: Option<bool> = row.get(1);
+            if let (Some(h), Some(true)) = (&holder, live) {
+                let left: Option<i64> = row.get(2);
+                return Err(locked(id, h, left.unwrap_or(0)));
+            }
+            self.cut_torn(&mut tx, id, what)?;
+            let row = tx
+                .query_one(&self.sql.take_lease, &[&id, &self.holder, &self.lease_ms])
+                .pg(what)?;
+            let token: i64 = row.get(0);
+            tx.commit().pg(what)?;
+            Ok(Lease {
+                agent_id: id.to_string(),
+                token: u64::try_from(token).unwrap_or(0),
+            })
+        })
+    }
+
+    fn head_sync(&self, lease: &Lease) -> Result<AgentHead> {
+        let id = lease.agent_id.as_str();
+        let token = token_of(lease)?;
+        let what = "reading the agent";
+        self.pool.with(|c| {
+            let mut tx = c.transaction().pg(what)?;
+            let Some(row) = tx
+                .query_opt(&self.sql.head, &[&id, &token, &self.lease_ms])
+                .pg(what)?
+            else {
+                return Err(lease_lost(id));
+            };
+            let meta: Vec<u8> = row.get(0);
+            let hint: Option<Vec<u8>> = row.get(1);
+            let state: Option<Vec<u8>> = row.get(2);
+            let len: Option<i64> = row.get(3);
+            let last = tx.query_opt(&self.sql.last_event, &[&id]).pg(what)?;
+            tx.commit().pg(what)?;
+            let last_event = match last {
+                Some(r) => {
+                    let line = event_text(r.get(0), id)?;
+                    Some(
+                        parse_event_line(&line, 512)
+                            .map_err(|e| {
+                                Error::corrupted(format!("the last event of agent '{id}': {e}"))
+                            })?
+                            .bookmark(),
+                    )
+                }
+                None => None,
+            };
+            Ok(AgentHead {
+                meta,
+                session_len: u64::try_from(len.unwrap_or(0)).unwrap_or(0),
+                last_event,
+                hint,
+                state,
+            })
+        })
+    }
+
+    fn read_session_sync(&self, id: &str, start: u64, end: u64) -> Result<Vec<u8>> {
+        validate_id(id, "agent")?;
+        let (start, end) = (to_i64(start), to_i64(end));
+        let rows = self.pool.with(|c| {
+            c.query(&self.sql.read_session, &[&id, &start, &end])
+                .pg("reading the session")
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let found: bool = row.get(0);
+            if !found {
+                return Err(agent_not_found(id));
+            }
+            let (Some(off), Some(bytes)) = (
+                row.get::<_, Option<i64>>(1),
+                row.get::<_, Option<Vec<u8>>>(2),
+            ) else {
+                continue;
+            };
+            // The part of [off, off + len) inside [start, end).
+            let len = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+            let from = (start.max(off) - off).clamp(0, len);
+            let to = (end.min(off.saturating_add(len)) - off).clamp(from, len);
+            out.extend_from_slice(&bytes[from as usize..to as usize]);
+        }
+        Ok(out)
+    }
+
+    fn event_query(&self, id: &str, sql: &str, a: &i64, b: Option<&i64>) -> Result<Vec<Arc<str>>> {
+        validate_id(id, "agent")?;
+        let rows = self.pool.with(|c| {
+            match b {
+                Some(b) => c.query(sql, &[&id, a, b]),
+                None => c.query(sql, &[&id, a]),
+            }
+            .pg("reading the events")
+        })?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let found: bool = row.get(0);
+            if !found {
+                return Err(agent_not_found(id));
+            }
+            if let Some(line) = row.get::<_, Option<Vec<u8>>>(1) {
+                out.push(event_text(line, id)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn write_sync(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
+        let id = lease.agent_id.as_str();
+        let token = token_of(lease)?;
+        let what = "writing the agent";
+        self.pool.with(|c| {
+            let mut tx = c.transaction().pg(what)?;
+            // Checks the token and locks the agent's row until the commit:
+            // a takeover waits for this write or makes it fail here.
+            let n = tx
+                .execute(
+                    &self.sql.write_head,
+                    &[
+                        &id,
+                        &token,
+                        &self.lease_ms,
+                        &batch.meta,
+                        &batch.hint,
+                        &batch.state,
+                    ],
+                )
+                .pg(what)?;
+            if n != 1 {
+                return Err(lease_lost(id));
+            }
+            let row = tx.query_one(&self.sql.ends, &[&id]).pg(what)?;
+            let len: i64 = row.get::<_, Option<i64>>(0).unwrap_or(0);
+            let last: Option<i64> = row.get(1);
+            if i64::try_from(batch.session_at).ok() != Some(len) {
+                return Err(Error::internal(format!(
+                    "a batch for byte {} of a session of {len} bytes",
+                    batch.session_at
+                )));
+            }
+            self.append(&mut tx, id, batch, len, last, what)?;
+            tx.commit().pg(what).map_err(|mut e| {
+                if e.code == ErrorCode::StoreUnavailable {
+                    e.message.push_str(
+                        " (the connection broke at the commit: the batch may or may not be stored)",
+                    );
+                }
+                e
+            })
+        })
+    }
+
+    fn release_sync(&self, lease: &Lease) -> Result<()> {
+        let Ok(token) = token_of(lease) else {
+            return Ok(());
+        };
+        self.pool.with(|c| {
+            c.execute(&self.sql.release, &[&lease.agent_id, &token])
+                .pg("releasing the lease")
+        })?;
+        Ok(())
+    }
+
+    fn list_sync(&self) -> Result<Vec<Listed>> {
+        let rows = self
+            .pool
+            .with(|c| c.query(&self.sql.list, &[]).pg("listing the agents"))?;
+        Ok(rows
+            .into_iter()
+            .map(|row| Listed {
+                id: row.get(0),
+                meta: Ok(row.get(1)),
+            })
+            .collect())
+    }
+
+    fn exists_sync(&self, id: &str) -> Result<bool> {
+        if validate_id(id, "agent").is_err() {
+            return Ok(false);
+        }
+        let row = self.pool.with(|c| {
+            c.query_opt(&self.sql.exists, &[&id])
+                .pg("looking the agent up")
+        })?;
+        Ok(row.is_some())
+    }
+
+    fn delete_sync(&self, id: &str) -> Result<()> {
+        validate_id(id, "agent")?;
+        let what = "deleting the agent";
+        self.pool.with(|c| {
+            let mut tx = c.transaction().pg(what)?;
+            let Some(row) = tx.query_opt(&self.sql.lock_agent, &[&id]).pg(what)? else {
+                return Err(agent_not_found(id));
+            };
+            let holder: Option<String> = row.get(0);
+            let live: Option<bool> = row.get(1);
+            if let (Some(h), Some(true)) = (&holder, live) {
+                let left: Option<i64> = row.get(2);
+                return Err(locked(id, h, left.unwrap_or(0)));
+            }
+            tx.execute(&self.sql.delete, &[&id]).pg(what)?;
+            tx.commit().pg(what)
+        })
+    }
+}
+
+impl AgentStorage for PgStorage {
+    async fn create(&self, id: &str, init: &WriteBatch) -> Result<Lease> {
+        self.create_sync(id, init)
+    }
+
+    async fn acquire(&self, id: &str) -> Result<Lease> {
+        self.acquire_sync(id)
+    }
+
+    async fn head(&self, lease: &Lease) -> Result<AgentHead> {
+        self.head_sync(lease)
+    }
+
+    async fn read_session(&self, id: &str, start: u64, end: u64) -> Result<Vec<u8>> {
+        self.read_session_sync(id, start, end)
+    }
+
+    async fn read_events(
+        &self,
+        id: &str,
+        since: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Arc<str>>> {
+        // Seqs start at 1 or later: "after -1" is the whole log.
+        let since = since.map_or(-1, to_i64);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.event_query(id, &self.sql.read_events, &since, Some(&limit))
+    }
+
+    async fn tail_events(&self, id: &str, count: usize) -> Result<Vec<Arc<str>>> {
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        self.event_query(id, &self.sql.tail_events, &count, None)
+    }
+
+    async fn write(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
+        self.write_sync(lease, batch)
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<()> {
+        self.release_sync(lease)
+    }
+
+    async fn list(&self) -> Result<Vec<Listed>> {
+        self.list_sync()
+    }
+
+    async fn exists(&self, id: &str) -> Result<bool> {
+        self.exists_sync(id)
+    }
+
+    async fn delete(&self, id: &str) -> Result<()> {
+        self.delete_sync(id)
+    }
+}
