@@ -90,13 +90,11 @@ impl std::fmt::Debug for PgStorage {
 /// The statements, with the schema's name in them.
 struct Sql {
     create: String,
-    insert_chunk: String,
-    insert_events: String,
+    append: String,
     lock_agent: String,
     take_lease: String,
     renew: String,
     write_head: String,
-    ends: String,
     last_chunk: String,
     cut_chunk: String,
     drop_chunk: String,
@@ -123,13 +121,11 @@ impl Sql {
                  VALUES ($1, $4, nextval('{s}.lease_tokens'), $2, {until}, $5, $6)
                  ON CONFLICT (id) DO NOTHING RETURNING token"
             ),
-            insert_chunk: format!(
-                "INSERT INTO {s}.session_chunks (agent_id, off, bytes) SELECT $1, o, b
-                 FROM unnest($2::bigint[], $3::bytea[]) AS u(o, b)"
-            ),
-            insert_events: format!(
-                "INSERT INTO {s}.events (agent_id, seq, line) SELECT $1, q, l
-                 FROM unnest($2::bigint[], $3::bytea[]) AS u(q, l)"
+            append: format!(
+                "WITH chunks AS (INSERT INTO {s}.session_chunks (agent_id, off, bytes)
+                   SELECT $1, o, b FROM unnest($2::bigint[], $3::bytea[]) AS u(o, b))
+                 INSERT INTO {s}.events (agent_id, seq, line)
+                   SELECT $1, q, l FROM unnest($4::bigint[], $5::bytea[]) AS u(q, l)"
             ),
             lock_agent: format!(
                 "SELECT holder, lease_until > clock_timestamp(),
@@ -147,12 +143,10 @@ impl Sql {
             write_head: format!(
                 "UPDATE {s}.agents SET lease_until = {until}, meta = coalesce($4, meta),
                  hint = coalesce($5, hint), state = coalesce($6, state)
-                 WHERE id = $1 AND token = $2 AND holder IS NOT NULL"
-            ),
-            ends: format!(
-                "SELECT (SELECT off + length(bytes) FROM {s}.session_chunks
-                         WHERE agent_id = $1 ORDER BY off DESC LIMIT 1),
-                        (SELECT max(seq) FROM {s}.events WHERE agent_id = $1)"
+                 WHERE id = $1 AND token = $2 AND holder IS NOT NULL
+                 RETURNING (SELECT off + length(bytes) FROM {s}.session_chunks
+                            WHERE agent_id = $1 ORDER BY off DESC LIMIT 1),
+                           (SELECT max(seq) FROM {s}.events WHERE agent_id = $1)"
             ),
             last_chunk: format!(
                 "SELECT off, bytes FROM {s}.session_chunks WHERE agent_id = $1
@@ -369,7 +363,8 @@ impl PgStorage {
         }
     }
 
-    /// Appends the session bytes and events of `batch` at the given ends.
+    /// Appends the session bytes and events of `batch` at the given ends
+    /// (one statement: one round trip).
     fn append(
         &self,
         tx: &mut Transaction<'_>,
@@ -379,16 +374,13 @@ impl PgStorage {
         last_seq: Option<i64>,
         what: &str,
     ) -> Result<()> {
-        if !batch.session.is_empty() {
-            let (offs, parts) = chunks(&batch.session, session_len)?;
-            tx.execute(&self.sql.insert_chunk, &[&id, &offs, &parts])
-                .pg(what)?;
+        if batch.session.is_empty() && batch.events.is_empty() {
+            return Ok(());
         }
-        if !batch.events.is_empty() {
-            let (seqs, lines) = event_rows(&batch.events, last_seq)?;
-            tx.execute(&self.sql.insert_events, &[&id, &seqs, &lines])
-                .pg(what)?;
-        }
+        let (offs, parts) = chunks(&batch.session, session_len)?;
+        let (seqs, lines) = event_rows(&batch.events, last_seq)?;
+        tx.execute(&self.sql.append, &[&id, &offs, &parts, &seqs, &lines])
+            .pg(what)?;
         Ok(())
     }
 
@@ -581,8 +573,8 @@ impl PgStorage {
             let mut tx = c.transaction().pg(what)?;
             // Checks the token and locks the agent's row until the commit:
             // a takeover waits for this write or makes it fail here.
-            let n = tx
-                .execute(
+            let row = tx
+                .query_opt(
                     &self.sql.write_head,
                     &[
                         &id,
@@ -594,10 +586,13 @@ impl PgStorage {
                     ],
                 )
                 .pg(what)?;
-            if n != 1 {
+            // The ends are read in the statement that takes the row lock. Only
+            // a write with this same token could add to the logs meanwhile
+            // (a takeover changes the token); it would collide on the keys
+            // (offset, seq) and fail whole.
+            let Some(row) = row else {
                 return Err(lease_lost(id));
-            }
-            let row = tx.query_one(&self.sql.ends, &[&id]).pg(what)?;
+            };
             let len: i64 = row.get::<_, Option<i64>>(0).unwrap_or(0);
             let last: Option<i64> = row.get(1);
             if i64::try_from(batch.session_at).ok() != Some(len) {

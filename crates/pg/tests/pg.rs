@@ -379,6 +379,27 @@ fn event_seqs_must_continue(c: &TestCluster) {
     check_stored(&s, &e, "after refused event batches").await_now();
 }
 
+/// Not a limit, a measure: the time of a step-sized write on the local
+/// cluster (printed), and of `head` after them.
+fn write_timing(c: &TestCluster) {
+    let s = store(c, &new_schema("timing"), "h", 10_000);
+    let (mut e, init) = Expect::new("t");
+    let l = block_on(s.create("t", &init)).unwrap();
+    let n = 200;
+    let batches: Vec<WriteBatch> = (0..n).map(|_| e.step(1, 3, false)).collect();
+    let t = Instant::now();
+    for b in &batches {
+        block_on(s.write(&l, b)).unwrap();
+    }
+    let per_write = t.elapsed() / n;
+    let t = Instant::now();
+    let h = block_on(s.head(&l)).unwrap();
+    let head = t.elapsed();
+    assert_eq!(h.session_len, e.session.len() as u64);
+    check_stored(&s, &e, "after the timed writes").await_now();
+    println!("    {n} writes (1 entry, 3 events each): {per_write:?} per write; head {head:?}");
+}
+
 // -- unavailable -------------------------------------------------------------
 
 fn closed_port_is_store_unavailable(_: &TestCluster) {
@@ -488,6 +509,7 @@ fn main() {
         ),
         ("bytes_match_the_file_store", bytes_match_the_file_store),
         ("event_seqs_must_continue", event_seqs_must_continue),
+        ("write_timing", write_timing),
         (
             "closed_port_is_store_unavailable",
             closed_port_is_store_unavailable,
