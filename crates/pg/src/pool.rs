@@ -1,16 +1,25 @@
 //! A small pool of connections: idle clients in a list; a call takes one (or
 //! opens a new one), and gives it back unless its connection broke.
+//!
+//! A connection is only read while it is used, so one the server dropped
+//! while it sat idle (a restart, an idle timeout) looks sound until then. One
+//! idle for longer than [`CHECK_AFTER`] is checked (an empty query) before it
+//! is handed out, and replaced when it fails.
 
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use forkpoint_core::{Error, Result};
 use postgres::{Client, Config, NoTls};
 
 use crate::error::Pg;
 
+/// Idle connections older than this are checked before use.
+const CHECK_AFTER: Duration = Duration::from_secs(15);
+
 pub(crate) struct Pool {
     config: Config,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<(Client, Instant)>>,
     max_idle: usize,
 }
 
@@ -29,8 +38,12 @@ impl Pool {
                 .idle
                 .lock()
                 .map_err(|_| Error::internal("connection pool poisoned by a panic"))?;
-            std::iter::from_fn(|| list.pop()).find(|c| !c.is_closed())
+            std::iter::from_fn(|| list.pop()).find(|(c, _)| !c.is_closed())
         };
+        let idle = idle.and_then(|(mut c, since)| {
+            (since.elapsed() < CHECK_AFTER || c.is_valid(Duration::from_secs(2)).is_ok())
+                .then_some(c)
+        });
         match idle {
             Some(c) => Ok(c),
             None => self
@@ -47,7 +60,7 @@ impl Pool {
         if let Ok(mut list) = self.idle.lock()
             && list.len() < self.max_idle
         {
-            list.push(client);
+            list.push((client, Instant::now()));
         }
     }
 

@@ -74,8 +74,8 @@ impl Backend for Pg<'_> {
 /// nothing (session, events, meta); seqs go on increasing.
 fn takeover_after_expiry(c: &TestCluster) {
     let schema = new_schema("hosts");
-    let a = store(c, &schema, "host-a", 300);
-    let b = store(c, &schema, "host-b", 300);
+    let a = store(c, &schema, "host-a", 500);
+    let b = store(c, &schema, "host-b", 500);
     let (mut e, init) = Expect::new("agent");
     let la = block_on(a.create("agent", &init)).unwrap();
     block_on(a.write(&la, &e.step(2, 3, true))).unwrap();
@@ -95,7 +95,7 @@ fn takeover_after_expiry(c: &TestCluster) {
         "delete of a held agent from B"
     );
 
-    std::thread::sleep(Duration::from_millis(350));
+    std::thread::sleep(Duration::from_millis(550));
     let lb = block_on(b.acquire("agent")).unwrap();
     assert!(
         lb.token > la.token,
@@ -150,11 +150,12 @@ fn takeover_after_expiry(c: &TestCluster) {
     check_stored(&b, &e, "after A's new lease").await_now();
 }
 
-/// Renewals (explicit and by writes) keep a short lease; without them it runs out.
+/// Renewals (explicit and by writes) keep a short lease (500 ms, renewed every
+/// 100 ms for 600 ms); without them it runs out.
 fn renewals_keep_the_lease(c: &TestCluster) {
     let schema = new_schema("renew");
-    let a = store(c, &schema, "host-a", 300);
-    let b = store(c, &schema, "host-b", 300);
+    let a = store(c, &schema, "host-a", 500);
+    let b = store(c, &schema, "host-b", 500);
     let (mut e, init) = Expect::new("r");
     let la = block_on(a.create("r", &init)).unwrap();
     for i in 0..6 {
@@ -170,7 +171,7 @@ fn renewals_keep_the_lease(c: &TestCluster) {
             "renewal {i}"
         );
     }
-    std::thread::sleep(Duration::from_millis(350));
+    std::thread::sleep(Duration::from_millis(550));
     let lb = block_on(b.acquire("r")).unwrap();
     block_on(b.write(&lb, &e.step(1, 1, false))).unwrap();
     check_stored(&a, &e, "after the takeover").await_now();
@@ -180,11 +181,23 @@ fn renewals_keep_the_lease(c: &TestCluster) {
 /// current token: its write goes through and renews the lease.
 fn expired_but_not_taken_still_writes(c: &TestCluster) {
     let schema = new_schema("expired");
-    let a = store(c, &schema, "host-a", 200);
-    let b = store(c, &schema, "host-b", 200);
+    let a = store(c, &schema, "host-a", 500);
+    let b = store(c, &schema, "host-b", 500);
     let (mut e, init) = Expect::new("x");
     let la = block_on(a.create("x", &init)).unwrap();
-    std::thread::sleep(Duration::from_millis(250));
+    std::thread::sleep(Duration::from_millis(550));
+    let ran_out: bool = c
+        .client()
+        .unwrap()
+        .query_one(
+            &format!(
+                "SELECT lease_until < clock_timestamp() FROM \"{schema}\".agents WHERE id = 'x'"
+            ),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(ran_out, "the lease ran out before the write");
     block_on(a.write(&la, &e.step(1, 1, true))).unwrap();
     assert_eq!(code(block_on(b.acquire("x"))).0, ErrorCode::AgentLocked);
     check_stored(&b, &e, "after the late write").await_now();
