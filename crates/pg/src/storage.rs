@@ -722,3 +722,69 @@ impl AgentStorage for PgStorage {
         self.delete_sync(id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cut(bytes: &[u8]) -> Vec<(i64, Vec<u8>)> {
+        let (offs, parts) = chunks(bytes, 100).unwrap();
+        offs.into_iter()
+            .zip(parts.into_iter().map(<[u8]>::to_vec))
+            .collect()
+    }
+
+    #[test]
+    fn chunks_end_lines_and_cover_the_bytes() {
+        assert!(cut(b"").is_empty());
+        assert_eq!(cut(b"a\nb\n"), [(100, b"a\nb\n".to_vec())]);
+        // Many short lines: chunks of about CHUNK bytes, each ending a line.
+        let line = b"0123456789abcde\n";
+        let many: Vec<u8> = line
+            .iter()
+            .copied()
+            .cycle()
+            .take(line.len() * 50_000)
+            .collect();
+        let got = cut(&many);
+        assert!(got.len() >= 3, "{}", got.len());
+        let mut at = 100;
+        let mut joined = Vec::new();
+        for (off, part) in &got {
+            assert_eq!(*off, at);
+            assert_eq!(part.last(), Some(&b'\n'));
+            assert!(part.len() <= CHUNK + line.len());
+            at += part.len() as i64;
+            joined.extend_from_slice(part);
+        }
+        assert_eq!(joined, many);
+        // A line longer than a chunk stays whole.
+        let mut long = vec![b'x'; CHUNK * 2 + 5];
+        long.push(b'\n');
+        long.extend_from_slice(b"y\n");
+        let got = cut(&long);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].1.len(), CHUNK * 2 + 6);
+        assert_eq!(got[1], (100 + CHUNK as i64 * 2 + 6, b"y\n".to_vec()));
+    }
+
+    #[test]
+    fn schema_names() {
+        for ok in ["forkpoint", "_x", "a1_b"] {
+            assert!(check_schema_name(ok).is_ok(), "{ok}");
+        }
+        let long = "a".repeat(64);
+        for bad in [
+            "",
+            "A",
+            "1a",
+            "a-b",
+            "a b",
+            "pg_catalog",
+            "é",
+            long.as_str(),
+        ] {
+            assert!(check_schema_name(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -377,6 +377,27 @@ fn bytes_match_the_file_store(c: &TestCluster) {
     let _ = entry_line(1);
 }
 
+/// A raw tail of whole lines and half a line (session) and a torn event row:
+/// acquire keeps the whole lines and cuts the rest, as the file store does.
+fn torn_tail_after_whole_lines(c: &TestCluster) {
+    let s = store(c, &new_schema("torn"), "h", 10_000);
+    let (mut e, init) = Expect::new("t");
+    let l = block_on(s.create("t", &init)).unwrap();
+    block_on(s.release(&l)).unwrap();
+    let whole = entry_line(50);
+    let next = entry_line(51);
+    let half = &next.as_bytes()[..30];
+    let mut raw = whole.as_bytes().to_vec();
+    raw.extend_from_slice(half);
+    c.append_raw(s.schema(), "t", &raw, b"{\"seq\":3").unwrap();
+    let l = block_on(s.acquire("t")).unwrap();
+    e.session.extend_from_slice(whole.as_bytes());
+    check_stored(&s, &e, "after the cut").await_now();
+    let h = block_on(s.head(&l)).unwrap();
+    assert_eq!(h.session_len, e.session.len() as u64);
+    assert_eq!(h.last_event.map(|b| b.seq), Some(2));
+}
+
 /// A batch whose events do not continue the log is refused whole.
 fn event_seqs_must_continue(c: &TestCluster) {
     let s = store(c, &new_schema("seqs"), "h", 10_000);
@@ -522,6 +543,7 @@ fn main() {
         ),
         ("bytes_match_the_file_store", bytes_match_the_file_store),
         ("event_seqs_must_continue", event_seqs_must_continue),
+        ("torn_tail_after_whole_lines", torn_tail_after_whole_lines),
         ("write_timing", write_timing),
         (
             "closed_port_is_store_unavailable",
