@@ -9,6 +9,7 @@
 //! name contains WORD.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -434,6 +435,81 @@ fn write_timing(c: &TestCluster) {
     println!("    {n} writes (1 entry, 3 events each): {per_write:?} per write; head {head:?}");
 }
 
+/// One scripted agent (two turns, a close, an open on another handle, a
+/// resume, a third turn) through the core's `AgentRuntime`, returning the
+/// session bytes and event lines it left.
+fn agent_script<S: AgentStorage>(first: S, second: S) -> (Vec<u8>, Vec<Arc<str>>) {
+    use forkpoint_core::agent::machine::{Command, Input};
+    use forkpoint_core::agent::runtime::AgentRuntime;
+    use forkpoint_core::agent_events::ResumeStrategy;
+    use serde_json::json;
+
+    fn turn<S: AgentStorage>(rt: &AgentRuntime<S>, text: &str, now: f64) {
+        let step = block_on(rt.handle(
+            Input::Send {
+                content: json!(text),
+            },
+            now,
+        ))
+        .unwrap();
+        let ticket = step
+            .commands
+            .iter()
+            .find_map(|c| match c {
+                Command::CallModel { ticket, .. } => Some(*ticket),
+                _ => None,
+            })
+            .expect("a model call");
+        let reply = json!({"role": "assistant", "content": [{"type": "text", "text": format!("re: {text}")}]});
+        block_on(rt.handle(Input::ModelReply { ticket, reply }, now + 1.0)).unwrap();
+    }
+
+    let meta = serde_json::from_value(json!({
+        "agentId": "e2e",
+        "model": {"provider": "anthropic", "model": "claude-sonnet-4-5"},
+    }))
+    .unwrap();
+    let rt = block_on(AgentRuntime::create(&first, meta, vec![], 7, 1e12)).unwrap();
+    turn(&rt, "one", 1e12 + 10.0);
+    turn(&rt, "two", 1e12 + 20.0);
+    block_on(rt.close()).unwrap();
+    let rt = block_on(AgentRuntime::open(&second, "e2e", vec![], 8)).unwrap();
+    block_on(rt.resume(ResumeStrategy::Crash, None, false, 1e12 + 30.0)).unwrap();
+    turn(&rt, "three", 1e12 + 40.0);
+    let q = serde_json::from_value(json!({"kind": "messages"})).unwrap();
+    let messages: serde_json::Value =
+        serde_json::from_str(&block_on(rt.query(&q)).unwrap()).unwrap();
+    assert_eq!(messages.as_array().map(Vec::len), Some(6), "{messages}");
+    block_on(rt.close()).unwrap();
+    let session = block_on(first.read_session("e2e", 0, u64::MAX)).unwrap();
+    let events = block_on(first.read_events("e2e", None, usize::MAX)).unwrap();
+    (session, events)
+}
+
+/// The agent runtime over PostgreSQL (two hosts) stores exactly what it
+/// stores over files.
+fn agent_runtime_writes_what_files_hold(c: &TestCluster) {
+    let dir = tempfile::tempdir().unwrap();
+    let files = agent_script(
+        forkpoint_fs::FileStorage::new(dir.path()),
+        forkpoint_fs::FileStorage::new(dir.path()),
+    );
+    let schema = new_schema("runtime");
+    let pg = agent_script(
+        store(c, &schema, "host-a", 10_000),
+        store(c, &schema, "host-b", 10_000),
+    );
+    assert!(files.0.len() > 1_000);
+    assert_eq!(
+        String::from_utf8_lossy(&pg.0),
+        String::from_utf8_lossy(&files.0),
+        "session"
+    );
+    assert_eq!(pg.1, files.1, "events");
+    let on_disk = std::fs::read(dir.path().join("e2e/session.jsonl")).unwrap();
+    assert!(pg.0 == on_disk);
+}
+
 // -- unavailable -------------------------------------------------------------
 
 fn closed_port_is_store_unavailable(_: &TestCluster) {
@@ -545,6 +621,10 @@ fn main() {
         ("event_seqs_must_continue", event_seqs_must_continue),
         ("torn_tail_after_whole_lines", torn_tail_after_whole_lines),
         ("write_timing", write_timing),
+        (
+            "agent_runtime_writes_what_files_hold",
+            agent_runtime_writes_what_files_hold,
+        ),
         (
             "closed_port_is_store_unavailable",
             closed_port_is_store_unavailable,
