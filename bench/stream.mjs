@@ -85,22 +85,40 @@ const rows = await runBench({ chunks, runs, providers, onRow: (r) => log(`  ${r.
 /** Epoch milliseconds with sub-millisecond precision (the addon's write times are epoch based). */
 const epoch = () => performance.timeOrigin + performance.now();
 
-/** Wraps a response so each word's arrival time is recorded (`w000123` marks chunk 123). */
-function timing(arrivals) {
+/**
+ * Wraps a response so each piece of the body's arrival is recorded as [bytes
+ * so far, time]: as little work on the JavaScript thread as a stamp can be,
+ * so the measurement does not slow what it measures. `arrivalsOf` then finds
+ * each word (`w000123` marks chunk 123) in the body's bytes.
+ */
+function timing(stamps) {
   return (res) => {
-    const dec = new TextDecoder();
-    let carry = '';
+    let at = 0;
     const stamp = new TransformStream({
       transform(chunk, ctl) {
-        const now = epoch();
-        const s = carry + dec.decode(chunk, { stream: true });
-        for (const m of s.matchAll(/w(\d{6})/g)) if (!arrivals.has(m[1])) arrivals.set(m[1], now);
-        carry = s.slice(-8);
+        at += chunk.length;
+        stamps.push([at, epoch()]);
         ctl.enqueue(chunk);
       },
     });
     return new Response(res.body.pipeThrough(stamp), { status: res.status, headers: res.headers });
   };
+}
+
+/** Each word's arrival: the time of the piece that completed it. */
+function arrivalsOf(stamps, body, chunks) {
+  const arrivals = new Map();
+  let from = 0;
+  let k = 0;
+  for (let i = 0; i < chunks; i++) {
+    const id = String(i % 1e6).padStart(6, '0');
+    const pos = body.indexOf(`w${id}`, from);
+    if (pos < 0) continue; // split over two events: not counted
+    from = pos;
+    while (k < stamps.length && stamps[k][0] < pos + 7) k++;
+    if (k < stamps.length) arrivals.set(id, stamps[k][1]);
+  }
+  return arrivals;
 }
 
 const pct = (xs, q) => {
@@ -123,20 +141,20 @@ for (const p of providers) {
     try {
       const durable = [];
       const seen = [];
+      const body = Buffer.from(events.join(''));
       for (let run = 0; run < latencyRuns[mode]; run++) {
-        const arrivals = new Map();
+        const stamps = [];
         const lst = { url: srv.url };
-        const [agent] = await pool(p, lst, 1, timing(arrivals));
+        const [agent] = await pool(p, lst, 1, timing(stamps));
         let writes = [];
         agent.streamWrites = (w) => (writes = w);
         const marks = [];
-        agent.on('text_chunk', (e) => {
-          const now = epoch();
-          for (const m of e.delta.matchAll(/w(\d{6})/g)) marks.push([e.seq, arrivals.get(m[1]), now]);
-        });
+        agent.on('text_chunk', (e) => marks.push([e.seq, e.delta, epoch()]));
         const r = await agent.chat('Write a long text.');
         if (r.text !== text) throw new Error('latency run: a different text');
         await agent.close();
+        const arrivals = arrivalsOf(stamps, body, chunks);
+        for (const m of marks.splice(0)) for (const w of m[1].matchAll(/w(\d{6})/g)) marks.push([m[0], arrivals.get(w[1]), m[2]]);
         let w = 0;
         for (const [seq, arrived, heard] of marks.sort((a, b) => a[0] - b[0])) {
           if (arrived === undefined) continue;
