@@ -13,7 +13,7 @@
 // wrote it, from Agent.streamWrites), p50/p99 over every chunk of the burst
 // runs (one paced run), and to the agent's live listener seeing it (p99).
 //
-//   node bench/stream.mjs [--chunks 10000] [--runs-burst 5] [--runs-paced 2] [--json]
+//   node bench/stream.mjs [--chunks 10000] [--runs-burst 5] [--runs-paced 3] [--json]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -32,7 +32,7 @@ const opt = (name, dflt) => {
   return i >= 0 ? args[i + 1] : dflt;
 };
 const chunks = Number(opt('chunks', 10000));
-const runs = { burst: Number(opt('runs-burst', 5)), paced: Number(opt('runs-paced', 2)) };
+const runs = { burst: Number(opt('runs-burst', 5)), paced: Number(opt('runs-paced', 3)) };
 const asJson = args.includes('--json');
 const providers = ['anthropic', 'openai'];
 const MODEL = { anthropic: 'claude-sonnet-4-5', openai: 'gpt-4.1' };
