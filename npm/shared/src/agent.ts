@@ -877,7 +877,16 @@ export class Agent {
     const n = this.n;
     if (n.streamStart && n.streamPush && n.streamEnd) {
       const [start, push, end] = [n.streamStart.bind(n), n.streamPush.bind(n), n.streamEnd.bind(n)];
-      call(() => start(ticket, intervalMs, () => this.log.pump()));
+      // Told after each write, possibly after the call ended or the agent closed.
+      const written = () => {
+        if (this.closed) return;
+        try {
+          this.log.pump();
+        } catch {
+          // the log closed meanwhile: nothing to hand out
+        }
+      };
+      call(() => start(ticket, intervalMs, written));
       return {
         push: (bytes) => call(() => push(ticket, bytes)),
         end: async (discard) => {
