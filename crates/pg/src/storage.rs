@@ -447,20 +447,27 @@ impl PgStorage {
         })
     }
 
+    /// Locks agent `id`'s row in `tx`: `AGENT_NOT_FOUND`, or `AGENT_LOCKED`
+    /// while another holds a live lease.
+    fn lock_unheld(&self, tx: &mut postgres::Transaction<'_>, id: &str, what: &str) -> Result<()> {
+        let Some(row) = tx.query_opt(&self.sql.lock_agent, &[&id]).pg(what)? else {
+            return Err(agent_not_found(id));
+        };
+        let holder: Option<String> = row.get(0);
+        let live: Option<bool> = row.get(1);
+        if let (Some(h), Some(true)) = (&holder, live) {
+            let left: Option<i64> = row.get(2);
+            return Err(locked(id, h, left.unwrap_or(0)));
+        }
+        Ok(())
+    }
+
     fn acquire_sync(&self, id: &str) -> Result<Lease> {
         validate_id(id, "agent")?;
         let what = "taking the agent's lease";
         self.pool.with(|c| {
             let mut tx = c.transaction().pg(what)?;
-            let Some(row) = tx.query_opt(&self.sql.lock_agent, &[&id]).pg(what)? else {
-                return Err(agent_not_found(id));
-            };
-            let holder: Option<String> = row.get(0);
-            let live: Option<bool> = row.get(1);
-            if let (Some(h), Some(true)) = (&holder, live) {
-                let left: Option<i64> = row.get(2);
-                return Err(locked(id, h, left.unwrap_or(0)));
-            }
+            self.lock_unheld(&mut tx, id, what)?;
             self.cut_torn(&mut tx, id, what)?;
             let row = tx
                 .query_one(&self.sql.take_lease, &[&id, &self.holder, &self.lease_ms])
@@ -653,15 +660,7 @@ impl PgStorage {
         let what = "deleting the agent";
         self.pool.with(|c| {
             let mut tx = c.transaction().pg(what)?;
-            let Some(row) = tx.query_opt(&self.sql.lock_agent, &[&id]).pg(what)? else {
-                return Err(agent_not_found(id));
-            };
-            let holder: Option<String> = row.get(0);
-            let live: Option<bool> = row.get(1);
-            if let (Some(h), Some(true)) = (&holder, live) {
-                let left: Option<i64> = row.get(2);
-                return Err(locked(id, h, left.unwrap_or(0)));
-            }
+            self.lock_unheld(&mut tx, id, what)?;
             tx.execute(&self.sql.delete, &[&id]).pg(what)?;
             tx.commit().pg(what)
         })

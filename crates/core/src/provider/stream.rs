@@ -1217,6 +1217,21 @@ struct GPart {
     pending: String,
 }
 
+impl GPart {
+    /// A part the decoder keeps as it came (a call, an unknown part).
+    fn other(part: J, canon: usize) -> GPart {
+        GPart {
+            kind: GKind::Other,
+            part,
+            text: String::new(),
+            sig: None,
+            plain: false,
+            canon,
+            pending: String::new(),
+        }
+    }
+}
+
 #[derive(Default)]
 struct GState {
     parts: Vec<GPart>,
@@ -1322,15 +1337,7 @@ impl GState {
                     }
                     let more = fc.get("willContinue").and_then(J::as_bool) == Some(true);
                     self.streaming = Some(sc);
-                    self.parts.push(GPart {
-                        kind: GKind::Other,
-                        part,
-                        text: String::new(),
-                        sig: None,
-                        plain: false,
-                        canon,
-                        pending: String::new(),
-                    });
+                    self.parts.push(GPart::other(part, canon));
                     if !more {
                         self.end_streaming(c, out);
                     }
@@ -1342,15 +1349,7 @@ impl GState {
                     fc.get("args").map_or_else(|| "{}".to_string(), J::text),
                 );
             }
-            self.parts.push(GPart {
-                kind: GKind::Other,
-                part,
-                text: String::new(),
-                sig: None,
-                plain: false,
-                canon,
-                pending: String::new(),
-            });
+            self.parts.push(GPart::other(part, canon));
             return Ok(());
         }
         self.end_streaming(c, out);
