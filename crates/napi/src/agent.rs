@@ -300,7 +300,12 @@ impl NativeAgent {
             let written = Box::new(move || {
                 on_write.call(0, ThreadsafeFunctionCallMode::NonBlocking);
             });
-            let interval = Duration::from_secs_f64(interval_ms.clamp(0.0, 60_000.0) / 1000.0);
+            let ms = if interval_ms.is_finite() {
+                interval_ms.clamp(0.0, 60_000.0)
+            } else {
+                0.0
+            };
+            let interval = Duration::from_secs_f64(ms / 1000.0);
             let feed = Arc::new(Feed::start(interval, write, written)?);
             let old = self
                 .feed

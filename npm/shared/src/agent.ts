@@ -817,16 +817,30 @@ export class Agent {
         try {
           sink = this.byteSink(c.ticket, p.wire.commitIntervalMs, ac.signal);
         } catch (e) {
-          ac.abort(); // the body is not read
-          throw e;
+          // The body is not read: release it, and the call ends as failed.
+          void Promise.resolve(body[Symbol.asyncIterator]().return?.()).catch(() => {});
+          const err = toForkpointError(e);
+          await this.input({ kind: 'modelError', ticket: c.ticket, message: err.message, code: err.code });
+          this.failure ??= err;
+          return;
         }
+        // Read until the end, a stop, or the abort: a body that ignores the
+        // signal does not hold up an interrupt or close().
+        const it = body[Symbol.asyncIterator]();
+        const aborted = new Promise<null>((resolve) => {
+          if (ac.signal.aborted) resolve(null);
+          else ac.signal.addEventListener('abort', () => resolve(null), { once: true });
+        });
         try {
-          for await (const chunk of body) {
-            if (!sink.push(chunk) || ac.signal.aborted) break;
+          for (;;) {
+            const r = await Promise.race([it.next(), aborted]);
+            if (r === null || r.done) break;
+            if (!sink.push(r.value) || ac.signal.aborted) break;
           }
         } catch (e) {
           broke = toForkpointError(e);
         }
+        if (broke === null) void Promise.resolve(it.return?.()).catch(() => {}); // stops a body not read to its end
         try {
           for (const step of await sink.end(ac.signal.aborted)) {
             this.carryOut(step);
