@@ -15,6 +15,7 @@ import { napi, realDir, fixture } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const bin = fileURLToPath(new URL('../../npm/forkpoint/bin/forkpoint.mjs', import.meta.url));
+const napiDir = fileURLToPath(new URL('../../npm/forkpoint', import.meta.url));
 const pkgDir = fileURLToPath(new URL('../../npm/forkpoint/', import.meta.url));
 const CC = join(realDir, 'marot-spotter_tool_heavy.jsonl');
 const CC_ID = 'd6e0bada-1959-4eec-a9d2-0bfade768d8f';
@@ -270,4 +271,20 @@ test('explore: the files come from wherever forkpoint-web is installed; without 
   cpSync(join(webDir, 'package.json'), join(none, 'node_modules/forkpoint-web/package.json'));
   cpSync(join(webDir, 'dist'), join(none, 'node_modules/forkpoint-web/dist'), { recursive: true });
   assert.throws(() => findExplorer(join(none, 'app.js')), (e) => e.code === 'NOT_FOUND' && /no explorer\/index\.html/.test(e.message));
+});
+
+test('import of a FIFO or a folder is INVALID_INPUT at once (it never waits for a writer)', () => {
+  const dir = tmp();
+  const fifo = join(dir, 'pipe.jsonl');
+  if (spawnSync('mkfifo', [fifo]).status !== 0) return;
+  for (const target of [fifo, dir]) {
+    const r = spawnSync(process.execPath, [bin, 'import', target, '--dir', dir], { cwd: dir, encoding: 'utf8', timeout: 10_000 });
+    assert.equal(r.signal, null, `${target}: it did not hang`);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /^forkpoint: INVALID_INPUT: is (not a regular file \(a FIFO, socket or device\)|a directory), not a session file \(/);
+  }
+  // And through the library, with progress (the path that reads in JavaScript).
+  const r = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(napiDir)}).importSession(${JSON.stringify(fifo)}, { to: ${JSON.stringify(join(dir, 'x.jsonl'))}, onProgress() {} }).then(() => process.exit(3), (e) => { console.log(e.code); process.exit(0); })`], { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(r.signal, null);
+  assert.equal(r.stdout.trim(), 'INVALID_INPUT');
 });

@@ -7,6 +7,8 @@ import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgres
 import { randomUUID } from 'node:crypto';
 import { dirname, basename, join } from 'node:path';
 import { open } from 'node:fs/promises';
+import { constants as fsc } from 'node:fs';
+import { constants as bufc } from 'node:buffer';
 import { createNormalizer, callAsync, call, ForkpointError } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
 
@@ -166,12 +168,18 @@ export async function importSession(source: string | Uint8Array, opts: ImportOpt
 async function readWithProgress(path: string, onProgress: NonNullable<ImportOptions['onProgress']>): Promise<Buffer> {
   let fh;
   try {
-    fh = await open(path, 'r');
+    // Non-blocking: opening a FIFO must not wait for a writer (checked below).
+    fh = await open(path, fsc.O_RDONLY | fsc.O_NONBLOCK);
   } catch (e) {
     throw fsError(e, path);
   }
   try {
-    const total = (await fh.stat()).size;
+    const st = await fh.stat();
+    // As the core's reader says it (crates/fs io::regular_len).
+    if (st.isDirectory()) throw new ForkpointError({ code: 'INVALID_INPUT', message: 'is a directory, not a session file', path });
+    if (!st.isFile()) throw new ForkpointError({ code: 'INVALID_INPUT', message: 'is not a regular file (a FIFO, socket or device), not a session file', path });
+    const total = st.size;
+    if (total > bufc.MAX_LENGTH) throw new ForkpointError({ code: 'LIMIT_EXCEEDED', message: `the file is ${total} bytes, more than one buffer holds (${bufc.MAX_LENGTH})`, path });
     const out = Buffer.allocUnsafe(total);
     let off = 0;
     while (off < total) {
@@ -182,7 +190,7 @@ async function readWithProgress(path: string, onProgress: NonNullable<ImportOpti
     }
     return out.subarray(0, off);
   } catch (e) {
-    throw fsError(e, path);
+    throw e instanceof ForkpointError ? e : fsError(e, path);
   } finally {
     await fh.close();
   }
