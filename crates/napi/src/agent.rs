@@ -255,23 +255,6 @@ impl NativeAgent {
         })
     }
 
-    /// Feeds bytes of model call `ticket`'s streamed response body, as they
-    /// arrive; resolves to the step (JSON) once the pieces they completed are
-    /// durable. Its `value` is `null` or `{retry, code, message}` when the
-    /// stream failed.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn stream_bytes(&self, ticket: u32, bytes: Buffer) -> AsyncTask<Job<String>> {
-        let rt = self.rt.clone();
-        let bytes: Vec<u8> = bytes.into();
-        Job::new(move || {
-            let rt = lock(&rt)?;
-            Ok(
-                pollster::block_on(rt.stream_bytes(u64::from(ticket), &bytes, now()))?
-                    .to_json(false),
-            )
-        })
-    }
-
     /// Starts the writer of model call `ticket`'s streamed body, on a thread of
     /// its own: bytes given to `streamPush` are decoded and made durable there,
     /// a write at most every `intervalMs` (what arrives meanwhile goes in the

@@ -36,13 +36,6 @@ export declare class NativeAgent {
    */
   input(inputJson: string): Promise<string>
   /**
-   * Feeds bytes of model call `ticket`'s streamed response body, as they
-   * arrive; resolves to the step (JSON) once the pieces they completed are
-   * durable. Its `value` is `null` or `{retry, code, message}` when the
-   * stream failed.
-   */
-  streamBytes(ticket: number, bytes: Buffer): Promise<string>
-  /**
    * Starts the writer of model call `ticket`'s streamed body, on a thread of
    * its own: bytes given to `streamPush` are decoded and made durable there,
    * a write at most every `intervalMs` (what arrives meanwhile goes in the

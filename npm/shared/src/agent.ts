@@ -261,7 +261,7 @@ export interface NativeAgentLike {
   events(): unknown;
   resume(optsJson: string): Promise<string>;
   input(inputJson: string): Promise<string>;
-  /** Bytes of model call `ticket`'s streamed body (a step, JSON). */
+  /** Bytes of model call `ticket`'s streamed body (a step, JSON; the wasm build). */
   streamBytes?(ticket: number, bytes: Uint8Array): Promise<string>;
   /** Starts model call `ticket`'s stream writer on a thread of its own (napi); `onWrite` after each write. */
   streamStart?(ticket: number, intervalMs: number, onWrite: (n: number) => unknown): void;
@@ -702,7 +702,7 @@ export class Agent {
   }
 
   private async callModel_(c: Extract<Cmd, { kind: 'callModel' }>): Promise<void> {
-    if (isStreamingProvider(this.provider) && this.n.streamBytes && !this.deps.store.redact) {
+    if (isStreamingProvider(this.provider) && (this.n.streamStart || this.n.streamBytes) && !this.deps.store.redact) {
       return this.callModelStreaming(c, this.provider);
     }
     const ac = new AbortController();
