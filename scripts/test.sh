@@ -8,12 +8,19 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --browser
 export PATH="$PWD/node_modules/.bin:$PATH"
 
+# Every step has a time limit, so a hang fails the run with the step's name
+# instead of running into CI's own limit.
 step() {
   local name=$1
   shift
   printf '\n\033[1;32m== %s\033[0m\n' "$name" >&2
   local t0=$SECONDS
-  "$@"
+  local rc=0
+  timeout --kill-after=30 "${STEP_LIMIT_S:-1500}" "$@" || rc=$?
+  if [ "$rc" != 0 ]; then
+    [ "$rc" = 124 ] && printf '\033[1;31m   step timed out after %ss: %s\033[0m\n' "${STEP_LIMIT_S:-1500}" "$name" >&2
+    return "$rc"
+  fi
   printf '\033[2m   (%ss)\033[0m\n' "$((SECONDS - t0))" >&2
 }
 

@@ -303,11 +303,15 @@ test("a default Vite app runs on Vite's dev server in Chromium", { skip: !haveCh
   let log = '';
   vite.stdout.on('data', (d) => (log += d));
   vite.stderr.on('data', (d) => (log += d));
+  // Vite colours its output where CI is set (picocolors), bold inside the URL.
+  const plain = () => log.replace(/\x1b\[[0-9;]*m/g, '');
   try {
     await new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`Vite's dev server did not start:\n${log}`)), 60_000);
-      vite.once('exit', (code) => reject(new Error(`Vite's dev server exited (${code}):\n${log}`)));
-      const check = () => (log.includes(`:${port}`) ? (clearTimeout(t), resolve()) : setTimeout(check, 100));
+      let poll;
+      const done = (f, v) => (clearTimeout(t), clearTimeout(poll), f(v));
+      const t = setTimeout(() => done(reject, new Error(`Vite's dev server did not start:\n${log}`)), 60_000);
+      vite.once('exit', (code) => done(reject, new Error(`Vite's dev server exited (${code}):\n${log}`)));
+      const check = () => (plain().includes(`127.0.0.1:${port}`) ? done(resolve) : (poll = setTimeout(check, 100)));
       check();
     });
     for (const query of ['', '?init']) assert.deepEqual(await runPage(`http://127.0.0.1:${port}/${query}`), EXPECTED_WEB, `${query}\n${log}`);
