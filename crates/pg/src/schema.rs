@@ -13,10 +13,15 @@
 //!           created_at timestamptz)
 //! S.session_chunks (agent_id, off bigint, bytes bytea, PRIMARY KEY (agent_id, off))
 //!                                               -- whole lines, each chunk at its byte offset
-//! S.events (agent_id, seq bigint, line bytea, PRIMARY KEY (agent_id, seq))
-//!                                               -- one event line with its newline per row
+//! S.events (agent_id, seq bigint, first_seq bigint, lines bytea, PRIMARY KEY (agent_id, seq))
+//!                                               -- the event lines of one write, each with its
+//!                                               -- newline; seq is the last one's, first_seq the first's
 //! S.lease_tokens                                -- the sequence tokens are drawn from
 //! ```
+//!
+//! Both log tables set `toast_tuple_target = 256`: a row larger than that is
+//! compressed (JSON lines shrink several times), so a step's rows cost about
+//! what their text compresses to, not their text plus a row's overhead per line.
 //!
 //! Session chunks and events go with their agent (`ON DELETE CASCADE`).
 
@@ -108,13 +113,14 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<()> {
             off bigint NOT NULL,
             bytes bytea NOT NULL,
             PRIMARY KEY (agent_id, off)
-         );
+         ) WITH (toast_tuple_target = 256);
          CREATE TABLE \"{schema}\".events (
             agent_id text COLLATE \"C\" NOT NULL REFERENCES \"{schema}\".agents (id) ON DELETE CASCADE,
             seq bigint NOT NULL,
-            line bytea NOT NULL,
+            first_seq bigint NOT NULL,
+            lines bytea NOT NULL,
             PRIMARY KEY (agent_id, seq)
-         );
+         ) WITH (toast_tuple_target = 256);
          CREATE SEQUENCE \"{schema}\".lease_tokens;
          INSERT INTO \"{schema}\".forkpoint_schema (version) VALUES ({SCHEMA_VERSION});"
     ))

@@ -116,9 +116,10 @@ struct Sql {
     last_chunk: String,
     cut_chunk: String,
     drop_chunk: String,
-    cut_event: String,
+    last_events: String,
+    drop_events: String,
+    put_events: String,
     head: String,
-    last_event: String,
     read_session: String,
     read_events: String,
     tail_events: String,
@@ -132,7 +133,6 @@ impl Sql {
     fn new(s: &str) -> Sql {
         let s = format!("\"{s}\"");
         let until = "clock_timestamp() + $3::bigint * interval '1 millisecond'";
-        let complete = "get_byte(line, length(line) - 1) = 10";
         Sql {
             create: format!(
                 "INSERT INTO {s}.agents (id, meta, token, holder, lease_until, hint, state)
@@ -144,9 +144,9 @@ impl Sql {
             append: format!(
                 "WITH chunks AS (INSERT INTO {s}.session_chunks (agent_id, off, bytes)
                    SELECT $1, o, b FROM unnest($2::bigint[], $3::bytea[]) AS u(o, b)),
-                 evs AS (INSERT INTO {s}.events (agent_id, seq, line)
-                   SELECT $1, q, l FROM unnest($4::bigint[], $5::bytea[]) AS u(q, l))
-                 SELECT pg_notify('{CHANNEL}', $6::text) WHERE $6::text IS NOT NULL"
+                 evs AS (INSERT INTO {s}.events (agent_id, seq, first_seq, lines)
+                   SELECT $1, $4::bigint, $5::bigint, $6::bytea WHERE $6::bytea IS NOT NULL)
+                 SELECT pg_notify('{CHANNEL}', $7::text) WHERE $7::text IS NOT NULL"
             ),
             lock_agent: format!(
                 "SELECT holder, lease_until > clock_timestamp(),
@@ -177,21 +177,20 @@ impl Sql {
                 "UPDATE {s}.session_chunks SET bytes = $3 WHERE agent_id = $1 AND off = $2"
             ),
             drop_chunk: format!("DELETE FROM {s}.session_chunks WHERE agent_id = $1 AND off = $2"),
-            cut_event: format!(
-                "DELETE FROM {s}.events WHERE agent_id = $1
-                 AND seq = (SELECT max(seq) FROM {s}.events WHERE agent_id = $1)
-                 AND (length(line) = 0 OR NOT {complete})"
+            last_events: format!(
+                "SELECT seq, first_seq, lines FROM {s}.events WHERE agent_id = $1
+                 ORDER BY seq DESC LIMIT 1"
             ),
+            drop_events: format!("DELETE FROM {s}.events WHERE agent_id = $1 AND seq = $2"),
+            put_events: format!(
+                "INSERT INTO {s}.events (agent_id, seq, first_seq, lines) VALUES ($1, $2, $3, $4)"
+            ),
+            // Read only (the lease was just taken or renewed): no commit to flush.
             head: format!(
-                "UPDATE {s}.agents SET lease_until = {until}
-                 WHERE id = $1 AND token = $2 AND holder IS NOT NULL
-                 RETURNING meta, hint, state,
+                "SELECT meta, hint, state,
                    (SELECT off + length(bytes) FROM {s}.session_chunks
-                    WHERE agent_id = $1 ORDER BY off DESC LIMIT 1)"
-            ),
-            last_event: format!(
-                "SELECT line FROM {s}.events WHERE agent_id = $1 AND length(line) > 0
-                 AND {complete} ORDER BY seq DESC LIMIT 1"
+                    WHERE agent_id = $1 ORDER BY off DESC LIMIT 1)
+                 FROM {s}.agents WHERE id = $1 AND token = $2 AND holder IS NOT NULL"
             ),
             read_session: format!(
                 "SELECT a.id IS NOT NULL, c.off, c.bytes FROM (SELECT 1) AS one
@@ -202,20 +201,18 @@ impl Sql {
                  ORDER BY c.off"
             ),
             read_events: format!(
-                "SELECT a.id IS NOT NULL, e.line FROM (SELECT 1) AS one
+                "SELECT a.id IS NOT NULL, e.lines FROM (SELECT 1) AS one
                  LEFT JOIN {s}.agents a ON a.id = $1
-                 LEFT JOIN LATERAL (SELECT seq, line FROM {s}.events
-                   WHERE agent_id = a.id AND seq > $2 AND length(line) > 0 AND {complete}
-                   ORDER BY seq LIMIT $3) e ON true
+                 LEFT JOIN LATERAL (SELECT seq, lines FROM {s}.events
+                   WHERE agent_id = a.id AND seq > $2 ORDER BY seq LIMIT $3) e ON true
                  ORDER BY e.seq"
             ),
             tail_events: format!(
-                "SELECT a.id IS NOT NULL, e.line FROM (SELECT 1) AS one
+                "SELECT a.id IS NOT NULL, e.lines FROM (SELECT 1) AS one
                  LEFT JOIN {s}.agents a ON a.id = $1
-                 LEFT JOIN LATERAL (SELECT seq, line FROM {s}.events
-                   WHERE agent_id = a.id AND length(line) > 0 AND {complete}
-                   ORDER BY seq DESC LIMIT $2) e ON true
-                 ORDER BY e.seq"
+                 LEFT JOIN LATERAL (SELECT seq, lines FROM {s}.events
+                   WHERE agent_id = a.id AND seq < $2 ORDER BY seq DESC LIMIT $3) e ON true
+                 ORDER BY e.seq DESC"
             ),
             release: format!(
                 "UPDATE {s}.agents SET holder = NULL, lease_until = NULL
@@ -273,11 +270,14 @@ fn chunks(bytes: &[u8], at: i64) -> Result<(Vec<i64>, Vec<&[u8]>)> {
     Ok((offs, parts))
 }
 
-/// The batch's event lines as rows (seq, line with its newline), checked to
-/// continue the log after `last` in strictly increasing order.
-fn event_rows(events: &[EventLine], last: Option<i64>) -> Result<(Vec<i64>, Vec<Vec<u8>>)> {
-    let mut seqs = Vec::with_capacity(events.len());
-    let mut lines = Vec::with_capacity(events.len());
+/// The batch's event lines as one row: its last seq, its first, the lines
+/// (each with its newline), checked to continue the log after `last` in
+/// strictly increasing order. `None` without events.
+fn event_row(events: &[EventLine], last: Option<i64>) -> Result<Option<(i64, i64, Vec<u8>)>> {
+    let Some(first) = events.first() else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::with_capacity(events.iter().map(|e| e.line.len() + 1).sum());
     let mut prev = last;
     for e in events {
         let seq = i64::try_from(e.meta.seq)
@@ -292,21 +292,37 @@ fn event_rows(events: &[EventLine], last: Option<i64>) -> Result<(Vec<i64>, Vec<
             return Err(Error::invalid_input("an event line holds a newline"));
         }
         prev = Some(seq);
-        seqs.push(seq);
-        let mut line = Vec::with_capacity(e.line.len() + 1);
-        line.extend_from_slice(e.line.as_bytes());
-        line.push(b'\n');
-        lines.push(line);
+        bytes.extend_from_slice(e.line.as_bytes());
+        bytes.push(b'\n');
     }
-    Ok((seqs, lines))
+    let first = i64::try_from(first.meta.seq).unwrap_or(i64::MAX);
+    Ok(prev.map(|last| (last, first, bytes)))
 }
 
-/// An event row's line without its newline.
-fn event_text(mut line: Vec<u8>, id: &str) -> Result<Arc<str>> {
-    if line.last() == Some(&b'\n') {
-        line.pop();
-    }
-    String::from_utf8(line)
+/// The seq an event line starts with (`{"seq":N,…`: the log writes it first).
+fn seq_of(line: &[u8]) -> Option<u64> {
+    let rest = line.strip_prefix(b"{\"seq\":")?;
+    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
+/// The complete lines of an events row (a last line without its newline was
+/// never acknowledged), without their newlines.
+fn row_lines(bytes: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
+    let end = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
+    let whole = if bytes.contains(&b'\n') {
+        &bytes[..end]
+    } else {
+        &[][..]
+    };
+    whole
+        .split(|&b| b == b'\n')
+        .filter(move |_| bytes.contains(&b'\n'))
+}
+
+/// An event line as text.
+fn event_text(line: &[u8], id: &str) -> Result<Arc<str>> {
+    std::str::from_utf8(line)
         .map(Arc::from)
         .map_err(|_| Error::corrupted(format!("an event line of agent '{id}' is not UTF-8")))
 }
@@ -424,14 +440,18 @@ impl PgStorage {
             return Ok(());
         }
         let (offs, parts) = chunks(&batch.session, session_len)?;
-        let (seqs, lines) = event_rows(&batch.events, last_seq)?;
+        let row = event_row(&batch.events, last_seq)?;
+        let (seq, first, lines) = match &row {
+            Some((s, f, l)) => (Some(*s), Some(*f), Some(l)),
+            None => (None, None, None),
+        };
         let note = batch
             .events
             .last()
             .map(|e| payload(&self.schema, id, e.meta.seq));
         tx.query(
             &self.sql.append,
-            &[&id, &offs, &parts, &seqs, &lines, &note],
+            &[&id, &offs, &parts, &seq, &first, &lines, &note],
         )
         .pg(what)?;
         Ok(())
@@ -456,7 +476,20 @@ impl PgStorage {
                 }
             }
         }
-        tx.execute(&self.sql.cut_event, &[&id]).pg(what)?;
+        // The last events row: cut after its last complete line.
+        if let Some(row) = tx.query_opt(&self.sql.last_events, &[&id]).pg(what)? {
+            let (seq, first): (i64, i64) = (row.get(0), row.get(1));
+            let bytes: Vec<u8> = row.get(2);
+            if bytes.last() != Some(&b'\n') {
+                tx.execute(&self.sql.drop_events, &[&id, &seq]).pg(what)?;
+                let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                if let Some(last) = row_lines(&bytes).next_back().and_then(seq_of) {
+                    let last = i64::try_from(last).unwrap_or(i64::MAX);
+                    tx.execute(&self.sql.put_events, &[&id, &last, &first, &&bytes[..keep]])
+                        .pg(what)?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -542,29 +575,23 @@ impl PgStorage {
         let what = "reading the agent";
         self.pool.with(|c| {
             let mut tx = c.transaction().pg(what)?;
-            let Some(row) = tx
-                .query_opt(&self.sql.head, &[&id, &token, &self.lease_ms])
-                .pg(what)?
-            else {
+            let Some(row) = tx.query_opt(&self.sql.head, &[&id, &token]).pg(what)? else {
                 return Err(lease_lost(id));
             };
             let meta: Vec<u8> = row.get(0);
             let hint: Option<Vec<u8>> = row.get(1);
             let state: Option<Vec<u8>> = row.get(2);
             let len: Option<i64> = row.get(3);
-            let last = tx.query_opt(&self.sql.last_event, &[&id]).pg(what)?;
+            let last = self.tail_in(&mut tx, id, 1, what)?;
             tx.commit().pg(what)?;
-            let last_event = match last {
-                Some(r) => {
-                    let line = event_text(r.get(0), id)?;
-                    Some(
-                        parse_event_line(&line, 512)
-                            .map_err(|e| {
-                                Error::corrupted(format!("the last event of agent '{id}': {e}"))
-                            })?
-                            .bookmark(),
-                    )
-                }
+            let last_event = match last.last() {
+                Some(line) => Some(
+                    parse_event_line(line, 512)
+                        .map_err(|e| {
+                            Error::corrupted(format!("the last event of agent '{id}': {e}"))
+                        })?
+                        .bookmark(),
+                ),
                 None => None,
             };
             Ok(AgentHead {
@@ -605,31 +632,79 @@ impl PgStorage {
         Ok(out)
     }
 
-    fn event_query(&self, id: &str, sql: &str, a: &i64, b: Option<&i64>) -> Result<Vec<Arc<str>>> {
+    /// The event lines with a seq above `since`, at most `limit`, oldest first.
+    fn read_events_sync(&self, id: &str, since: i64, limit: usize) -> Result<Vec<Arc<str>>> {
         validate_id(id, "agent")?;
+        let rows_max = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
         let rows = self.pool.with(|c| {
-            match b {
-                Some(b) => c.query(sql, &[&id, a, b]),
-                None => c.query(sql, &[&id, a]),
-            }
-            .pg("reading the events")
+            c.query(&self.sql.read_events, &[&id, &since, &rows_max])
+                .pg("reading the events")
         })?;
-        let mut out = Vec::with_capacity(rows.len());
+        let mut out = Vec::new();
         for row in rows {
-            let found: bool = row.get(0);
-            if !found {
+            if !row.get::<_, bool>(0) {
                 return Err(agent_not_found(id));
             }
-            if let Some(line) = row.get::<_, Option<Vec<u8>>>(1) {
-                out.push(event_text(line, id)?);
+            let Some(bytes) = row.get::<_, Option<Vec<u8>>>(1) else {
+                continue;
+            };
+            for line in row_lines(&bytes) {
+                if out.len() >= limit {
+                    return Ok(out);
+                }
+                if seq_of(line).is_some_and(|q| i64::try_from(q).unwrap_or(i64::MAX) > since) {
+                    out.push(event_text(line, id)?);
+                }
             }
         }
         Ok(out)
     }
 
+    /// The last `count` event lines (fewer when the log is shorter), oldest
+    /// first, read in `tx`: rows from the end until they hold enough.
+    fn tail_in(
+        &self,
+        tx: &mut impl postgres::GenericClient,
+        id: &str,
+        count: usize,
+        what: &str,
+    ) -> Result<Vec<Arc<str>>> {
+        let mut out: Vec<Arc<str>> = Vec::new();
+        let mut before = i64::MAX;
+        while out.len() < count {
+            let rows = tx
+                .query(&self.sql.tail_events, &[&id, &before, &16i64])
+                .pg(what)?;
+            let mut any = false;
+            for row in rows {
+                if !row.get::<_, bool>(0) {
+                    return Err(agent_not_found(id));
+                }
+                let Some(bytes) = row.get::<_, Option<Vec<u8>>>(1) else {
+                    continue;
+                };
+                any = true;
+                for line in row_lines(&bytes).rev() {
+                    if out.len() < count {
+                        out.push(event_text(line, id)?);
+                    }
+                }
+                if let Some(q) = row_lines(&bytes).next().and_then(seq_of) {
+                    before = i64::try_from(q).unwrap_or(i64::MAX);
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        out.reverse();
+        Ok(out)
+    }
+
     pub(crate) fn tail_events_sync(&self, id: &str, count: usize) -> Result<Vec<Arc<str>>> {
-        let count = i64::try_from(count).unwrap_or(i64::MAX);
-        self.event_query(id, &self.sql.tail_events, &count, None)
+        validate_id(id, "agent")?;
+        self.pool
+            .with(|c| self.tail_in(c, id, count, "reading the events"))
     }
 
     fn write_sync(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
@@ -753,9 +828,7 @@ impl AgentStorage for PgStorage {
         limit: usize,
     ) -> Result<Vec<Arc<str>>> {
         // Seqs start at 1 or later: "after -1" is the whole log.
-        let since = since.map_or(-1, to_i64);
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.event_query(id, &self.sql.read_events, &since, Some(&limit))
+        self.read_events_sync(id, since.map_or(-1, to_i64), limit)
     }
 
     async fn tail_events(&self, id: &str, count: usize) -> Result<Vec<Arc<str>>> {
@@ -826,6 +899,21 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].1.len(), CHUNK * 2 + 6);
         assert_eq!(got[1], (100 + CHUNK as i64 * 2 + 6, b"y\n".to_vec()));
+    }
+
+    #[test]
+    fn rows_split_into_whole_lines_with_their_seqs() {
+        let row = b"{\"seq\":7,\"x\":1}\n{\"seq\":9,\"x\":2}\n{\"seq\":1";
+        let lines: Vec<&[u8]> = row_lines(row).collect();
+        assert_eq!(lines.len(), 2, "the torn last line is not one");
+        assert_eq!(
+            lines.iter().map(|l| seq_of(l)).collect::<Vec<_>>(),
+            [Some(7), Some(9)]
+        );
+        assert_eq!(row_lines(b"{\"seq\":1").count(), 0);
+        assert_eq!(row_lines(b"").count(), 0);
+        assert_eq!(row_lines(b"a\n").collect::<Vec<_>>(), [b"a"]);
+        assert_eq!(seq_of(b"{\"seq\":x}"), None);
     }
 
     #[test]

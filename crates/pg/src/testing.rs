@@ -221,7 +221,7 @@ impl TestCluster {
 
     /// Appends raw bytes to agent `id`'s session and event log in `schema`,
     /// bypassing the lease, as a writer that stored half a line would leave
-    /// them (a chunk at the session's end; an event row after the last).
+    /// them (a chunk at the session's end; an events row after the last).
     pub fn append_raw(
         &self,
         schema: &str,
@@ -245,8 +245,9 @@ impl TestCluster {
         if !events.is_empty() {
             c.execute(
                 &format!(
-                    "INSERT INTO {s}.events (agent_id, seq, line) VALUES ($1,
-                     coalesce((SELECT max(seq) FROM {s}.events WHERE agent_id = $1), 0) + 1, $2)"
+                    "INSERT INTO {s}.events (agent_id, seq, first_seq, lines)
+                     SELECT $1, n, n, $2 FROM (SELECT coalesce((SELECT max(seq) FROM {s}.events
+                                                              WHERE agent_id = $1), 0) + 1 AS n) AS q"
                 ),
                 &[&id, &events],
             )
