@@ -43,6 +43,7 @@
 
 mod error;
 mod keeper;
+mod pack;
 mod pool;
 mod schema;
 mod storage;

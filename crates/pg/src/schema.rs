@@ -11,17 +11,19 @@
 //!           lease_until timestamptz,            -- when the lease runs out (the database's clock)
 //!           hint bytea, state bytea,            -- the resume hint and resume state (caches)
 //!           created_at timestamptz)
-//! S.session_chunks (agent_id, off bigint, bytes bytea, PRIMARY KEY (agent_id, off))
-//!                                               -- whole lines, each chunk at its byte offset
-//! S.events (agent_id, seq bigint, first_seq bigint, lines bytea, PRIMARY KEY (agent_id, seq))
+//! S.session_chunks (agent_id, off bigint, len bigint, z boolean, bytes bytea,
+//!                   PRIMARY KEY (agent_id, off))
+//!                                               -- whole lines, each chunk at its byte offset;
+//!                                               -- len bytes, deflated when z
+//! S.events (agent_id, seq bigint, first_seq bigint, len bigint, z boolean, lines bytea,
+//!           PRIMARY KEY (agent_id, seq)) -- len bytes, deflated when z
 //!                                               -- the event lines of one write, each with its
 //!                                               -- newline; seq is the last one's, first_seq the first's
 //! S.lease_tokens                                -- the sequence tokens are drawn from
 //! ```
 //!
-//! Both log tables set `toast_tuple_target = 256`: a row larger than that is
-//! compressed (JSON lines shrink several times), so a step's rows cost about
-//! what their text compresses to, not their text plus a row's overhead per line.
+//! A step's rows are deflated by the library when that saves a tenth (see
+//! `pack.rs`): they are below the size PostgreSQL compresses by itself.
 //!
 //! Session chunks and events go with their agent (`ON DELETE CASCADE`).
 
@@ -111,16 +113,20 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<()> {
          CREATE TABLE \"{schema}\".session_chunks (
             agent_id text COLLATE \"C\" NOT NULL REFERENCES \"{schema}\".agents (id) ON DELETE CASCADE,
             off bigint NOT NULL,
+            len bigint NOT NULL,
+            z boolean NOT NULL,
             bytes bytea NOT NULL,
             PRIMARY KEY (agent_id, off)
-         ) WITH (toast_tuple_target = 256);
+         );
          CREATE TABLE \"{schema}\".events (
             agent_id text COLLATE \"C\" NOT NULL REFERENCES \"{schema}\".agents (id) ON DELETE CASCADE,
             seq bigint NOT NULL,
             first_seq bigint NOT NULL,
+            len bigint NOT NULL,
+            z boolean NOT NULL,
             lines bytea NOT NULL,
             PRIMARY KEY (agent_id, seq)
-         ) WITH (toast_tuple_target = 256);
+         );
          CREATE SEQUENCE \"{schema}\".lease_tokens;
          INSERT INTO \"{schema}\".forkpoint_schema (version) VALUES ({SCHEMA_VERSION});"
     ))

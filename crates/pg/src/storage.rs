@@ -15,6 +15,7 @@ use postgres::{Config, Transaction};
 
 use crate::error::Pg;
 use crate::keeper::Keeper;
+use crate::pack::{pack, unpack};
 use crate::pool::Pool;
 use crate::schema::{check_schema_name, migrate};
 use crate::watch::{CHANNEL, Watch, payload};
@@ -142,11 +143,13 @@ impl Sql {
             // Followers on other hosts are told at the commit (`$6`: the
             // notification, NULL without events).
             append: format!(
-                "WITH chunks AS (INSERT INTO {s}.session_chunks (agent_id, off, bytes)
-                   SELECT $1, o, b FROM unnest($2::bigint[], $3::bytea[]) AS u(o, b)),
-                 evs AS (INSERT INTO {s}.events (agent_id, seq, first_seq, lines)
-                   SELECT $1, $4::bigint, $5::bigint, $6::bytea WHERE $6::bytea IS NOT NULL)
-                 SELECT pg_notify('{CHANNEL}', $7::text) WHERE $7::text IS NOT NULL"
+                "WITH chunks AS (INSERT INTO {s}.session_chunks (agent_id, off, len, z, bytes)
+                   SELECT $1, o, l, c, b
+                   FROM unnest($2::bigint[], $3::bigint[], $4::bool[], $5::bytea[]) AS u(o, l, c, b)),
+                 evs AS (INSERT INTO {s}.events (agent_id, seq, first_seq, len, z, lines)
+                   SELECT $1, $6::bigint, $7::bigint, $8::bigint, $9::bool, $10::bytea
+                   WHERE $10::bytea IS NOT NULL)
+                 SELECT pg_notify('{CHANNEL}', $11::text) WHERE $11::text IS NOT NULL"
             ),
             lock_agent: format!(
                 "SELECT holder, lease_until > clock_timestamp(),
@@ -165,35 +168,36 @@ impl Sql {
                 "UPDATE {s}.agents SET lease_until = {until}, meta = coalesce($4, meta),
                  hint = coalesce($5, hint), state = coalesce($6, state)
                  WHERE id = $1 AND token = $2 AND holder IS NOT NULL
-                 RETURNING (SELECT off + length(bytes) FROM {s}.session_chunks
+                 RETURNING (SELECT off + len FROM {s}.session_chunks
                             WHERE agent_id = $1 ORDER BY off DESC LIMIT 1),
                            (SELECT max(seq) FROM {s}.events WHERE agent_id = $1)"
             ),
             last_chunk: format!(
-                "SELECT off, bytes FROM {s}.session_chunks WHERE agent_id = $1
+                "SELECT off, len, z, bytes FROM {s}.session_chunks WHERE agent_id = $1
                  ORDER BY off DESC LIMIT 1"
             ),
             cut_chunk: format!(
-                "UPDATE {s}.session_chunks SET bytes = $3 WHERE agent_id = $1 AND off = $2"
+                "UPDATE {s}.session_chunks SET bytes = $3, len = $4, z = $5 WHERE agent_id = $1 AND off = $2"
             ),
             drop_chunk: format!("DELETE FROM {s}.session_chunks WHERE agent_id = $1 AND off = $2"),
             last_events: format!(
-                "SELECT seq, first_seq, lines FROM {s}.events WHERE agent_id = $1
+                "SELECT seq, first_seq, len, z, lines FROM {s}.events WHERE agent_id = $1
                  ORDER BY seq DESC LIMIT 1"
             ),
             drop_events: format!("DELETE FROM {s}.events WHERE agent_id = $1 AND seq = $2"),
             put_events: format!(
-                "INSERT INTO {s}.events (agent_id, seq, first_seq, lines) VALUES ($1, $2, $3, $4)"
+                "INSERT INTO {s}.events (agent_id, seq, first_seq, len, z, lines)
+                 VALUES ($1, $2, $3, $4, $5, $6)"
             ),
             // Read only (the lease was just taken or renewed): no commit to flush.
             head: format!(
                 "SELECT meta, hint, state,
-                   (SELECT off + length(bytes) FROM {s}.session_chunks
+                   (SELECT off + len FROM {s}.session_chunks
                     WHERE agent_id = $1 ORDER BY off DESC LIMIT 1)
                  FROM {s}.agents WHERE id = $1 AND token = $2 AND holder IS NOT NULL"
             ),
             read_session: format!(
-                "SELECT a.id IS NOT NULL, c.off, c.bytes FROM (SELECT 1) AS one
+                "SELECT a.id IS NOT NULL, c.off, c.len, c.z, c.bytes FROM (SELECT 1) AS one
                  LEFT JOIN {s}.agents a ON a.id = $1
                  LEFT JOIN {s}.session_chunks c ON c.agent_id = a.id AND c.off < $3
                    AND c.off >= coalesce((SELECT max(off) FROM {s}.session_chunks
@@ -201,16 +205,16 @@ impl Sql {
                  ORDER BY c.off"
             ),
             read_events: format!(
-                "SELECT a.id IS NOT NULL, e.lines FROM (SELECT 1) AS one
+                "SELECT a.id IS NOT NULL, e.len, e.z, e.lines FROM (SELECT 1) AS one
                  LEFT JOIN {s}.agents a ON a.id = $1
-                 LEFT JOIN LATERAL (SELECT seq, lines FROM {s}.events
+                 LEFT JOIN LATERAL (SELECT seq, len, z, lines FROM {s}.events
                    WHERE agent_id = a.id AND seq > $2 ORDER BY seq LIMIT $3) e ON true
                  ORDER BY e.seq"
             ),
             tail_events: format!(
-                "SELECT a.id IS NOT NULL, e.lines FROM (SELECT 1) AS one
+                "SELECT a.id IS NOT NULL, e.len, e.z, e.lines FROM (SELECT 1) AS one
                  LEFT JOIN {s}.agents a ON a.id = $1
-                 LEFT JOIN LATERAL (SELECT seq, lines FROM {s}.events
+                 LEFT JOIN LATERAL (SELECT seq, len, z, lines FROM {s}.events
                    WHERE agent_id = a.id AND seq < $2 ORDER BY seq DESC LIMIT $3) e ON true
                  ORDER BY e.seq DESC"
             ),
@@ -318,6 +322,18 @@ fn row_lines(bytes: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
     whole
         .split(|&b| b == b'\n')
         .filter(move |_| bytes.contains(&b'\n'))
+}
+
+/// The lines of an events row read with its `len` and `z` (columns 1 to 3).
+fn events_bytes(row: &postgres::Row) -> Result<Option<Vec<u8>>> {
+    match (
+        row.get::<_, Option<i64>>(1),
+        row.get::<_, Option<bool>>(2),
+        row.get::<_, Option<Vec<u8>>>(3),
+    ) {
+        (Some(len), Some(z), Some(bytes)) => unpack(z, bytes, len, "an events row").map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// An event line as text.
@@ -440,18 +456,25 @@ impl PgStorage {
             return Ok(());
         }
         let (offs, parts) = chunks(&batch.session, session_len)?;
+        let lens: Vec<i64> = parts.iter().map(|p| to_i64(p.len() as u64)).collect();
+        let (zs, parts): (Vec<bool>, Vec<_>) = parts.into_iter().map(pack).unzip();
         let row = event_row(&batch.events, last_seq)?;
-        let (seq, first, lines) = match &row {
-            Some((s, f, l)) => (Some(*s), Some(*f), Some(l)),
+        let packed = row.as_ref().map(|(_, _, l)| pack(l));
+        let (seq, first, len) = match &row {
+            Some((s, f, l)) => (Some(*s), Some(*f), Some(to_i64(l.len() as u64))),
             None => (None, None, None),
         };
+        let z = packed.as_ref().map(|p| p.0);
+        let lines = packed.as_ref().map(|p| &*p.1);
         let note = batch
             .events
             .last()
             .map(|e| payload(&self.schema, id, e.meta.seq));
         tx.query(
             &self.sql.append,
-            &[&id, &offs, &parts, &seq, &first, &lines, &note],
+            &[
+                &id, &offs, &lens, &zs, &parts, &seq, &first, &len, &z, &lines, &note,
+            ],
         )
         .pg(what)?;
         Ok(())
@@ -461,13 +484,15 @@ impl PgStorage {
     fn cut_torn(&self, tx: &mut Transaction<'_>, id: &str, what: &str) -> Result<()> {
         while let Some(row) = tx.query_opt(&self.sql.last_chunk, &[&id]).pg(what)? {
             let off: i64 = row.get(0);
-            let bytes: Vec<u8> = row.get(1);
+            let bytes = unpack(row.get(2), row.get(3), row.get(1), "a session chunk")?;
             if bytes.last() == Some(&b'\n') {
                 break;
             }
             match bytes.iter().rposition(|&b| b == b'\n') {
                 Some(i) => {
-                    tx.execute(&self.sql.cut_chunk, &[&id, &off, &&bytes[..=i]])
+                    let (z, kept) = pack(&bytes[..=i]);
+                    let len = to_i64(i as u64 + 1);
+                    tx.execute(&self.sql.cut_chunk, &[&id, &off, &&*kept, &len, &z])
                         .pg(what)?;
                     break;
                 }
@@ -479,14 +504,19 @@ impl PgStorage {
         // The last events row: cut after its last complete line.
         if let Some(row) = tx.query_opt(&self.sql.last_events, &[&id]).pg(what)? {
             let (seq, first): (i64, i64) = (row.get(0), row.get(1));
-            let bytes: Vec<u8> = row.get(2);
+            let bytes = unpack(row.get(3), row.get(4), row.get(2), "an events row")?;
             if bytes.last() != Some(&b'\n') {
                 tx.execute(&self.sql.drop_events, &[&id, &seq]).pg(what)?;
                 let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
                 if let Some(last) = row_lines(&bytes).next_back().and_then(seq_of) {
                     let last = i64::try_from(last).unwrap_or(i64::MAX);
-                    tx.execute(&self.sql.put_events, &[&id, &last, &first, &&bytes[..keep]])
-                        .pg(what)?;
+                    let (z, kept) = pack(&bytes[..keep]);
+                    let len = to_i64(keep as u64);
+                    tx.execute(
+                        &self.sql.put_events,
+                        &[&id, &last, &first, &len, &z, &&*kept],
+                    )
+                    .pg(what)?;
                 }
             }
         }
@@ -617,12 +647,15 @@ impl PgStorage {
             if !found {
                 return Err(agent_not_found(id));
             }
-            let (Some(off), Some(bytes)) = (
+            let (Some(off), Some(len), Some(z), Some(bytes)) = (
                 row.get::<_, Option<i64>>(1),
-                row.get::<_, Option<Vec<u8>>>(2),
+                row.get::<_, Option<i64>>(2),
+                row.get::<_, Option<bool>>(3),
+                row.get::<_, Option<Vec<u8>>>(4),
             ) else {
                 continue;
             };
+            let bytes = unpack(z, bytes, len, "a session chunk")?;
             // The part of [off, off + len) inside [start, end).
             let len = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
             let from = (start.max(off) - off).clamp(0, len);
@@ -645,7 +678,7 @@ impl PgStorage {
             if !row.get::<_, bool>(0) {
                 return Err(agent_not_found(id));
             }
-            let Some(bytes) = row.get::<_, Option<Vec<u8>>>(1) else {
+            let Some(bytes) = events_bytes(&row)? else {
                 continue;
             };
             for line in row_lines(&bytes) {
@@ -680,7 +713,7 @@ impl PgStorage {
                 if !row.get::<_, bool>(0) {
                     return Err(agent_not_found(id));
                 }
-                let Some(bytes) = row.get::<_, Option<Vec<u8>>>(1) else {
+                let Some(bytes) = events_bytes(&row)? else {
                     continue;
                 };
                 any = true;

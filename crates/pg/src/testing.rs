@@ -234,9 +234,10 @@ impl TestCluster {
         if !session.is_empty() {
             c.execute(
                 &format!(
-                    "INSERT INTO {s}.session_chunks (agent_id, off, bytes) VALUES ($1,
-                     coalesce((SELECT off + length(bytes) FROM {s}.session_chunks
-                               WHERE agent_id = $1 ORDER BY off DESC LIMIT 1), 0), $2)"
+                    "INSERT INTO {s}.session_chunks (agent_id, off, len, z, bytes) VALUES ($1,
+                     coalesce((SELECT off + len FROM {s}.session_chunks
+                               WHERE agent_id = $1 ORDER BY off DESC LIMIT 1), 0),
+                     length($2::bytea), false, $2::bytea)"
                 ),
                 &[&id, &session],
             )
@@ -245,8 +246,8 @@ impl TestCluster {
         if !events.is_empty() {
             c.execute(
                 &format!(
-                    "INSERT INTO {s}.events (agent_id, seq, first_seq, lines)
-                     SELECT $1, n, n, $2 FROM (SELECT coalesce((SELECT max(seq) FROM {s}.events
+                    "INSERT INTO {s}.events (agent_id, seq, first_seq, len, z, lines)
+                     SELECT $1, n, n, length($2::bytea), false, $2::bytea FROM (SELECT coalesce((SELECT max(seq) FROM {s}.events
                                                               WHERE agent_id = $1), 0) + 1 AS n) AS q"
                 ),
                 &[&id, &events],
