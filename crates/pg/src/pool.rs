@@ -64,6 +64,25 @@ impl Pool {
         }
     }
 
+    /// Runs `f` (which only reads) on a connection; if the connection turns
+    /// out broken (`STORE_UNAVAILABLE`: a restart, a dropped connection), the
+    /// idle ones are dropped too and `f` runs once more on a new one.
+    pub(crate) fn read<T>(&self, mut f: impl FnMut(&mut Client) -> Result<T>) -> Result<T> {
+        match self.with(&mut f) {
+            Err(e) if e.code == forkpoint_core::ErrorCode::StoreUnavailable => self.fresh(f),
+            r => r,
+        }
+    }
+
+    /// Runs `f` on a new connection, dropping the idle ones (after a break,
+    /// they are likely broken too).
+    pub(crate) fn fresh<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
+        if let Ok(mut list) = self.idle.lock() {
+            list.clear();
+        }
+        self.with(f)
+    }
+
     /// Runs `f` on a connection. A transaction `f` left open is rolled back
     /// when it is dropped (the `postgres` crate does so), before the
     /// connection is reused.

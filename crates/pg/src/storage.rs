@@ -118,6 +118,7 @@ struct Sql {
     cut_chunk: String,
     drop_chunk: String,
     last_events: String,
+    ends: String,
     drop_events: String,
     put_events: String,
     head: String,
@@ -185,6 +186,12 @@ impl Sql {
                  ORDER BY seq DESC LIMIT 1"
             ),
             drop_events: format!("DELETE FROM {s}.events WHERE agent_id = $1 AND seq = $2"),
+            ends: format!(
+                "SELECT token, (SELECT off + len FROM {s}.session_chunks
+                                WHERE agent_id = $1 ORDER BY off DESC LIMIT 1),
+                        (SELECT max(seq) FROM {s}.events WHERE agent_id = $1)
+                 FROM {s}.agents WHERE id = $1"
+            ),
             put_events: format!(
                 "INSERT INTO {s}.events (agent_id, seq, first_seq, len, z, lines)
                  VALUES ($1, $2, $3, $4, $5, $6)"
@@ -637,7 +644,7 @@ impl PgStorage {
     fn read_session_sync(&self, id: &str, start: u64, end: u64) -> Result<Vec<u8>> {
         validate_id(id, "agent")?;
         let (start, end) = (to_i64(start), to_i64(end));
-        let rows = self.pool.with(|c| {
+        let rows = self.pool.read(|c| {
             c.query(&self.sql.read_session, &[&id, &start, &end])
                 .pg("reading the session")
         })?;
@@ -669,7 +676,7 @@ impl PgStorage {
     fn read_events_sync(&self, id: &str, since: i64, limit: usize) -> Result<Vec<Arc<str>>> {
         validate_id(id, "agent")?;
         let rows_max = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
-        let rows = self.pool.with(|c| {
+        let rows = self.pool.read(|c| {
             c.query(&self.sql.read_events, &[&id, &since, &rows_max])
                 .pg("reading the events")
         })?;
@@ -737,10 +744,61 @@ impl PgStorage {
     pub(crate) fn tail_events_sync(&self, id: &str, count: usize) -> Result<Vec<Arc<str>>> {
         validate_id(id, "agent")?;
         self.pool
-            .with(|c| self.tail_in(c, id, count, "reading the events"))
+            .read(|c| self.tail_in(c, id, count, "reading the events"))
     }
 
+    /// Writes `batch`; a connection that broke is replaced and the write
+    /// tried again (twice at most), after checking whether the broken attempt
+    /// was committed after all (the break can come after the commit was sent).
     fn write_sync(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
+        let mut tries = 0u32;
+        loop {
+            match self.write_once(lease, batch) {
+                Err(e) if e.code == ErrorCode::StoreUnavailable && tries < 2 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(25 << tries));
+                    match self.landed(lease, batch) {
+                        Ok(true) => return Ok(()),
+                        Ok(false) => {}
+                        Err(e2) if e2.code == ErrorCode::LeaseLost => return Err(e2),
+                        Err(_) => return Err(e),
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Whether `batch` is stored (after a write whose connection broke):
+    /// `LEASE_LOST` if another holder took the agent meanwhile.
+    fn landed(&self, lease: &Lease, batch: &WriteBatch) -> Result<bool> {
+        let id = lease.agent_id.as_str();
+        let token = token_of(lease)?;
+        let row = self.pool.fresh(|c| {
+            c.query_opt(&self.sql.ends, &[&id])
+                .pg("checking a write whose connection broke")
+        })?;
+        let Some(row) = row else {
+            return Err(agent_not_found(id));
+        };
+        if row.get::<_, i64>(0) != token {
+            self.keeper.forget(id, token);
+            return Err(lease_lost(id));
+        }
+        let len = row.get::<_, Option<i64>>(1).unwrap_or(0);
+        let last = row.get::<_, Option<i64>>(2);
+        if !batch.session.is_empty() {
+            let end = batch.session_at + batch.session.len() as u64;
+            return Ok(u64::try_from(len).ok() == Some(end));
+        }
+        if let Some(e) = batch.events.last() {
+            return Ok(last.and_then(|l| u64::try_from(l).ok()) >= Some(e.meta.seq));
+        }
+        // Only meta, hint or state: writing them again changes nothing.
+        Ok(false)
+    }
+
+    fn write_once(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
         let id = lease.agent_id.as_str();
         let token = token_of(lease)?;
         let what = "writing the agent";
@@ -804,7 +862,7 @@ impl PgStorage {
     fn list_sync(&self) -> Result<Vec<Listed>> {
         let rows = self
             .pool
-            .with(|c| c.query(&self.sql.list, &[]).pg("listing the agents"))?;
+            .read(|c| c.query(&self.sql.list, &[]).pg("listing the agents"))?;
         Ok(rows
             .into_iter()
             .map(|row| Listed {
@@ -818,7 +876,7 @@ impl PgStorage {
         if validate_id(id, "agent").is_err() {
             return Ok(false);
         }
-        let row = self.pool.with(|c| {
+        let row = self.pool.read(|c| {
             c.query_opt(&self.sql.exists, &[&id])
                 .pg("looking the agent up")
         })?;

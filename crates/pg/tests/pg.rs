@@ -691,6 +691,38 @@ fn follower_sees_every_event_once(c: &TestCluster) {
     assert!(b.watch().generation() >= 2, "the listener reconnected");
 }
 
+/// Connections the server dropped (a restart, a proxy, an operator) between
+/// steps: the next write and reads go through on new connections, and what
+/// is stored is exactly what was written, once.
+fn dropped_connections_are_replaced(c: &TestCluster) {
+    let schema = new_schema("dropped");
+    let a = store(c, &schema, "host-a", 10_000);
+    let (mut e, init) = Expect::new("d");
+    let la = block_on(a.create("d", &init)).unwrap();
+    let kill = || {
+        let n: i64 = c
+            .client()
+            .unwrap()
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                 WHERE application_name = 'forkpoint' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert!(n >= 1, "connections were dropped");
+    };
+    for i in 0..3 {
+        block_on(a.write(&la, &e.step(2, 2, i == 1))).unwrap();
+        kill();
+    }
+    block_on(a.write(&la, &e.step(1, 1, true))).unwrap();
+    kill();
+    check_stored(&a, &e, "after dropped connections").await_now();
+    kill();
+    assert_eq!(block_on(a.list()).unwrap().len(), 1);
+}
+
 type Test = (&'static str, fn(&TestCluster));
 type Boxed = Box<dyn Fn(&TestCluster)>;
 
@@ -732,6 +764,10 @@ fn main() {
         ),
         ("racing_acquires_one_wins", racing_acquires_one_wins),
         ("keeper_renews_idle_leases", keeper_renews_idle_leases),
+        (
+            "dropped_connections_are_replaced",
+            dropped_connections_are_replaced,
+        ),
         (
             "follower_sees_every_event_once",
             follower_sees_every_event_once,
