@@ -16,7 +16,8 @@
 //
 // Authentication: user `postgres` is trusted on 127.0.0.1 and on the socket,
 // every other user gives a password (SCRAM); `hba` lines come after those.
-// fsync is off: a test cluster's durability is not under test.
+// fsync is off unless `durable: true` (benchmarks): a test cluster's
+// durability is not under test.
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -134,7 +135,7 @@ export async function startCluster(opts = {}) {
     let last = '';
     for (let attempt = 0; attempt < 3 && !cluster.running; attempt++) {
       cluster.port = await freePort();
-      const o = `-p ${cluster.port} -k ${dir} -c listen_addresses=${listen.join(',')} -c fsync=off -c full_page_writes=off -c max_connections=100`;
+      const o = `-p ${cluster.port} -k ${dir} -c listen_addresses=${listen.join(',')} ${opts.durable ? '' : '-c fsync=off -c full_page_writes=off '}-c max_connections=100`;
       try {
         run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '30', '-o', o, 'start'], 'pg_ctl start');
         cluster.running = true;
