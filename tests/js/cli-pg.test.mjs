@@ -200,3 +200,35 @@ test('migrate-store refuses an agent present with other bytes (exit 1, ALREADY_E
   assert.match(nf.err, /^forkpoint: NOT_FOUND: no store directory/);
   assert.ok(!existsSync(join(src, 'nope')));
 });
+
+test('exportAgent/importAgent: read while the agent runs elsewhere (no lease taken); coded errors for what cannot be an agent', async () => {
+  const s = schema();
+  const a = await PostgresStore.open(pg.url, { schema: s, host: 'host-a' });
+  const b = await PostgresStore.open(pg.url, { schema: s, host: 'host-b' });
+  const agent = await Agent.create({ agentId: 'live', model: new ScriptedProvider([{ text: 'hi' }]), tools: [] }, { store: a, toolRegistry: tools() });
+  await agent.chat('hello');
+  // Open on host-a; host-b reads it whole, and the CLI too.
+  const x = await b.exportAgent('live');
+  assert.ok(ok(run('--store', pg.url, '--schema', s, 'export', 'live')).out.equals(x.session));
+  assert.deepEqual(JSON.parse(x.meta).agentId, 'live');
+  await agent.close();
+  const dir = tmp();
+  const files = new JSONStore(dir);
+  await files.importAgent('live', x);
+  assert.ok(readFileSync(join(dir, 'live', 'events.jsonl')).equals(x.events));
+  const code = async (p, c) => assert.equal((await p.then(() => null, (e) => e)).code, c);
+  await code(files.importAgent('live', x), 'ALREADY_EXISTS');
+  await code(b.importAgent('live', x), 'ALREADY_EXISTS');
+  await code(files.importAgent('other', x), 'INVALID_INPUT'); // the meta names 'live'
+  const meta = Buffer.from(JSON.stringify({ ...JSON.parse(x.meta), agentId: 'other' }));
+  await code(files.importAgent('other', { ...x, meta, session: x.session.subarray(0, x.session.length - 1) }), 'INVALID_INPUT');
+  await code(b.importAgent('other', { ...x, meta, events: Buffer.from('{"seq":1}\nnot json\n') }), 'INVALID_INPUT');
+  const [first, second] = x.events.toString().split('\n');
+  await code(files.importAgent('other', { ...x, meta, events: Buffer.from(`${second}\n${first}\n`) }), 'INVALID_INPUT'); // seqs must grow
+  assert.equal(files.exists('other'), false);
+  assert.equal(await b.exists('other'), false);
+  await code(b.exportAgent('nobody'), 'AGENT_NOT_FOUND');
+  await code(files.exportAgent('nobody'), 'AGENT_NOT_FOUND');
+  await a.close();
+  await b.close();
+});
