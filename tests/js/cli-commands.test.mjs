@@ -36,7 +36,7 @@ test('--version and -V print the package version; --help lists every command', (
   }
   const h = run(tmp(), '--help');
   assert.equal(h.code, 0, h.err);
-  for (const c of ['list', 'show', 'checkpoint', 'events', 'fork', 'inspect', 'import', 'migrate', 'explore']) {
+  for (const c of ['list', 'show', 'checkpoint', 'events', 'fork', 'export', 'migrate-store', 'inspect', 'import', 'migrate', 'explore']) {
     assert.match(h.out, new RegExp(`^  ${c}\\b`, 'm'), `--help lists ${c}`);
   }
   assert.match(h.out, /--version/);

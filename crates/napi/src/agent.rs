@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::events::NativeEventLog;
 use crate::feed::{Ended, Feed, Written};
-use crate::store::{Pg, Store};
+use crate::store::{Exported, Pg, Store};
 use crate::stored_log::NativeStoredLog;
 use crate::util::{guard, now_ms, seed};
 
@@ -104,6 +104,17 @@ fn whole(v: f64, what: &str, max: f64) -> forkpoint_core::Result<u64> {
             "{what} must be a whole number from 1 to {max}, not {v}"
         )))
     }
+}
+
+/// An agent read whole by `exportAgent`.
+#[napi(object)]
+pub struct ExportedAgent {
+    /// The `meta.json` text.
+    pub meta: Buffer,
+    /// The session (`session.jsonl`): whole lines.
+    pub session: Buffer,
+    /// The event log (`events.jsonl`): one line per event, each with its newline.
+    pub events: Buffer,
 }
 
 /// The agents of a store: a directory, or a PostgreSQL schema.
@@ -217,6 +228,46 @@ impl NativeStore {
             Store::Pg(_) => Err(Error::invalid_input(
                 "inspect reads a JSONStore's files; a PostgreSQL store has none",
             )),
+        })
+    }
+
+    /// Agent `id` whole, read without taking its lease (`AGENT_NOT_FOUND`):
+    /// its `meta.json`, its session (whole lines) and its event lines (each
+    /// with its newline), byte for byte as a `JSONStore` keeps them in
+    /// `meta.json`, `session.jsonl` and `events.jsonl`.
+    #[napi(ts_return_type = "Promise<ExportedAgent>")]
+    pub fn export_agent(&self, id: String) -> AsyncTask<Job<ExportedAgent>> {
+        let store = self.inner.clone();
+        Job::new(move || {
+            let x = pollster::block_on(store.export(&id))?;
+            Ok(ExportedAgent {
+                meta: x.meta.into(),
+                session: x.session.into(),
+                events: x.events.into(),
+            })
+        })
+    }
+
+    /// Creates agent `id` holding exactly these bytes (as `exportAgent` gives
+    /// them), then releases it: `ALREADY_EXISTS` when the id is taken,
+    /// `INVALID_INPUT` when they cannot be an agent's (the meta must be a JSON
+    /// object whose `agentId` is `id`).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn import_agent(
+        &self,
+        id: String,
+        meta: Buffer,
+        session: Buffer,
+        events: Buffer,
+    ) -> AsyncTask<Job<()>> {
+        let store = self.inner.clone();
+        Job::new(move || {
+            let parts = Exported {
+                meta: meta.to_vec(),
+                session: session.to_vec(),
+                events: events.to_vec(),
+            };
+            pollster::block_on(store.import(&id, parts))
         })
     }
 

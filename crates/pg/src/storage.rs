@@ -128,6 +128,7 @@ struct Sql {
     release: String,
     list: String,
     exists: String,
+    meta: String,
     delete: String,
 }
 
@@ -231,6 +232,7 @@ impl Sql {
             ),
             list: format!("SELECT id, meta FROM {s}.agents ORDER BY id"),
             exists: format!("SELECT 1 FROM {s}.agents WHERE id = $1"),
+            meta: format!("SELECT meta FROM {s}.agents WHERE id = $1"),
             delete: format!("DELETE FROM {s}.agents WHERE id = $1"),
         }
     }
@@ -430,6 +432,17 @@ impl PgStorage {
     /// The holder this store writes into the leases it takes (`pid N on HOST`).
     pub fn holder(&self) -> &str {
         &self.holder
+    }
+
+    /// The `meta.json` text of agent `id`, read without its lease (it is
+    /// replaced whole by each write): `INVALID_ID`, `AGENT_NOT_FOUND`.
+    pub fn read_meta(&self, id: &str) -> Result<Vec<u8>> {
+        validate_id(id, "agent")?;
+        let row = self.pool.with(|c| {
+            c.query_opt(&self.sql.meta, &[&id])
+                .pg("reading the agent's meta")
+        })?;
+        row.map(|r| r.get(0)).ok_or_else(|| agent_not_found(id))
     }
 
     /// Renews the lease for another `leaseMs` without writing (a write renews

@@ -356,6 +356,12 @@ fn bytes_match_the_file_store(c: &TestCluster) {
     }
     let h = block_on(pg.head(&lp)).unwrap();
     assert_eq!(h.session_len, len);
+    // meta.json read without the lease (it is held here), as the file store's.
+    let meta_file = std::fs::read(dir.path().join("same/meta.json")).unwrap();
+    assert_eq!(pg.read_meta("same").unwrap(), meta_file);
+    assert_eq!(files.read_meta("same").unwrap(), meta_file);
+    assert_eq!(code(pg.read_meta("nobody")).0, ErrorCode::AgentNotFound);
+    assert_eq!(code(pg.read_meta("../x")).0, ErrorCode::InvalidId);
     let mut pgc = c.client().unwrap();
     let chunks: i64 = pgc
         .query_one(

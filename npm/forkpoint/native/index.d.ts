@@ -246,6 +246,20 @@ export declare class NativeStore {
   remove(id: string): void
   /** What the store knows of agent `id`, without taking its lease (JSON). */
   inspect(id: string): Promise<string>
+  /**
+   * Agent `id` whole, read without taking its lease (`AGENT_NOT_FOUND`):
+   * its `meta.json`, its session (whole lines) and its event lines (each
+   * with its newline), byte for byte as a `JSONStore` keeps them in
+   * `meta.json`, `session.jsonl` and `events.jsonl`.
+   */
+  exportAgent(id: string): Promise<ExportedAgent>
+  /**
+   * Creates agent `id` holding exactly these bytes (as `exportAgent` gives
+   * them), then releases it: `ALREADY_EXISTS` when the id is taken,
+   * `INVALID_INPUT` when they cannot be an agent's (the meta must be a JSON
+   * object whose `agentId` is `id`).
+   */
+  importAgent(id: string, meta: Buffer, session: Buffer, events: Buffer): Promise<void>
   /** Checks an agent id (`INVALID_ID`). */
   static validateId(id: string): void
 }
@@ -338,6 +352,16 @@ export declare function checkCompatibilityJson(source: string, target: string): 
 
 /** `MessageNormalizer.denormalize`: canonical message(s) → `{message, report}` (JSON). */
 export declare function denormalizeMessageJson(normalized: string, provider: string, model?: string | undefined | null): string
+
+/** An agent read whole by `exportAgent`. */
+export interface ExportedAgent {
+  /** The `meta.json` text. */
+  meta: Buffer
+  /** The session (`session.jsonl`): whole lines. */
+  session: Buffer
+  /** The event log (`events.jsonl`): one line per event, each with its newline. */
+  events: Buffer
+}
 
 /** `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON). */
 export declare function fromProviderJson(request: string, provider: string): string

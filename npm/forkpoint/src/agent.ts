@@ -53,6 +53,17 @@ export interface StoredAgentMeta {
   [key: string]: unknown;
 }
 
+/**
+ * An agent as bytes, exactly as a `JSONStore` keeps it: `meta.json`,
+ * `session.jsonl` (whole lines) and `events.jsonl` (one line per event). What
+ * `exportAgent` reads and `importAgent` writes, in any store.
+ */
+export interface AgentBytes {
+  meta: Buffer;
+  session: Buffer;
+  events: Buffer;
+}
+
 /** Options of a `JSONStore`. */
 export interface JSONStoreOptions {
   /**
@@ -110,6 +121,23 @@ export class JSONStore implements AgentBackend {
   /** Deletes an agent that no one runs (its forks stay). */
   delete(id: string): void {
     call(() => this.n.remove(id));
+  }
+
+  /**
+   * Agent `id` whole, read without taking its lease (it may be running):
+   * `AGENT_NOT_FOUND`. A session line still being written is left out.
+   */
+  exportAgent(id: string): Promise<AgentBytes> {
+    return callAsync(() => this.n.exportAgent(id));
+  }
+
+  /**
+   * Creates agent `id` holding exactly these bytes, not left open:
+   * `ALREADY_EXISTS` when the id is taken, `INVALID_INPUT` when they cannot be
+   * an agent's (the meta must name `id`).
+   */
+  async importAgent(id: string, parts: AgentBytes): Promise<void> {
+    await callAsync(() => this.n.importAgent(id, parts.meta, parts.session, parts.events));
   }
 
   /** @internal What the store knows of agent `id`, without taking its lease (JSON). */

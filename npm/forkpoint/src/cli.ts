@@ -6,13 +6,14 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { randomUUID } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { CheckpointInfo, ImportSummary, ProviderName, TreeRun } from '@forkpoint/types';
 import { EventBus, ForkpointError, call } from '@forkpoint/shared';
 import { Agent, JSONStore, TemplateRegistry, ToolRegistry } from './agent.js';
-import type { AgentTemplate, ModelRef, ModelProvider, StoredAgentMeta } from './agent.js';
+import type { AgentBytes, AgentTemplate, ModelRef, ModelProvider, StoredAgentMeta } from './agent.js';
+import { PostgresStore } from './postgres.js';
 import { EventLog } from './eventlog.js';
 import { IncrementalSessionLoader, SessionLoader } from './index.js';
 import { SessionMigrator, importSession } from './normalize.js';
@@ -84,7 +85,46 @@ class AnyTemplate extends TemplateRegistry {
   }
 }
 
-const openAgent = (store: JSONStore, id: string) =>
+/** A store the CLI works on: a `JSONStore` directory or PostgreSQL. */
+export type AnyStore = JSONStore | PostgresStore;
+
+/** Whether `target` names a PostgreSQL store (a `postgres://` or `postgresql://` URL). */
+const isPostgres = (target: string) => /^postgres(ql)?:\/\//i.test(target);
+
+/** The URL without its password, for messages. */
+const shown = (target: string) => (isPostgres(target) ? target.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, '$1:***@') : target);
+
+/**
+ * Opens the store `target` names: a PostgreSQL URL (`schema`: its tables'
+ * schema, default `forkpoint`), else a `JSONStore` directory (`mustExist`: a
+ * missing one is `NOT_FOUND` rather than an empty store).
+ */
+async function openStore(target: string, schema: string | undefined, mustExist = false): Promise<AnyStore> {
+  if (isPostgres(target)) return PostgresStore.open(target, { schema });
+  if (schema !== undefined) throw new ForkpointError({ code: 'INVALID_INPUT', message: `--schema is for a PostgreSQL store, not the directory ${target}` });
+  if (mustExist && !existsSync(target)) throw new ForkpointError({ code: 'NOT_FOUND', message: `no store directory ${target}` });
+  return new JSONStore(target);
+}
+
+/** `store`, which must be a directory: `INVALID_INPUT` naming what to do instead. */
+function fileStore(store: AnyStore, command: string, instead: string): JSONStore {
+  if (store instanceof JSONStore) return store;
+  throw new ForkpointError({ code: 'INVALID_INPUT', message: `${command} reads a JSONStore's files; with a PostgreSQL store, ${instead}` });
+}
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const sameBytes = (a: AgentBytes, b: AgentBytes) => a.meta.equals(b.meta) && a.session.equals(b.session) && a.events.equals(b.events);
+const size = (a: AgentBytes) => a.meta.length + a.session.length + a.events.length;
+
+/** Writes `data` to stdout, resolving once it is handed to the OS (or the pipe closed). */
+function writeOut(data: Buffer): Promise<void> {
+  return new Promise((done, fail) => {
+    if (data.length === 0) return done();
+    process.stdout.write(data, (e) => (e && (e as { code?: string }).code !== 'EPIPE' ? fail(e) : done()));
+  });
+}
+
+const openAgent = (store: AnyStore, id: string) =>
   Agent.resumeFromStore(id, { store, toolRegistry: new ToolRegistry(), templateRegistry: new AnyTemplate(), modelFactory: offline }, { strategy: 'manual' });
 
 interface Inspected {
@@ -182,20 +222,29 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .name('forkpoint')
     .description('Look at durable agents and session files; import, migrate and explore sessions; replay events; fork; rewind to a checkpoint.')
     .version(VERSION, '-V, --version', 'the version of forkpoint')
-    .option('--store <dir>', 'the agent store (JSONStore directory)', process.env.FORKPOINT_STORE ?? '.forkpoint')
+    .option('--store <dir|url>', 'the agent store: a JSONStore directory or a postgres:// URL', process.env.FORKPOINT_STORE ?? '.forkpoint')
+    .option('--schema <name>', 'the PostgreSQL schema of the store (default forkpoint)')
     .showHelpAfterError()
     // Usage errors are thrown (exit status 2 in bin/forkpoint.mjs), never exit here.
     .exitOverride();
-  const store = () => new JSONStore(program.opts<{ store: string }>().store);
+  const opened: AnyStore[] = [];
+  /** The store --store names (opened once; closed when the command ends). */
+  let current: Promise<AnyStore> | undefined;
+  const store = (): Promise<AnyStore> => {
+    const o = program.opts<{ store: string; schema?: string }>();
+    current ??= openStore(o.store, o.schema).then((s) => (opened.push(s), s));
+    return current;
+  };
 
   program
     .command('list')
     .description('the agents in the store')
     .option('--json', 'machine-readable output')
-    .action((o: { json?: boolean }) => {
-      const agents = store().list();
+    .action(async (o: { json?: boolean }) => {
+      const s = await store();
+      const agents = await s.list();
       if (o.json) return out(JSON.stringify(agents, null, 2));
-      if (agents.length === 0) return out(dim(`no agents in ${store().dir}`));
+      if (agents.length === 0) return out(dim(`no agents in ${s instanceof JSONStore ? s.dir : `${shown(program.opts<{ store: string }>().store)} (schema ${s.schema})`}`));
       for (const a of agents) {
         const lineage = a.lineage?.length ? ` ${dim('forked from')} ${a.lineage.join(' → ')}` : '';
         out(`${bold(a.agentId)}  ${a.model ? `${a.model.provider}/${a.model.model}` : ''}  ${dim(a.createdAt ?? '')}${lineage}${a.corrupted ? ' CORRUPTED' : ''}`);
@@ -207,7 +256,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .description('an agent: breakpoint, open tool calls, lineage, checkpoints, snapshots and its session tree')
     .option('--json', 'machine-readable output')
     .action(async (id: string, o: { json?: boolean }) => {
-      const s = store();
+      const s = fileStore(await store(), 'show', `\`forkpoint export ${id} > ${id}.jsonl\` then \`forkpoint inspect ${id}.jsonl\` show its session`);
       const info = JSON.parse(await s.inspectJson(id)) as Inspected;
       const session = await SessionLoader.open(join(s.dir, id, 'session.jsonl'));
       if (o.json) return out(JSON.stringify({ ...info, tree: session.getBranch().getTree() }, null, 2));
@@ -234,7 +283,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .option('--select <checkpointId>', 'restore this checkpoint without asking')
     .option('--json', 'machine-readable output (the checkpoints, or the restored one)')
     .action(async (id: string, o: { select?: string; json?: boolean }) => {
-      const s = store();
+      const s = fileStore(await store(), 'checkpoint', 'restore a checkpoint with the Agent API (agent.checkpoints.restore)');
       const info = JSON.parse(await s.inspectJson(id)) as Inspected;
       let choice = o.select;
       if (!choice) {
@@ -274,11 +323,12 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .option('--json', 'one JSON event per line')
     .action(async (id: string, o: { since?: string; follow?: boolean; json?: boolean }) => {
       call(() => native.NativeStore.validateId(id));
-      const path = join(store().dir, id, 'events.jsonl');
-      if (!store().exists(id)) throw new ForkpointError({ code: 'AGENT_NOT_FOUND', message: `no agent '${id}' in the store` });
+      const s = await store();
+      if (!(await s.exists(id))) throw new ForkpointError({ code: 'AGENT_NOT_FOUND', message: `no agent '${id}' in the store` });
       const since = o.since === undefined ? null : Number(o.since);
       if (since !== null && !(Number.isInteger(since) && since >= 0)) throw new ForkpointError({ code: 'INVALID_INPUT', message: '--since takes a whole number' });
-      const log = await EventLog.open(path, { readOnly: true });
+      // A PostgreSQL store's agent is followed whoever writes it (on any host).
+      const log = s instanceof JSONStore ? await EventLog.open(join(s.dir, id, 'events.jsonl'), { readOnly: true }) : await s.events(id);
       const last = (await log.lastBookmark())?.seq ?? 0;
       let stop = false;
       process.once('SIGINT', () => {
@@ -301,7 +351,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .option('--at <snapshot>', "a snapshot id or 'sfp:{index}' (default: the latest safe-fork-point)")
     .option('--json', 'machine-readable output')
     .action(async (id: string, o: { at?: string; json?: boolean }) => {
-      const agent = await openAgent(store(), id);
+      const agent = await openAgent(await store(), id);
       try {
         const fork = await agent.fork(o.at);
         const info = await fork.info();
@@ -311,6 +361,36 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
       } finally {
         await agent.close();
       }
+    });
+
+  program
+    .command('export <id>')
+    .description("an agent's session (session.jsonl, byte for byte) on stdout, from any store; read without taking its lease")
+    .addOption(new Option('--part <part>', 'what to write: the session, the events (events.jsonl) or the meta (meta.json)').choices(['session', 'events', 'meta']).default('session'))
+    .action(async (id: string, o: { part: 'session' | 'events' | 'meta' }) => {
+      const x = await (await store()).exportAgent(id);
+      await writeOut(x[o.part]);
+    });
+
+  program
+    .command('migrate-store')
+    .description('copy every agent (meta, session, events byte for byte) between two stores (directories or postgres:// URLs), then verify both sides')
+    .requiredOption('--from <dir|url>', 'the store to copy from')
+    .requiredOption('--to <dir|url>', 'the store to copy to')
+    .option('--from-schema <name>', 'the PostgreSQL schema of --from (default: --schema, else forkpoint)')
+    .option('--to-schema <name>', 'the PostgreSQL schema of --to (default: --schema, else forkpoint)')
+    .option('--json', 'machine-readable output ({agents, copied, skipped, bytes, verified})')
+    .action(async (o: { from: string; to: string; fromSchema?: string; toSchema?: string; json?: boolean }) => {
+      const schema = program.opts<{ schema?: string }>().schema;
+      const pick = (s: string | undefined, target: string) => s ?? (isPostgres(target) ? schema : undefined);
+      const from = await openStore(o.from, pick(o.fromSchema, o.from), true);
+      opened.push(from);
+      const to = await openStore(o.to, pick(o.toSchema, o.to));
+      opened.push(to);
+      const r = await migrateStore(from, to);
+      if (o.json) return out(JSON.stringify(r, null, 2));
+      out(`Copied ${r.copied} agent(s) (${MiB(r.bytes)} MiB) from ${shown(o.from)} to ${shown(o.to)}; ${r.skipped} already there with the same bytes skipped`);
+      out(`  verified    ${r.verified} agent(s): meta, session and events identical on both sides (sha256)`);
     });
 
   program
@@ -442,5 +522,88 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     // --help and --version end here, after printing.
     if (e instanceof CommanderError && e.exitCode === 0) return;
     throw e;
+  } finally {
+    for (const s of opened) if (s instanceof PostgresStore) await s.close();
   }
+}
+
+/** What `migrate-store` did. */
+export interface MigrateStoreSummary {
+  /** Agents in the source store. */
+  agents: number;
+  /** Agents created in the target. */
+  copied: number;
+  /** Agents the target held already, byte for byte the same (left as they were). */
+  skipped: number;
+  /** Bytes copied (meta, session and events of the agents copied). */
+  bytes: number;
+  /** Agents whose meta, session and events hash the same on both sides after the copy. */
+  verified: number;
+}
+
+/**
+ * Copies every agent of `from` into `to`, byte for byte, reading each without
+ * taking its lease. An agent `to` holds already is skipped when its bytes are
+ * the same, so a run that was cut short finishes when run again; when they
+ * differ, nothing is copied and the run fails with `ALREADY_EXISTS` naming
+ * them. Afterwards every agent of `from` is read again on both sides and its
+ * meta, session and events compared by sha256 (`CORRUPTED_DATA` on a
+ * difference, e.g. an agent written during the copy). A progress line is
+ * shown on stderr while it is a terminal.
+ */
+export async function migrateStore(from: AnyStore, to: AnyStore): Promise<MigrateStoreSummary> {
+  const ids = (await from.list()).map((m) => m.agentId);
+  const there = new Set((await to.list()).map((m) => m.agentId));
+  // Agents present on both sides are compared before anything is written.
+  const skip = new Set<string>();
+  const conflicts: string[] = [];
+  for (const id of ids) {
+    if (!there.has(id)) continue;
+    if (sameBytes(await from.exportAgent(id), await to.exportAgent(id))) skip.add(id);
+    else conflicts.push(id);
+  }
+  if (conflicts.length) {
+    throw new ForkpointError({
+      code: 'ALREADY_EXISTS',
+      message: `the target store holds ${conflicts.length} agent(s) that differ from the source's: ${conflicts.slice(0, 10).join(', ')}${conflicts.length > 10 ? ', …' : ''}; nothing was copied`,
+    });
+  }
+  const bar = progressBar('copying {bar} {value}/{total} agents');
+  let copied = 0;
+  let bytes = 0;
+  try {
+    bar.update(0, ids.length);
+    for (const [i, id] of ids.entries()) {
+      if (!skip.has(id)) {
+        const x = await from.exportAgent(id);
+        try {
+          await to.importAgent(id, x);
+          copied++;
+          bytes += size(x);
+        } catch (e) {
+          // Created meanwhile (another run): fine when it is the same agent.
+          if ((e as { code?: unknown })?.code !== 'ALREADY_EXISTS' || !sameBytes(x, await to.exportAgent(id))) throw e;
+          skip.add(id);
+        }
+      }
+      bar.update(i + 1, ids.length);
+    }
+  } finally {
+    bar.stop();
+  }
+  // Verify: every agent of the source, on both sides.
+  const toIds = new Set((await to.list()).map((m) => m.agentId));
+  const missing = ids.filter((id) => !toIds.has(id));
+  if (missing.length) throw new ForkpointError({ code: 'CORRUPTED_DATA', message: `after the copy, the target lacks agent(s) ${missing.join(', ')}` });
+  let verified = 0;
+  for (const id of ids) {
+    const [a, b] = [await from.exportAgent(id), await to.exportAgent(id)];
+    for (const part of ['meta', 'session', 'events'] as const) {
+      if (sha256(a[part]) !== sha256(b[part])) {
+        throw new ForkpointError({ code: 'CORRUPTED_DATA', message: `after the copy, agent '${id}' differs between the stores (its ${part}; was it written during the copy?)` });
+      }
+    }
+    verified++;
+  }
+  return { agents: ids.length, copied, skipped: skip.size, bytes, verified };
 }

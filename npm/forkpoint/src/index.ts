@@ -209,6 +209,7 @@ export type {
   ModelRef,
   ModelRequest,
   Permission,
+  AgentBytes,
   JSONStoreOptions,
   RedactContext,
   RedactKind,

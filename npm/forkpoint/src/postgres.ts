@@ -7,7 +7,7 @@
 import { ForkpointError, call, callAsync } from '@forkpoint/shared';
 import type { AgentBackend, NativeAgentLike, Redactor } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
-import type { StoredAgentMeta } from './agent.js';
+import type { AgentBytes, StoredAgentMeta } from './agent.js';
 import { EventLog } from './eventlog.js';
 
 /** Options of `PostgresStore.open`. */
@@ -97,6 +97,26 @@ export class PostgresStore implements AgentBackend {
   async delete(id: string): Promise<void> {
     this.check();
     await callAsync(() => this.n.removeAsync(id));
+  }
+
+  /**
+   * Agent `id` whole (as a `JSONStore` keeps it: `meta.json`, `session.jsonl`,
+   * `events.jsonl`), read without taking its lease (it may be running):
+   * `AGENT_NOT_FOUND`.
+   */
+  async exportAgent(id: string): Promise<AgentBytes> {
+    this.check();
+    return callAsync(() => this.n.exportAgent(id));
+  }
+
+  /**
+   * Creates agent `id` holding exactly these bytes, not left open:
+   * `ALREADY_EXISTS` when the id is taken, `INVALID_INPUT` when they cannot be
+   * an agent's (the meta must name `id`).
+   */
+  async importAgent(id: string, parts: AgentBytes): Promise<void> {
+    this.check();
+    await callAsync(() => this.n.importAgent(id, parts.meta, parts.session, parts.events));
   }
 
   /**
