@@ -438,7 +438,7 @@ impl PgStorage {
     /// replaced whole by each write): `INVALID_ID`, `AGENT_NOT_FOUND`.
     pub fn read_meta(&self, id: &str) -> Result<Vec<u8>> {
         validate_id(id, "agent")?;
-        let row = self.pool.with(|c| {
+        let row = self.pool.read(|c| {
             c.query_opt(&self.sql.meta, &[&id])
                 .pg("reading the agent's meta")
         })?;
