@@ -76,7 +76,7 @@ async function throughput(kind) {
   } else {
     stored = Number(await sql(`SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '${schema}' AND c.relkind = 'r'`));
     conversation = Number(await sql(`SELECT sum(len) FROM "${schema}".session_chunks`));
-    events = Number(await sql(`SELECT count(*) FROM "${schema}".events`));
+    events = Number(await sql(`SELECT sum(seq - first_seq + 1) FROM "${schema}".events`));
     walBytes = Number(await sql(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '${wal0}')`));
   }
   return { kind, steps, wall, stepsPerS: steps / (wall / 1000), p50: q(ms, 0.5), p99: q(ms, 0.99), stored, conversation, events, walBytes };

@@ -65,7 +65,7 @@ const filesOf = (dir) =>
   );
 
 /** Row counts of a schema's tables (duplicates would show here). */
-const rows = async (s) => (await pg.psql(`SELECT (SELECT count(*) FROM "${s}".agents) || ' ' || (SELECT count(*) FROM "${s}".events) || ' ' || (SELECT coalesce(sum(length(bytes)), 0) FROM "${s}".session_chunks)`)).trim();
+const rows = async (s) => (await pg.psql(`SELECT (SELECT count(*) FROM "${s}".agents) || ' ' || (SELECT coalesce(sum(seq - first_seq + 1), 0) FROM "${s}".events) || ' ' || (SELECT coalesce(sum(len), 0) FROM "${s}".session_chunks)`)).trim();
 /** What those counts must be for the agents of a directory. */
 const expectedRows = (dir) => {
   const f = Object.values(filesOf(dir));
