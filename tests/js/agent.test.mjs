@@ -15,7 +15,7 @@ import { startCluster } from '../support/pg-cluster.mjs';
 const { Agent, JSONStore, PostgresStore, ToolRegistry, TemplateRegistry, ScriptedProvider, ForkpointError, SessionWriter, SessionLoader, EventLog } = napi;
 const PG = process.env.FORKPOINT_AGENT_STORE === 'postgres';
 /** Tests that read or write the store's files directly. */
-const FILES = { skip: PG && 'reads the store files (JSONStore only)' };
+const FILES = { skip: PG && 'writes or reads the store files directly (JSONStore only)' };
 /** A short lease: a killed child's agent is free again soon. */
 const LEASE_MS = 600;
 const cluster = PG ? await startCluster() : null;
@@ -729,7 +729,7 @@ const ANTHROPIC_SECRET = 'sk-ant-api03-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789';
 const GITHUB_SECRET = 'ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
 const JWT_SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlMTIz';
 
-test('meta.json: every credential spelling of the issue is filtered by key and by value, on create, resume and fork', FILES, async () => {
+test('meta.json: every credential spelling of the issue is filtered by key and by value, on create, resume and fork', async () => {
   const store = await freshStore();
   const toolRegistry = tools();
   const metadata = () => ({
@@ -744,9 +744,10 @@ test('meta.json: every credential spelling of the issue is filtered by key and b
   });
   const model = Object.assign(new ScriptedProvider([{ text: 'ok' }], { model: 'claude-sonnet-4' }), { apiKey: OPENAI_SECRET });
   const agent = await Agent.create({ agentId: 'creds', model, metadata: metadata() }, { store, toolRegistry });
-  const onDisk = (id) => readFileSync(join(store.dir, id, 'meta.json'), 'utf8');
-  const check = (id) => {
-    const text = onDisk(id);
+  // As stored: meta.json, or its row.
+  const onDisk = async (id) => (await store.exportAgent(id)).meta.toString('utf8');
+  const check = async (id) => {
+    const text = await onDisk(id);
     for (const s of [OPENAI_SECRET, ANTHROPIC_SECRET, GITHUB_SECRET, JWT_SECRET, 'plain-']) assert.ok(!text.includes(s), `${id}/meta.json holds ${s}: ${text}`);
     const m = JSON.parse(text).metadata;
     assert.deepEqual(m, {
@@ -758,22 +759,22 @@ test('meta.json: every credential spelling of the issue is filtered by key and b
     });
     assert.equal(JSON.parse(text).model.model, 'claude-sonnet-4');
   };
-  check('creds');
+  await check('creds');
   await agent.chat('hi');
   const fork = await agent.fork();
-  check(fork.agentId);
+  await check(fork.agentId);
   await fork.close();
   await agent.close();
   // resumeFromStore with overrides rewrites meta.json: filtered again.
   const again = await Agent.resumeFromStore('creds', { store, toolRegistry, modelFactory: (ref) => new ScriptedProvider([], ref) }, { overrides: { metadata: metadata() } });
-  check('creds');
+  await check('creds');
   await again.close();
   assert.deepEqual((await store.list()).find((m) => m.agentId === 'creds').metadata.headers[0], ['Authorization', '[redacted]']);
 });
 
-test('redact hook: tool inputs, results, messages and checkpoint variables are filtered on disk when the store has one, verbatim without', FILES, async () => {
+test('redact hook: tool inputs, results, messages and checkpoint variables are filtered on disk when the store has one, verbatim without', async () => {
   const run = async (redact) => {
-    const store = new JSONStore(mkdtempSync(join(tmpdir(), 'fp-redact-')), redact ? { redact } : {});
+    const store = await freshStore(redact ? { redact } : {});
     const seen = [];
     const toolRegistry = new ToolRegistry().register({
       name: 'fetch', description: 'fetches', inputSchema: { type: 'object' },
@@ -790,7 +791,7 @@ test('redact hook: tool inputs, results, messages and checkpoint variables are f
     assert.equal((await agent.chat(`my key is ${OPENAI_SECRET}`)).text, 'fetched');
     await agent.checkpoints.create({ executionId: 'e', stepName: 's', stepIndex: 0, variables: { apiKey: ANTHROPIC_SECRET, attempt: 1 } });
     await agent.close();
-    const session = readFileSync(join(store.dir, 'r', 'session.jsonl'), 'utf8');
+    const session = (await store.exportAgent('r')).session.toString('utf8');
     return { seen, session, store };
   };
   const calls = [];
