@@ -1,8 +1,9 @@
 // A worker of bench/postgres.mjs: `node pg-worker.mjs <json args>`.
-//   steps   runs `agents` agents concurrently, `steps` chat turns each (one
-//           tool call per turn); prints {steps, wall, ms[]} (each turn's time).
-//   long    one agent, `steps` turns; prints the turn times in order.
-//   emit    one agent, `steps` turns paced `gapMs` apart (the emitter).
+//   steps   runs `agents` agents concurrently, `steps` steps each (a step: a
+//           model call asking for one tool call, and the tool's run; ten per
+//           chat turn); prints {steps, wall, ms[]} (each step's time).
+//   long    one agent, `steps` steps; prints the step times in order.
+//   emit    one agent, `steps` steps, chat turns paced `gapMs` apart (the emitter).
 //   follow  follows agent `id` from here; prints delivery delays (receipt
 //           minus the event's timestamp), one line per event, until killed.
 import { createRequire } from 'node:module';
@@ -11,28 +12,35 @@ import { performance } from 'node:perf_hooks';
 const require = createRequire(import.meta.url);
 const { Agent, JSONStore, PostgresStore, EventBus, ToolRegistry, ScriptedProvider } = require('forkpoint');
 const a = JSON.parse(process.argv[2]);
-const store = a.url ? await PostgresStore.open(a.url, { schema: a.schema, poolSize: a.poolSize ?? 8, host: a.host }) : new JSONStore(a.dir);
+const store = a.url ? await PostgresStore.open(a.url, { schema: a.schema, poolSize: Number(process.env.UV_THREADPOOL_SIZE ?? 4), host: a.host }) : new JSONStore(a.dir);
 const toolRegistry = new ToolRegistry().register({ name: 'lookup', description: 'looks a key up', inputSchema: { type: 'object' }, run: ({ key }) => ({ key, value: `value of ${key}`.repeat(8) }) });
-// A realistic turn: a user line, a tool call with arguments, a result, an answer (about 1.5 KB).
+// A step: a model call that asks for one tool call, and the tool's run; ten
+// steps per chat turn (the model looks ten keys up, then answers). About 1 KB
+// of conversation per step.
+const PER_TURN = 10;
 const script = (n) => {
   const turns = [];
   for (let i = 0; i < n; i++) {
-    turns.push(
-      { text: `I will look up key ${i} to answer that. `.repeat(4), toolCalls: [{ name: 'lookup', arguments: { key: `k${i}`, reason: 'the user asked about it' } }] },
-      { text: `The value of k${i} is what the lookup returned; here is a summary of it for you. `.repeat(5) },
-    );
+    turns.push({ text: `I will look up key ${i} to answer that. `.repeat(3), toolCalls: [{ name: 'lookup', arguments: { key: `k${i}`, reason: 'the user asked about it' } }] });
+    if (i % PER_TURN === PER_TURN - 1 || i === n - 1) turns.push({ text: `The values are what the lookups returned; here is a summary for you. `.repeat(4) });
   }
   return new ScriptedProvider(turns);
 };
 const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
+/** Runs agent `id` for `n` steps; the time of each step (between the ends of consecutive tool calls). */
 async function run(id, n, gapMs = 0) {
   const agent = await Agent.create({ agentId: id, model: script(n), tools: ['lookup'] }, { store, toolRegistry });
   const ms = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await agent.chat(`What is the value of k${i}? Please explain it in a few sentences.`);
-    ms.push(performance.now() - t);
+  let last = performance.now();
+  agent.on('tool:end', () => {
+    const now = performance.now();
+    ms.push(now - last);
+    last = now;
+  });
+  for (let done = 0; done < n; done += PER_TURN) {
+    last = performance.now();
+    await agent.chat(`Please look up the next ${PER_TURN} keys and explain them.`);
     if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
   }
   await agent.close();

@@ -4,7 +4,7 @@
 // cross-process subscribe latency (emit on worker A, delivered on worker B).
 // LangGraph's PostgresSaver figures (measured on these machines when the
 // issue was written) are quoted beside ours. Env: BENCH_PG_AGENTS (200),
-// BENCH_PG_STEPS (10 per agent), BENCH_PG_LONG (1000).
+// BENCH_PG_STEPS (20 per agent), BENCH_PG_LONG (1000), BENCH_PG_THREADS (16).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,7 +18,7 @@ const require = createRequire(import.meta.url);
 const { Agent, PostgresStore, ToolRegistry, ScriptedProvider } = require('forkpoint');
 const workerJs = fileURLToPath(new URL('./pg-worker.mjs', import.meta.url));
 const AGENTS = Number(process.env.BENCH_PG_AGENTS ?? 200);
-const STEPS = Number(process.env.BENCH_PG_STEPS ?? 10);
+const STEPS = Number(process.env.BENCH_PG_STEPS ?? 20);
 const LONG = Number(process.env.BENCH_PG_LONG ?? 1000);
 /** libuv's thread pool per worker: each store call in flight holds one of its threads (Node's default is 4). */
 const THREADS = Number(process.env.BENCH_PG_THREADS ?? 16);
@@ -118,7 +118,7 @@ followProc.kill('SIGKILL');
 
 const f = (x, d = 1) => (x === null ? '—' : x.toFixed(d));
 const [p, j] = rows;
-console.log(`\nPostgresStore: ${AGENTS} agents over 2 worker processes (UV_THREADPOOL_SIZE=${THREADS}), ${STEPS} steps each (a step: a user message, a model call with one tool call, the tool, a model answer), fsync on`);
+console.log(`\nPostgresStore: ${AGENTS} agents over 2 worker processes (UV_THREADPOOL_SIZE=${THREADS}), ${STEPS} steps each (a step: a model call asking for one tool call and the tool's run, ten per chat turn), fsync on`);
 console.log('| store | steps | steps/s | step p50 ms | step p99 ms | stored bytes | conversation bytes | stored/conversation | events | events/s | WAL bytes/step |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {

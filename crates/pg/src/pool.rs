@@ -1,12 +1,15 @@
-//! A small pool of connections: idle clients in a list; a call takes one (or
-//! opens a new one), and gives it back unless its connection broke.
+//! A small pool of connections: at most `max` open at once; a call takes an
+//! idle one, opens a new one while fewer than `max` are open, or waits for
+//! one to be given back (opening a connection costs the server a process:
+//! the pool never opens one only to close it). A connection that broke is
+//! not given back.
 //!
 //! A connection is only read while it is used, so one the server dropped
 //! while it sat idle (a restart, an idle timeout) looks sound until then. One
 //! idle for longer than [`CHECK_AFTER`] is checked (an empty query) before it
 //! is handed out, and replaced when it fails.
 
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use forkpoint_core::{Error, Result};
@@ -17,51 +20,85 @@ use crate::error::Pg;
 /// Idle connections older than this are checked before use.
 const CHECK_AFTER: Duration = Duration::from_secs(15);
 
+struct State {
+    idle: Vec<(Client, Instant)>,
+    /// Connections open (idle or in use).
+    open: usize,
+}
+
 pub(crate) struct Pool {
     config: Config,
-    idle: Mutex<Vec<(Client, Instant)>>,
-    max_idle: usize,
+    state: Mutex<State>,
+    freed: Condvar,
+    max: usize,
 }
 
 impl Pool {
-    pub(crate) fn new(config: Config, max_idle: usize) -> Pool {
+    pub(crate) fn new(config: Config, max: usize) -> Pool {
         Pool {
             config,
-            idle: Mutex::new(Vec::new()),
-            max_idle: max_idle.max(1),
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            freed: Condvar::new(),
+            max: max.max(1),
         }
     }
 
+    fn lock(&self) -> Result<MutexGuard<'_, State>> {
+        self.state
+            .lock()
+            .map_err(|_| Error::internal("connection pool poisoned by a panic"))
+    }
+
+    /// A connection was closed (broken, or failed to open): room for another.
+    fn closed(&self) {
+        if let Ok(mut st) = self.lock() {
+            st.open = st.open.saturating_sub(1);
+        }
+        self.freed.notify_one();
+    }
+
     fn take(&self) -> Result<Client> {
-        let idle = {
-            let mut list = self
-                .idle
-                .lock()
+        let mut st = self.lock()?;
+        loop {
+            if let Some((mut c, since)) = st.idle.pop() {
+                drop(st);
+                if !c.is_closed()
+                    && (since.elapsed() < CHECK_AFTER || c.is_valid(Duration::from_secs(2)).is_ok())
+                {
+                    return Ok(c);
+                }
+                self.closed();
+                st = self.lock()?;
+                continue;
+            }
+            if st.open < self.max {
+                st.open += 1;
+                drop(st);
+                return self
+                    .config
+                    .connect(NoTls)
+                    .pg("connecting to the agent store")
+                    .inspect_err(|_| self.closed());
+            }
+            st = self
+                .freed
+                .wait(st)
                 .map_err(|_| Error::internal("connection pool poisoned by a panic"))?;
-            std::iter::from_fn(|| list.pop()).find(|(c, _)| !c.is_closed())
-        };
-        let idle = idle.and_then(|(mut c, since)| {
-            (since.elapsed() < CHECK_AFTER || c.is_valid(Duration::from_secs(2)).is_ok())
-                .then_some(c)
-        });
-        match idle {
-            Some(c) => Ok(c),
-            None => self
-                .config
-                .connect(NoTls)
-                .pg("connecting to the agent store"),
         }
     }
 
     fn give_back(&self, client: Client) {
         if client.is_closed() {
+            self.closed();
             return;
         }
-        if let Ok(mut list) = self.idle.lock()
-            && list.len() < self.max_idle
-        {
-            list.push((client, Instant::now()));
+        if let Ok(mut st) = self.lock() {
+            st.idle.push((client, Instant::now()));
         }
+        self.freed.notify_one();
     }
 
     /// Runs `f` (which only reads) on a connection; if the connection turns
@@ -77,9 +114,12 @@ impl Pool {
     /// Runs `f` on a new connection, dropping the idle ones (after a break,
     /// they are likely broken too).
     pub(crate) fn fresh<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
-        if let Ok(mut list) = self.idle.lock() {
-            list.clear();
+        if let Ok(mut st) = self.lock() {
+            let n = st.idle.len();
+            st.idle.clear();
+            st.open = st.open.saturating_sub(n);
         }
+        self.freed.notify_all();
         self.with(f)
     }
 

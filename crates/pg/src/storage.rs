@@ -37,7 +37,8 @@ pub struct PgOptions {
     pub lease_ms: u64,
     /// The host name written as the lease's holder (default: this machine's).
     pub host: Option<String>,
-    /// How many idle connections are kept (default 4).
+    /// How many connections the store opens at most (default 4); calls
+    /// beyond that wait for one.
     pub pool_size: usize,
     /// How long opening a connection may take, in milliseconds, when the
     /// connection string sets no `connect_timeout` (default 10,000).

@@ -23,7 +23,12 @@ export interface PostgresStoreOptions {
    * then take the agent over.
    */
   leaseMs?: number;
-  /** How many idle connections are kept (default 4). */
+  /**
+   * How many connections the store opens at most (default 4); calls beyond
+   * wait for one. Each call in flight also holds one of Node's libuv threads
+   * (4 unless `UV_THREADPOOL_SIZE` says more): with many agents writing at
+   * once, raise both (the benchmark uses 16 of each).
+   */
   poolSize?: number;
   /** How long opening a connection may take, in ms (default 10,000). */
   connectTimeoutMs?: number;
