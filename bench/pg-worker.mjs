@@ -50,7 +50,8 @@ async function run(id, n, gapMs = 0) {
 if (a.mode === 'steps') {
   const t0 = performance.now();
   const all = await Promise.all(Array.from({ length: a.agents }, (_, i) => run(`${a.prefix}-${i}`, a.steps)));
-  out({ steps: a.agents * a.steps, wall: performance.now() - t0, ms: all.flat() });
+  const cpu = process.cpuUsage();
+  out({ steps: a.agents * a.steps, wall: performance.now() - t0, cpuMs: (cpu.user + cpu.system) / 1000, ms: all.flat() });
 } else if (a.mode === 'long') {
   out({ ms: await run(a.id, a.steps) });
 } else if (a.mode === 'emit') {

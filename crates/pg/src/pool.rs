@@ -9,19 +9,53 @@
 //! idle for longer than [`CHECK_AFTER`] is checked (an empty query) before it
 //! is handed out, and replaced when it fails.
 
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use forkpoint_core::{Error, Result};
-use postgres::{Client, Config, NoTls};
+use postgres::{Client, Config, NoTls, Statement};
 
 use crate::error::Pg;
 
 /// Idle connections older than this are checked before use.
 const CHECK_AFTER: Duration = Duration::from_secs(15);
 
+/// A connection with the statements prepared on it (the server parses and
+/// plans a prepared statement once, not at every call).
+pub(crate) struct Conn {
+    client: Client,
+    prepared: HashMap<String, Statement>,
+}
+
+impl Conn {
+    /// `sql` prepared on this connection (once).
+    pub(crate) fn prep(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql).pg("preparing a statement")?;
+        self.prepared.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+}
+
+impl Deref for Conn {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
+}
+
 struct State {
-    idle: Vec<(Client, Instant)>,
+    idle: Vec<(Conn, Instant)>,
     /// Connections open (idle or in use).
     open: usize,
 }
@@ -60,7 +94,7 @@ impl Pool {
         self.freed.notify_one();
     }
 
-    fn take(&self) -> Result<Client> {
+    fn take(&self) -> Result<Conn> {
         let mut st = self.lock()?;
         loop {
             if let Some((mut c, since)) = st.idle.pop() {
@@ -81,6 +115,10 @@ impl Pool {
                     .config
                     .connect(NoTls)
                     .pg("connecting to the agent store")
+                    .map(|client| Conn {
+                        client,
+                        prepared: HashMap::new(),
+                    })
                     .inspect_err(|_| self.closed());
             }
             st = self
@@ -90,7 +128,7 @@ impl Pool {
         }
     }
 
-    fn give_back(&self, client: Client) {
+    fn give_back(&self, client: Conn) {
         if client.is_closed() {
             self.closed();
             return;
@@ -104,7 +142,7 @@ impl Pool {
     /// Runs `f` (which only reads) on a connection; if the connection turns
     /// out broken (`STORE_UNAVAILABLE`: a restart, a dropped connection), the
     /// idle ones are dropped too and `f` runs once more on a new one.
-    pub(crate) fn read<T>(&self, mut f: impl FnMut(&mut Client) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&self, mut f: impl FnMut(&mut Conn) -> Result<T>) -> Result<T> {
         match self.with(&mut f) {
             Err(e) if e.code == forkpoint_core::ErrorCode::StoreUnavailable => self.fresh(f),
             r => r,
@@ -113,7 +151,7 @@ impl Pool {
 
     /// Runs `f` on a new connection, dropping the idle ones (after a break,
     /// they are likely broken too).
-    pub(crate) fn fresh<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
+    pub(crate) fn fresh<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         if let Ok(mut st) = self.lock() {
             let n = st.idle.len();
             st.idle.clear();
@@ -126,7 +164,7 @@ impl Pool {
     /// Runs `f` on a connection. A transaction `f` left open is rolled back
     /// when it is dropped (the `postgres` crate does so), before the
     /// connection is reused.
-    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         let mut client = self.take()?;
         let out = f(&mut client);
         self.give_back(client);

@@ -467,10 +467,10 @@ impl PgStorage {
     fn append(
         &self,
         tx: &mut Transaction<'_>,
+        append: &postgres::Statement,
         id: &str,
         batch: &WriteBatch,
-        session_len: i64,
-        last_seq: Option<i64>,
+        (session_len, last_seq): (i64, Option<i64>),
         what: &str,
     ) -> Result<()> {
         if batch.session.is_empty() && batch.events.is_empty() {
@@ -492,7 +492,7 @@ impl PgStorage {
             .last()
             .map(|e| payload(&self.schema, id, e.meta.seq));
         tx.query(
-            &self.sql.append,
+            append,
             &[
                 &id, &offs, &lens, &zs, &parts, &seq, &first, &len, &z, &lines, &note,
             ],
@@ -557,6 +557,7 @@ impl PgStorage {
         }
         let what = "creating the agent";
         self.pool.with(|c| {
+            let append = c.prep(&self.sql.append)?;
             let mut tx = c.transaction().pg(what)?;
             let row = tx
                 .query_opt(
@@ -575,7 +576,7 @@ impl PgStorage {
                 return Err(already_exists(id));
             };
             let token: i64 = row.get(0);
-            self.append(&mut tx, id, init, 0, None, what)?;
+            self.append(&mut tx, &append, id, init, (0, None), what)?;
             tx.commit().pg(what)?;
             self.keeper.hold(id, token);
             Ok(Lease {
@@ -659,8 +660,8 @@ impl PgStorage {
         validate_id(id, "agent")?;
         let (start, end) = (to_i64(start), to_i64(end));
         let rows = self.pool.read(|c| {
-            c.query(&self.sql.read_session, &[&id, &start, &end])
-                .pg("reading the session")
+            let st = c.prep(&self.sql.read_session)?;
+            c.query(&st, &[&id, &start, &end]).pg("reading the session")
         })?;
         let mut out = Vec::new();
         for row in rows {
@@ -691,7 +692,8 @@ impl PgStorage {
         validate_id(id, "agent")?;
         let rows_max = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
         let rows = self.pool.read(|c| {
-            c.query(&self.sql.read_events, &[&id, &since, &rows_max])
+            let st = c.prep(&self.sql.read_events)?;
+            c.query(&st, &[&id, &since, &rows_max])
                 .pg("reading the events")
         })?;
         let mut out = Vec::new();
@@ -758,7 +760,7 @@ impl PgStorage {
     pub(crate) fn tail_events_sync(&self, id: &str, count: usize) -> Result<Vec<Arc<str>>> {
         validate_id(id, "agent")?;
         self.pool
-            .read(|c| self.tail_in(c, id, count, "reading the events"))
+            .read(|c| self.tail_in(&mut **c, id, count, "reading the events"))
     }
 
     /// Writes `batch`; a connection that broke is replaced and the write
@@ -817,12 +819,13 @@ impl PgStorage {
         let token = token_of(lease)?;
         let what = "writing the agent";
         self.pool.with(|c| {
+            let (head, append) = (c.prep(&self.sql.write_head)?, c.prep(&self.sql.append)?);
             let mut tx = c.transaction().pg(what)?;
             // Checks the token and locks the agent's row until the commit:
             // a takeover waits for this write or makes it fail here.
             let row = tx
                 .query_opt(
-                    &self.sql.write_head,
+                    &head,
                     &[
                         &id,
                         &token,
@@ -849,7 +852,7 @@ impl PgStorage {
                     batch.session_at
                 )));
             }
-            self.append(&mut tx, id, batch, len, last, what)?;
+            self.append(&mut tx, &append, id, batch, (len, last), what)?;
             tx.commit().pg(what).map_err(|mut e| {
                 if e.code == ErrorCode::StoreUnavailable {
                     e.message.push_str(
