@@ -24,10 +24,12 @@
 //!   third of `leaseMs` (one statement), so an open agent keeps its lease
 //!   while idle, and loses it `leaseMs` after its process stops or its host
 //!   is cut off.
-//! - **Following**: each write with events notifies (`pg_notify` at its
-//!   commit); [`Follower`] follows an agent from another host on those
-//!   notifications, reading the events by seq (a lost notification delays,
-//!   never loses, an event).
+//! - **Following**: after each write with events, a notification names the
+//!   agent and its last seq (`pg_notify`, sent by a thread of the store for
+//!   all its writes since the last one: a notifying transaction takes a
+//!   database-wide lock at its commit); [`Follower`] follows an agent from
+//!   another host on those notifications, reading the events by seq (a lost
+//!   notification delays, never loses, an event).
 //! - **Errors**: a server that cannot be reached, drops the connection, shuts
 //!   down or refuses the credentials is `STORE_UNAVAILABLE`; a full disk
 //!   `STORAGE_FULL`; other server errors `IO` with the server's message.

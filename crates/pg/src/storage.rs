@@ -18,7 +18,7 @@ use crate::keeper::Keeper;
 use crate::pack::{pack, unpack};
 use crate::pool::Pool;
 use crate::schema::{check_schema_name, migrate};
-use crate::watch::{CHANNEL, Watch, payload};
+use crate::watch::{Notifier, Watch};
 
 /// Session chunks are cut at line ends once they reach this size (a line
 /// longer than it stays whole), so a range read fetches little more than it needs.
@@ -84,6 +84,7 @@ pub struct PgStorage {
     holder: String,
     sql: Sql,
     keeper: Keeper,
+    notifier: Notifier,
     config: Config,
     watch: OnceLock<Arc<Watch>>,
 }
@@ -143,8 +144,6 @@ impl Sql {
                  VALUES ($1, $4, nextval('{s}.lease_tokens'), $2, {until}, $5, $6)
                  ON CONFLICT (id) DO NOTHING RETURNING token"
             ),
-            // Followers on other hosts are told at the commit (`$6`: the
-            // notification, NULL without events).
             append: format!(
                 "WITH chunks AS (INSERT INTO {s}.session_chunks (agent_id, off, len, z, bytes)
                    SELECT $1, o, l, c, b
@@ -152,7 +151,7 @@ impl Sql {
                  evs AS (INSERT INTO {s}.events (agent_id, seq, first_seq, len, z, lines)
                    SELECT $1, $6::bigint, $7::bigint, $8::bigint, $9::bool, $10::bytea
                    WHERE $10::bytea IS NOT NULL)
-                 SELECT pg_notify('{CHANNEL}', $11::text) WHERE $11::text IS NOT NULL"
+                 SELECT 1"
             ),
             lock_agent: format!(
                 "SELECT holder, lease_until > clock_timestamp(),
@@ -404,6 +403,7 @@ impl PgStorage {
             pool,
             sql: Sql::new(&o.schema),
             keeper: Keeper::new(config.clone(), &o.schema, lease_ms, o.keep_leases),
+            notifier: Notifier::new(config.clone(), &o.schema),
             config,
             watch: OnceLock::new(),
             schema: o.schema,
@@ -487,14 +487,10 @@ impl PgStorage {
         };
         let z = packed.as_ref().map(|p| p.0);
         let lines = packed.as_ref().map(|p| &*p.1);
-        let note = batch
-            .events
-            .last()
-            .map(|e| payload(&self.schema, id, e.meta.seq));
         tx.query(
             append,
             &[
-                &id, &offs, &lens, &zs, &parts, &seq, &first, &len, &z, &lines, &note,
+                &id, &offs, &lens, &zs, &parts, &seq, &first, &len, &z, &lines,
             ],
         )
         .pg(what)?;
@@ -579,6 +575,9 @@ impl PgStorage {
             self.append(&mut tx, &append, id, init, (0, None), what)?;
             tx.commit().pg(what)?;
             self.keeper.hold(id, token);
+            if let Some(e) = init.events.last() {
+                self.notifier.committed(id, e.meta.seq);
+            }
             Ok(Lease {
                 agent_id: id.to_string(),
                 token: u64::try_from(token).unwrap_or(0),
@@ -767,6 +766,14 @@ impl PgStorage {
     /// tried again (twice at most), after checking whether the broken attempt
     /// was committed after all (the break can come after the commit was sent).
     fn write_sync(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
+        self.write_retrying(lease, batch)?;
+        if let Some(e) = batch.events.last() {
+            self.notifier.committed(&lease.agent_id, e.meta.seq);
+        }
+        Ok(())
+    }
+
+    fn write_retrying(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
         let mut tries = 0u32;
         loop {
             match self.write_once(lease, batch) {

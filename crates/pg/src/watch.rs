@@ -1,5 +1,5 @@
-//! Following agents written on other hosts: every write with events sends a
-//! notification (`pg_notify`, delivered at its commit) naming the schema, the
+//! Following agents written on other hosts: after every write with events a
+//! notification (`pg_notify`, sent by [`Notifier`]) names the schema, the
 //! agent and its last seq; a [`Watch`] listens for them on a connection of
 //! its own and remembers the highest seq per agent. A notification is only a
 //! wake-up: followers read the events by seq from the tables, so one that
@@ -209,5 +209,73 @@ impl Follower {
             *s = (generation, Instant::now());
         }
         Ok(n)
+    }
+}
+
+/// Sends the notifications of this store's writes, after their commits, from
+/// a thread and a connection of its own: what queued while one statement ran
+/// goes in the next, one notification per agent. (A transaction that
+/// notifies takes a database-wide lock at its commit, so notifying inside
+/// each write would make every write of every host commit one at a time.)
+pub(crate) struct Notifier {
+    queue: Mutex<Option<std::sync::mpsc::Sender<(String, u64)>>>,
+    config: Config,
+    schema: String,
+}
+
+impl Notifier {
+    pub(crate) fn new(config: Config, schema: &str) -> Notifier {
+        Notifier {
+            queue: Mutex::new(None),
+            config,
+            schema: schema.to_string(),
+        }
+    }
+
+    /// Agent `id`'s events up to `seq` were committed.
+    pub(crate) fn committed(&self, id: &str, seq: u64) {
+        let Ok(mut q) = self.queue.lock() else { return };
+        if q.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (config, schema) = (self.config.clone(), self.schema.clone());
+            let started = std::thread::Builder::new()
+                .name("forkpoint-pg-notify".into())
+                .spawn(move || notify(&rx, &config, &schema));
+            if started.is_err() {
+                return;
+            }
+            *q = Some(tx);
+        }
+        if let Some(tx) = q.as_ref() {
+            let _ = tx.send((id.to_string(), seq));
+        }
+    }
+}
+
+fn notify(rx: &std::sync::mpsc::Receiver<(String, u64)>, config: &Config, schema: &str) {
+    let sql = format!("SELECT pg_notify('{CHANNEL}', p) FROM unnest($1::text[]) AS u(p)");
+    let mut client: Option<Client> = None;
+    // Ends when the store is dropped (the sender with it).
+    while let Ok(first) = rx.recv() {
+        let mut latest: HashMap<String, u64> = HashMap::new();
+        latest.insert(first.0, first.1);
+        while let Ok((id, seq)) = rx.try_recv() {
+            let e = latest.entry(id).or_insert(0);
+            *e = (*e).max(seq);
+        }
+        let payloads: Vec<String> = latest
+            .iter()
+            .map(|(id, seq)| payload(schema, id, *seq))
+            .collect();
+        if client.as_ref().is_none_or(Client::is_closed) {
+            client = config.connect(NoTls).ok();
+        }
+        // A notification that cannot be sent is dropped: followers read at
+        // least every second anyway.
+        if let Some(c) = client.as_mut()
+            && c.query(&sql, &[&payloads]).is_err()
+        {
+            client = None;
+        }
     }
 }
