@@ -252,6 +252,9 @@ impl Notifier {
     }
 }
 
+/// How long the notifier gathers writes after the first before it notifies.
+const GATHER: Duration = Duration::from_millis(2);
+
 fn notify(rx: &std::sync::mpsc::Receiver<(String, u64)>, config: &Config, schema: &str) {
     let sql = format!("SELECT pg_notify('{CHANNEL}', p) FROM unnest($1::text[]) AS u(p)");
     let mut client: Option<Client> = None;
@@ -259,9 +262,16 @@ fn notify(rx: &std::sync::mpsc::Receiver<(String, u64)>, config: &Config, schema
     while let Ok(first) = rx.recv() {
         let mut latest: HashMap<String, u64> = HashMap::new();
         latest.insert(first.0, first.1);
-        while let Ok((id, seq)) = rx.try_recv() {
-            let e = latest.entry(id).or_insert(0);
-            *e = (*e).max(seq);
+        // What the next GATHER brings goes in the same statement.
+        let until = Instant::now() + GATHER;
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok((id, seq)) => {
+                    let e = latest.entry(id).or_insert(0);
+                    *e = (*e).max(seq);
+                }
+                Err(_) => break,
+            }
         }
         let payloads: Vec<String> = latest
             .iter()
