@@ -115,7 +115,7 @@ struct Sql {
     lock_agent: String,
     take_lease: String,
     renew: String,
-    write_head: String,
+    write: String,
     last_chunk: String,
     cut_chunk: String,
     drop_chunk: String,
@@ -166,13 +166,30 @@ impl Sql {
                 "UPDATE {s}.agents SET lease_until = {until}
                  WHERE id = $1 AND token = $2 AND holder IS NOT NULL"
             ),
-            write_head: format!(
-                "UPDATE {s}.agents SET lease_until = {until}, meta = coalesce($4, meta),
-                 hint = coalesce($5, hint), state = coalesce($6, state)
-                 WHERE id = $1 AND token = $2 AND holder IS NOT NULL
-                 RETURNING (SELECT off + len FROM {s}.session_chunks
-                            WHERE agent_id = $1 ORDER BY off DESC LIMIT 1),
-                           (SELECT max(seq) FROM {s}.events WHERE agent_id = $1)"
+            // One statement, so one round trip and its own transaction: the
+            // agent's row is updated (lease renewed, meta, hint, state) only
+            // if the token is the current one and the batch continues both
+            // logs where they end, and the logs are appended only if it was.
+            // A takeover holds the row locked until it commits; this waits
+            // for it and then finds the token changed.
+            write: format!(
+                "WITH head AS (
+                   UPDATE {s}.agents SET lease_until = {until}, meta = coalesce($4, meta),
+                     hint = coalesce($5, hint), state = coalesce($6, state)
+                   WHERE id = $1 AND token = $2 AND holder IS NOT NULL
+                     AND coalesce((SELECT off + len FROM {s}.session_chunks
+                                   WHERE agent_id = $1 ORDER BY off DESC LIMIT 1), 0) = $7
+                     AND ($12::bigint IS NULL OR coalesce((SELECT max(seq) FROM {s}.events
+                                                           WHERE agent_id = $1), -1) < $12::bigint)
+                   RETURNING 1),
+                 chunks AS (INSERT INTO {s}.session_chunks (agent_id, off, len, z, bytes)
+                   SELECT $1, o, l, c, b
+                   FROM unnest($8::bigint[], $9::bigint[], $10::bool[], $11::bytea[]) AS u(o, l, c, b)
+                   WHERE EXISTS (SELECT 1 FROM head)),
+                 evs AS (INSERT INTO {s}.events (agent_id, seq, first_seq, len, z, lines)
+                   SELECT $1, $13::bigint, $12::bigint, $14::bigint, $15::bool, $16::bytea
+                   WHERE $16::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM head))
+                 SELECT EXISTS (SELECT 1 FROM head)"
             ),
             last_chunk: format!(
                 "SELECT off, len, z, bytes FROM {s}.session_chunks WHERE agent_id = $1
@@ -190,7 +207,8 @@ impl Sql {
             ends: format!(
                 "SELECT token, (SELECT off + len FROM {s}.session_chunks
                                 WHERE agent_id = $1 ORDER BY off DESC LIMIT 1),
-                        (SELECT max(seq) FROM {s}.events WHERE agent_id = $1)
+                        (SELECT max(seq) FROM {s}.events WHERE agent_id = $1),
+                        holder IS NOT NULL
                  FROM {s}.agents WHERE id = $1"
             ),
             put_events: format!(
@@ -825,14 +843,28 @@ impl PgStorage {
         let id = lease.agent_id.as_str();
         let token = token_of(lease)?;
         let what = "writing the agent";
-        self.pool.with(|c| {
-            let (head, append) = (c.prep(&self.sql.write_head)?, c.prep(&self.sql.append)?);
-            let mut tx = c.transaction().pg(what)?;
-            // Checks the token and locks the agent's row until the commit:
-            // a takeover waits for this write or makes it fail here.
-            let row = tx
-                .query_opt(
-                    &head,
+        let at = i64::try_from(batch.session_at).map_err(|_| {
+            Error::internal(format!(
+                "a batch for byte {} of a session (beyond 2^63)",
+                batch.session_at
+            ))
+        })?;
+        let (offs, parts) = chunks(&batch.session, at)?;
+        let lens: Vec<i64> = parts.iter().map(|p| to_i64(p.len() as u64)).collect();
+        let (zs, parts): (Vec<bool>, Vec<_>) = parts.into_iter().map(pack).unzip();
+        let row = event_row(&batch.events, None)?;
+        let packed = row.as_ref().map(|(_, _, l)| pack(l));
+        let (last, first, len) = match &row {
+            Some((s, f, l)) => (Some(*s), Some(*f), Some(to_i64(l.len() as u64))),
+            None => (None, None, None),
+        };
+        let z = packed.as_ref().map(|p| p.0);
+        let lines = packed.as_ref().map(|p| &*p.1);
+        let stored: bool = self.pool.with(|c| {
+            let write = c.prep(&self.sql.write)?;
+            let row = c
+                .query_one(
+                    &write,
                     &[
                         &id,
                         &token,
@@ -840,35 +872,54 @@ impl PgStorage {
                         &batch.meta,
                         &batch.hint,
                         &batch.state,
+                        &at,
+                        &offs,
+                        &lens,
+                        &zs,
+                        &parts,
+                        &first,
+                        &last,
+                        &len,
+                        &z,
+                        &lines,
                     ],
                 )
-                .pg(what)?;
-            // The ends are read in the statement that takes the row lock. Only
-            // a write with this same token could add to the logs meanwhile
-            // (a takeover changes the token); it would collide on the keys
-            // (offset, seq) and fail whole.
-            let Some(row) = row else {
-                self.keeper.forget(id, token);
-                return Err(lease_lost(id));
-            };
-            let len: i64 = row.get::<_, Option<i64>>(0).unwrap_or(0);
-            let last: Option<i64> = row.get(1);
-            if i64::try_from(batch.session_at).ok() != Some(len) {
-                return Err(Error::internal(format!(
-                    "a batch for byte {} of a session of {len} bytes",
-                    batch.session_at
-                )));
-            }
-            self.append(&mut tx, &append, id, batch, (len, last), what)?;
-            tx.commit().pg(what).map_err(|mut e| {
-                if e.code == ErrorCode::StoreUnavailable {
-                    e.message.push_str(
-                        " (the connection broke at the commit: the batch may or may not be stored)",
-                    );
-                }
-                e
-            })
-        })
+                .pg(what)
+                .map_err(|mut e| {
+                    if e.code == ErrorCode::StoreUnavailable {
+                        e.message.push_str(
+                            " (the connection broke during the write: the batch may or may not be stored)",
+                        );
+                    }
+                    e
+                })?;
+            Ok(row.get(0))
+        })?;
+        if stored {
+            return Ok(());
+        }
+        // Nothing was stored: say why.
+        let row = self
+            .pool
+            .read(|c| c.query_opt(&self.sql.ends, &[&id]).pg(what))?;
+        let Some(row) = row else {
+            return Err(agent_not_found(id));
+        };
+        if row.get::<_, i64>(0) != token || !row.get::<_, bool>(3) {
+            self.keeper.forget(id, token);
+            return Err(lease_lost(id));
+        }
+        let end = row.get::<_, Option<i64>>(1).unwrap_or(0);
+        if end != at {
+            return Err(Error::internal(format!(
+                "a batch for byte {at} of a session of {end} bytes"
+            )));
+        }
+        let max = row.get::<_, Option<i64>>(2).unwrap_or(0);
+        Err(Error::internal(format!(
+            "an event with seq {} after seq {max}: seqs must increase",
+            first.unwrap_or(0)
+        )))
     }
 
     fn release_sync(&self, lease: &Lease) -> Result<()> {
