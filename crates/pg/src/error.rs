@@ -24,6 +24,12 @@ pub(crate) fn pg_error(e: &postgres::Error, what: &str) -> Error {
             ErrorCode::StoreUnavailable,
             format!("the PostgreSQL database does not exist: {msg}"),
         ),
+        "55P03" => (
+            ErrorCode::AgentLocked,
+            format!(
+                "another holder is writing the agent and did not finish within a lease's time: {msg}"
+            ),
+        ),
         "53100" => (
             ErrorCode::StorageFull,
             format!("the PostgreSQL server's disk is full: {msg}"),

@@ -413,6 +413,21 @@ impl PgStorage {
             let ms = o.lease_ms.saturating_mul(2).clamp(5_000, 60_000);
             config.tcp_user_timeout(Duration::from_millis(ms));
         }
+        // A client frozen or cut off inside a transaction (between the
+        // statements of a takeover, say) must not keep an agent's row locked
+        // for ever: the server ends such a session, and a wait for a row lock
+        // gives up, after a lease's time (at least a second).
+        let wait = o.lease_ms.clamp(1_000, 600_000);
+        let mut options = config.get_options().unwrap_or_default().to_string();
+        for (name, value) in [
+            ("idle_in_transaction_session_timeout", wait),
+            ("lock_timeout", wait),
+        ] {
+            if !options.contains(name) {
+                options.push_str(&format!(" -c {name}={value}"));
+            }
+        }
+        config.options(options.trim());
         let pool = Pool::new(config.clone(), o.pool_size);
         pool.with(|c| migrate(c, &o.schema))?;
         let host = o.host.clone().unwrap_or_else(host_name);

@@ -729,6 +729,36 @@ fn dropped_connections_are_replaced(c: &TestCluster) {
     assert_eq!(block_on(a.list()).unwrap().len(), 1);
 }
 
+/// A session that holds an agent's row locked and stops (a worker frozen in
+/// a transaction): a takeover waits at most a lease's time (at least 1 s),
+/// then says AGENT_LOCKED instead of hanging; once the lock is gone it
+/// takes the agent.
+fn a_stuck_row_lock_does_not_hang_a_takeover(c: &TestCluster) {
+    let schema = new_schema("stuck");
+    let a = store(c, &schema, "host-a", 300);
+    let b = store(c, &schema, "host-b", 300);
+    let (_e, init) = Expect::new("s");
+    let la = block_on(a.create("s", &init)).unwrap();
+    block_on(a.release(&la)).unwrap();
+    let mut other = c.client().unwrap();
+    let mut tx = other.transaction().unwrap();
+    tx.execute(
+        &format!("SELECT 1 FROM \"{schema}\".agents WHERE id = 's' FOR UPDATE"),
+        &[],
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let (code_, msg) = code(block_on(b.acquire("s")));
+    let took = t0.elapsed();
+    assert_eq!(code_, ErrorCode::AgentLocked, "{msg}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    tx.rollback().unwrap();
+    block_on(b.acquire("s")).unwrap();
+}
+
 type Test = (&'static str, fn(&TestCluster));
 type Boxed = Box<dyn Fn(&TestCluster)>;
 
@@ -770,6 +800,10 @@ fn main() {
         ),
         ("racing_acquires_one_wins", racing_acquires_one_wins),
         ("keeper_renews_idle_leases", keeper_renews_idle_leases),
+        (
+            "a_stuck_row_lock_does_not_hang_a_takeover",
+            a_stuck_row_lock_does_not_hang_a_takeover,
+        ),
         (
             "dropped_connections_are_replaced",
             dropped_connections_are_replaced,
