@@ -330,6 +330,46 @@ fn event_row(events: &[EventLine], last: Option<i64>) -> Result<Option<(i64, i64
     Ok(prev.map(|last| (last, first, bytes)))
 }
 
+/// A batch as the parameters of the statements that store it: the session's
+/// chunks (offset, length, deflated or not, bytes) and the events' row.
+struct Rows<'a> {
+    offs: Vec<i64>,
+    lens: Vec<i64>,
+    zs: Vec<bool>,
+    parts: Vec<std::borrow::Cow<'a, [u8]>>,
+    first: Option<i64>,
+    last: Option<i64>,
+    len: Option<i64>,
+    z: Option<bool>,
+    lines: Option<Vec<u8>>,
+}
+
+impl Rows<'_> {
+    /// `batch` appended to a session of `at` bytes and a log whose last seq is `last`.
+    fn of(batch: &WriteBatch, at: i64, last: Option<i64>) -> Result<Rows<'_>> {
+        let (offs, parts) = chunks(&batch.session, at)?;
+        let lens = parts.iter().map(|p| to_i64(p.len() as u64)).collect();
+        let (zs, parts) = parts.into_iter().map(pack).unzip();
+        let mut r = Rows {
+            offs,
+            lens,
+            zs,
+            parts,
+            first: None,
+            last: None,
+            len: None,
+            z: None,
+            lines: None,
+        };
+        if let Some((l, f, lines)) = event_row(&batch.events, last)? {
+            let (z, packed) = pack(&lines);
+            (r.last, r.first, r.len) = (Some(l), Some(f), Some(to_i64(lines.len() as u64)));
+            (r.z, r.lines) = (Some(z), Some(packed.into_owned()));
+        }
+        Ok(r)
+    }
+}
+
 /// The seq an event line starts with (`{"seq":N,…`: the log writes it first).
 fn seq_of(line: &[u8]) -> Option<u64> {
     let rest = line.strip_prefix(b"{\"seq\":")?;
@@ -509,21 +549,11 @@ impl PgStorage {
         if batch.session.is_empty() && batch.events.is_empty() {
             return Ok(());
         }
-        let (offs, parts) = chunks(&batch.session, session_len)?;
-        let lens: Vec<i64> = parts.iter().map(|p| to_i64(p.len() as u64)).collect();
-        let (zs, parts): (Vec<bool>, Vec<_>) = parts.into_iter().map(pack).unzip();
-        let row = event_row(&batch.events, last_seq)?;
-        let packed = row.as_ref().map(|(_, _, l)| pack(l));
-        let (seq, first, len) = match &row {
-            Some((s, f, l)) => (Some(*s), Some(*f), Some(to_i64(l.len() as u64))),
-            None => (None, None, None),
-        };
-        let z = packed.as_ref().map(|p| p.0);
-        let lines = packed.as_ref().map(|p| &*p.1);
+        let r = Rows::of(batch, session_len, last_seq)?;
         tx.query(
             append,
             &[
-                &id, &offs, &lens, &zs, &parts, &seq, &first, &len, &z, &lines,
+                &id, &r.offs, &r.lens, &r.zs, &r.parts, &r.last, &r.first, &r.len, &r.z, &r.lines,
             ],
         )
         .pg(what)?;
@@ -864,17 +894,7 @@ impl PgStorage {
                 batch.session_at
             ))
         })?;
-        let (offs, parts) = chunks(&batch.session, at)?;
-        let lens: Vec<i64> = parts.iter().map(|p| to_i64(p.len() as u64)).collect();
-        let (zs, parts): (Vec<bool>, Vec<_>) = parts.into_iter().map(pack).unzip();
-        let row = event_row(&batch.events, None)?;
-        let packed = row.as_ref().map(|(_, _, l)| pack(l));
-        let (last, first, len) = match &row {
-            Some((s, f, l)) => (Some(*s), Some(*f), Some(to_i64(l.len() as u64))),
-            None => (None, None, None),
-        };
-        let z = packed.as_ref().map(|p| p.0);
-        let lines = packed.as_ref().map(|p| &*p.1);
+        let r = Rows::of(batch, at, None)?;
         let stored: bool = self.pool.with(|c| {
             let write = c.prep(&self.sql.write)?;
             let row = c
@@ -888,15 +908,15 @@ impl PgStorage {
                         &batch.hint,
                         &batch.state,
                         &at,
-                        &offs,
-                        &lens,
-                        &zs,
-                        &parts,
-                        &first,
-                        &last,
-                        &len,
-                        &z,
-                        &lines,
+                        &r.offs,
+                        &r.lens,
+                        &r.zs,
+                        &r.parts,
+                        &r.first,
+                        &r.last,
+                        &r.len,
+                        &r.z,
+                        &r.lines,
                     ],
                 )
                 .pg(what)
@@ -933,7 +953,7 @@ impl PgStorage {
         let max = row.get::<_, Option<i64>>(2).unwrap_or(0);
         Err(Error::internal(format!(
             "an event with seq {} after seq {max}: seqs must increase",
-            first.unwrap_or(0)
+            r.first.unwrap_or(0)
         )))
     }
 
