@@ -28,6 +28,14 @@ if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium chromium-driver
 fi
 
+# PostgreSQL's server binaries, for the tests' throwaway clusters (no service is started).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v pg_ctl >/dev/null 2>&1; then
+  log "installing Debian's PostgreSQL for the PostgresStore tests"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q postgresql
+fi
+
 stamp=node_modules/.forkpoint-install-stamp
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
   log "installing npm dependencies (npm ci: exactly the lock file)"

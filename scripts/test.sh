@@ -36,6 +36,7 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 fi
 step "TypeScript API types" tsc -p tests/types
 step "JS contract suite (napi)" env FORKPOINT_BACKEND=napi node --test tests/js/
+step "JS agent suite on PostgresStore (a throwaway cluster)" env FORKPOINT_BACKEND=napi FORKPOINT_AGENT_STORE=postgres node --test tests/js/agent.test.mjs tests/support/
 step "JS contract suite (wasm)" env FORKPOINT_BACKEND=wasm node --test tests/js/contract.test.mjs tests/js/events.test.mjs tests/js/normalize.test.mjs tests/js/migrate.test.mjs
 step "browser (Chromium)" node --test --test-concurrency=1 tests/browser/
 step "packages: npm pack, install the tarballs into fresh projects (CJS/ESM TypeScript, Vite, esbuild, webpack), run in Node and Chromium" \

@@ -1,10 +1,10 @@
 // A child process running an agent, for the crash tests: `node agent-child.mjs
-// <storeDir> <agentId> <mode>`. It prints `READY <json>` lines at known points;
+// <store> <agentId> <mode>` (a directory, or `url#schema#leaseMs`). It prints `READY <json>` lines at known points;
 // the parent kills it with SIGKILL there.
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { Agent, JSONStore, ToolRegistry, ScriptedProvider } = require('forkpoint');
+const { Agent, JSONStore, PostgresStore, ToolRegistry, ScriptedProvider } = require('forkpoint');
 const [dir, agentId, mode] = process.argv.slice(2);
 const say = (what, data = {}) => process.stdout.write(`${what} ${JSON.stringify(data)}\n`);
 
@@ -31,7 +31,9 @@ const model =
         },
       }
     : new ScriptedProvider([{ text: 'working', toolCalls: [{ id: 'call_slow_1', name: 'slow', arguments: { n: 1 } }] }]);
-const store = new JSONStore(dir);
+// `dir` is a store directory, or `url#schema#leaseMs` for PostgreSQL.
+const [url, schema, leaseMs] = dir.split('#');
+const store = dir.startsWith('postgres') ? await PostgresStore.open(url, { schema, leaseMs: Number(leaseMs) }) : new JSONStore(dir);
 const permission = mode === 'approval' ? { mode: 'approval' } : { mode: 'auto' };
 const agent = await Agent.create({ agentId, model, tools: ['slow', 'echo'], permission }, { store, toolRegistry });
 if (mode === 'hold') {

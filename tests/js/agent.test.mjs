@@ -1,5 +1,8 @@
 // The durable Agent (Node): the semantics of the issue, each with a test.
-import { test } from 'node:test';
+// On JSONStore, or with FORKPOINT_AGENT_STORE=postgres on PostgresStore (a
+// throwaway cluster started here, a schema per store): every test that does
+// not read the store's files runs on both.
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -7,8 +10,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { napi } from './helpers.mjs';
+import { startCluster } from '../support/pg-cluster.mjs';
 
-const { Agent, JSONStore, ToolRegistry, TemplateRegistry, ScriptedProvider, ForkpointError, SessionWriter, SessionLoader, EventLog } = napi;
+const { Agent, JSONStore, PostgresStore, ToolRegistry, TemplateRegistry, ScriptedProvider, ForkpointError, SessionWriter, SessionLoader, EventLog } = napi;
+const PG = process.env.FORKPOINT_AGENT_STORE === 'postgres';
+/** Tests that read or write the store's files directly. */
+const FILES = { skip: PG && 'reads the store files (JSONStore only)' };
+/** A short lease: a killed child's agent is free again soon. */
+const LEASE_MS = 600;
+const cluster = PG ? await startCluster() : null;
+if (cluster) after(() => cluster.stop());
+let schemas = 0;
 const child = fileURLToPath(new URL('./agent-child.mjs', import.meta.url));
 
 const zeroUsage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
@@ -18,7 +30,15 @@ const answerEntry = (content, timestamp) => ({
   message: { role: 'assistant', content, api: 'scripted', provider: 'scripted', model: 'scripted-1', usage: zeroUsage, stopReason: 'toolUse', timestamp },
 });
 
-const freshStore = () => new JSONStore(mkdtempSync(join(tmpdir(), 'fp-agent-')));
+/** A new empty store: a directory, or a schema of its own. */
+const freshStore = async (opts = {}) =>
+  PG
+    ? PostgresStore.open(cluster.url, { schema: `agent_${process.pid}_${++schemas}`, leaseMs: LEASE_MS, ...opts })
+    : new JSONStore(mkdtempSync(join(tmpdir(), 'fp-agent-')), opts);
+/** How a child process opens `store`: its directory, or `url#schema`. */
+const where = (store) => (PG ? `${cluster.url}#${store.schema}#${LEASE_MS}` : store.dir);
+/** Agent `id`'s event log, read-only. */
+const openLog = (store, id) => (PG ? store.events(id) : EventLog.open(join(store.dir, id, 'events.jsonl'), { readOnly: true }));
 
 function tools() {
   return new ToolRegistry()
@@ -59,9 +79,9 @@ async function events(agent, since = 0, channels) {
 }
 
 /** Runs the child until it prints `what`, then kills it with SIGKILL. */
-function runAndKill(dir, id, mode, what) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [child, dir, id, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function runAndKill(store, id, mode, what) {
+  const data = await new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [child, where(store), id, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     let data;
     p.stdout.on('data', (d) => {
@@ -74,10 +94,13 @@ function runAndKill(dir, id, mode, what) {
     });
     p.on('exit', (code, signal) => (signal === 'SIGKILL' ? resolve(data) : reject(new Error(`child exited ${code} ${signal}: ${out}`))));
   });
+  // The killed holder's lease runs out (files: the OS freed the lock at once).
+  if (PG) await new Promise((r) => setTimeout(r, LEASE_MS + 100));
+  return data;
 }
 
 test('chat runs the loop: a tool call with records and audit, events on the three channels, durable state', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools();
   const agent = await Agent.create({ agentId: 'calc', model: adder(), tools: ['add'] }, { store, toolRegistry });
   const r = await agent.chat('what is 2+3?');
@@ -106,8 +129,10 @@ test('chat runs the loop: a tool call with records and audit, events on the thre
   assert.equal(r.last.seq, evs.find((e) => e.type === 'done').seq);
   await agent.close();
   // Everything is in the store, in pi format.
-  const s = await SessionLoader.open(join(store.dir, 'calc', 'session.jsonl'));
-  assert.equal(s.getContext().length, 4);
+  if (!PG) {
+    const s = await SessionLoader.open(join(store.dir, 'calc', 'session.jsonl'));
+    assert.equal(s.getContext().length, 4);
+  }
   const again = await Agent.resume('calc', { model: adder() }, { store, toolRegistry });
   assert.deepEqual((await again.messages()).map((m) => m.role), ['user', 'assistant', 'toolResult', 'assistant']);
   assert.equal((await again.toolCalls())[0].state, 'COMPLETED');
@@ -115,10 +140,10 @@ test('chat runs the loop: a tool call with records and audit, events on the thre
 });
 
 test('crash resume seals a call killed while EXECUTING (SIGKILL), from its records: note, recommendations, events replayable', async () => {
-  const store = freshStore();
-  await runAndKill(store.dir, 'crashy', 'run', 'TOOL_RUNNING');
+  const store = await freshStore();
+  await runAndKill(store, 'crashy', 'run', 'TOOL_RUNNING');
   const toolRegistry = tools();
-  const before = await EventLog.open(join(store.dir, 'crashy', 'events.jsonl'), { readOnly: true });
+  const before = await openLog(store, 'crashy');
   const lastBefore = await before.lastBookmark();
   await before.close();
   const agent = await Agent.resume('crashy', { model: new ScriptedProvider([{ text: 'recovered' }]) }, { store, toolRegistry }, { strategy: 'crash' });
@@ -153,8 +178,8 @@ test('crash resume seals a call killed while EXECUTING (SIGKILL), from its recor
   await agent.close();
 });
 
-test('crash resume seals calls in PENDING, APPROVAL_REQUIRED and APPROVED, and calls only the transcript knows', async () => {
-  const store = freshStore();
+test('crash resume seals calls in PENDING, APPROVAL_REQUIRED and APPROVED, and calls only the transcript knows', FILES, async () => {
+  const store = await freshStore();
   const toolRegistry = tools();
   const agent = await Agent.create({ agentId: 'states', model: new ScriptedProvider([{ text: 'hi' }]), tools: ['echo'] }, { store, toolRegistry });
   await agent.chat('hello');
@@ -199,12 +224,12 @@ test('crash resume seals calls in PENDING, APPROVAL_REQUIRED and APPROVED, and c
 });
 
 test('bookmarks strictly increase across crashes and resumes; lastBookmark survives resume', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools();
   const seen = [];
   let last = 0;
   for (let round = 0; round < 3; round++) {
-    if (round === 0) await runAndKill(store.dir, 'multi', 'run', 'TOOL_RUNNING');
+    if (round === 0) await runAndKill(store, 'multi', 'run', 'TOOL_RUNNING');
     const a = await Agent.resume('multi', { model: new ScriptedProvider([{ text: `r${round}`, toolCalls: [{ name: 'echo', arguments: { round } }] }, { text: 'ok' }]) }, { store, toolRegistry }, { strategy: 'crash' });
     const info = await a.info();
     assert.ok(info.lastBookmark.seq > last, 'lastBookmark survives and grows');
@@ -215,7 +240,7 @@ test('bookmarks strictly increase across crashes and resumes; lastBookmark survi
     await a.close();
   }
   assert.ok(seen.every((s, i) => i === 0 || s > seen[i - 1]), 'no seq repeats');
-  const log = await EventLog.open(join(store.dir, 'multi', 'events.jsonl'), { readOnly: true });
+  const log = await openLog(store, 'multi');
   const all = (await log.readSince(null)).map((e) => e.seq);
   assert.equal(new Set(all).size, all.length);
   assert.ok(all.every((s, i) => i === 0 || s === all[i - 1] + 1));
@@ -223,7 +248,7 @@ test('bookmarks strictly increase across crashes and resumes; lastBookmark survi
 });
 
 test('approvals: pause, decide allow/deny, PERMISSION_NOT_PENDING; resumeFromStore applies overrides for real', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools();
   const script = () =>
     new ScriptedProvider([
@@ -264,7 +289,7 @@ test('approvals: pause, decide allow/deny, PERMISSION_NOT_PENDING; resumeFromSto
   assert.equal(r3.text, 'auto now');
   assert.equal(newModel.requests[0].tools.length, 2);
   await resumed.close();
-  const meta = JSON.parse(readFileSync(join(store.dir, 'ask', 'meta.json'), 'utf8'));
+  const meta = (await store.list()).find((m) => m.agentId === 'ask');
   assert.deepEqual(meta.permission, { mode: 'auto' });
   assert.deepEqual(meta.model, { provider: 'other', model: 'm-2', api: 'scripted' });
   assert.deepEqual(meta.tools, ['add', 'echo']);
@@ -281,7 +306,7 @@ test('approvals: pause, decide allow/deny, PERMISSION_NOT_PENDING; resumeFromSto
 });
 
 test('snapshot and fork: no dangling tool call, flat siblings with lineage, forks of forks, parent deletion keeps forks', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools();
   const model = new ScriptedProvider([{ text: 'first' }, { toolCalls: [{ id: 'open1', name: 'add', arguments: { a: 1, b: 2 } }] }]);
   const agent = await Agent.create({ agentId: 'root', model, tools: ['add'], permission: { mode: 'approval' } }, { store, toolRegistry });
@@ -308,19 +333,19 @@ test('snapshot and fork: no dangling tool call, flat siblings with lineage, fork
   const byLabel = await agent.fork('after-one');
   assert.deepEqual((await byLabel.messages()).map((m) => m.role), ['user', 'assistant']);
   for (const a of [fork, fork2, byLabel, agent]) await a.close();
-  const ids = store.list().map((m) => m.agentId);
+  const ids = (await store.list()).map((m) => m.agentId);
   assert.equal(ids.length, 4);
-  assert.ok(readdirSync(store.dir).every((d) => !d.includes('/')));
-  store.delete('root');
-  assert.equal(store.exists('root'), false);
-  assert.equal(store.list().length, 3, 'forks stay');
+  if (!PG) assert.ok(readdirSync(store.dir).every((d) => !d.includes('/')));
+  await store.delete('root');
+  assert.equal(await store.exists('root'), false);
+  assert.equal((await store.list()).length, 3, 'forks stay');
   const reopened = await Agent.resume(fi.agentId, { model: forkModel }, { store, toolRegistry });
   assert.equal((await reopened.chat('go')).text, 'fork answer');
   await reopened.close();
 });
 
 test('checkpoints: create, list by execution (exact), lastSuccessful, restore moves the leaf and keeps history', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools();
   const model = new ScriptedProvider([{ text: 'a1' }, { text: 'a2' }, { text: 'a3' }, (req) => ({ text: `after restore: ${req.messages.length} messages` })]);
   const agent = await Agent.create({ agentId: 'ck', model, tools: [] }, { store, toolRegistry });
@@ -346,17 +371,19 @@ test('checkpoints: create, list by execution (exact), lastSuccessful, restore mo
   await rejectsCode(agent.checkpoints.restore('ckpt-none-0'), 'NOT_FOUND');
   await agent.close();
   // History is kept: the abandoned branch is still in the file, and the leaf survives a restart.
-  const text = readFileSync(join(store.dir, 'ck', 'session.jsonl'), 'utf8');
-  assert.ok(text.includes('"q3"') && text.includes('"type":"leaf"'), 'abandoned branch kept, leaf moved by an entry');
-  const s = await SessionLoader.open(join(store.dir, 'ck', 'session.jsonl'));
-  assert.equal(s.getContext().length, 4);
+  if (!PG) {
+    const text = readFileSync(join(store.dir, 'ck', 'session.jsonl'), 'utf8');
+    assert.ok(text.includes('"q3"') && text.includes('"type":"leaf"'), 'abandoned branch kept, leaf moved by an entry');
+    const s = await SessionLoader.open(join(store.dir, 'ck', 'session.jsonl'));
+    assert.equal(s.getContext().length, 4);
+  }
   const again = await Agent.resume('ck', { model: new ScriptedProvider([]) }, { store, toolRegistry });
   assert.deepEqual((await again.messages()).map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
   await again.close();
 });
 
 test('one process per agent: AGENT_LOCKED while held (also in this process), free after close or SIGKILL', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools();
   const a = await Agent.create({ agentId: 'solo', model: new ScriptedProvider([]), tools: [] }, { store, toolRegistry });
   await rejectsCode(Agent.resume('solo', { model: new ScriptedProvider([]) }, { store, toolRegistry }), 'AGENT_LOCKED');
@@ -365,7 +392,7 @@ test('one process per agent: AGENT_LOCKED while held (also in this process), fre
   await b.close();
   // Another process holds it; killed, the OS frees the lock.
   const held = new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [child, store.dir, 'other', 'hold'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, [child, where(store), 'other', 'hold'], { stdio: ['ignore', 'pipe', 'inherit'] });
     p.stdout.on('data', async (d) => {
       if (!String(d).includes('OPEN')) return;
       try {
@@ -379,11 +406,12 @@ test('one process per agent: AGENT_LOCKED while held (also in this process), fre
     p.on('exit', resolve);
   });
   await held;
+  if (PG) await new Promise((r) => setTimeout(r, LEASE_MS + 100));
   const c = await Agent.resume('other', { model: new ScriptedProvider([]) }, { store, toolRegistry });
   await c.close();
 });
 
-test('ids are validated (INVALID_ID) and nothing outside the store is touched; no credentials reach the disk', async () => {
+test('ids are validated (INVALID_ID) and nothing outside the store is touched; no credentials reach the disk', FILES, async () => {
   const parent = mkdtempSync(join(tmpdir(), 'fp-ids-'));
   const store = new JSONStore(join(parent, 'store'));
   const toolRegistry = tools();
@@ -421,7 +449,7 @@ test('ids are validated (INVALID_ID) and nothing outside the store is touched; n
 });
 
 test('interrupt aborts a running tool and seals it with the note; resumeOrCreate creates then resumes', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools();
   const model = new ScriptedProvider([{ toolCalls: [{ id: 'w1', name: 'wait', arguments: {} }] }, { text: 'after interrupt' }]);
   const agent = await Agent.resumeOrCreate('intr', { model, tools: ['wait'] }, { store, toolRegistry });
@@ -443,8 +471,8 @@ test('interrupt aborts a running tool and seals it with the note; resumeOrCreate
   await again.close();
 });
 
-test('per-step persistence cost does not grow with the session (bytes written per step, first 20 vs last 20 of 200)', async () => {
-  const store = freshStore();
+test('per-step persistence cost does not grow with the session (bytes written per step, first 20 vs last 20 of 200)', FILES, async () => {
+  const store = await freshStore();
   const toolRegistry = tools();
   const turns = [];
   for (let i = 0; i < 200; i++) turns.push({ toolCalls: [{ name: 'echo', arguments: { i, pad: 'x'.repeat(200) } }] }, { text: `step ${i} done` });
@@ -466,8 +494,8 @@ test('per-step persistence cost does not grow with the session (bytes written pe
 });
 
 test('a crash during a model call: the breakpoint says so, and autoRun redoes the call', async () => {
-  const store = freshStore();
-  await runAndKill(store.dir, 'mid-model', 'model-hang', 'MODEL_CALL');
+  const store = await freshStore();
+  await runAndKill(store, 'mid-model', 'model-hang', 'MODEL_CALL');
   const toolRegistry = tools();
   const model = new ScriptedProvider([{ text: 'answered after the crash' }]);
   const agent = await Agent.resume('mid-model', { model }, { store, toolRegistry }, { strategy: 'crash', autoRun: true });
@@ -483,7 +511,7 @@ test('a crash during a model call: the breakpoint says so, and autoRun redoes th
 });
 
 test('tools emit their own events (tool_custom_event) through ctx.emit', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = new ToolRegistry().register({
     name: 'progressy',
     description: 'reports progress',
@@ -506,7 +534,7 @@ test('tools emit their own events (tool_custom_event) through ctx.emit', async (
 });
 
 test('todos: at most one in progress, persisted, restored on resume, copied on fork', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools();
   const agent = await Agent.create({ agentId: 'todo', model: new ScriptedProvider([{ text: 'a' }]), tools: [] }, { store, toolRegistry });
   await agent.chat('plan');
@@ -530,8 +558,8 @@ test('todos: at most one in progress, persisted, restored on resume, copied on f
   await again.close();
 });
 
-test('a terminal record whose result message never reached the file: resume writes the message from the record; forks stay clean', async () => {
-  const store = freshStore();
+test('a terminal record whose result message never reached the file: resume writes the message from the record; forks stay clean', FILES, async () => {
+  const store = await freshStore();
   const toolRegistry = tools();
   const agent = await Agent.create({ agentId: 'torn', model: new ScriptedProvider([{ text: 'hi' }]), tools: ['echo'] }, { store, toolRegistry });
   await agent.chat('hello');
@@ -558,7 +586,7 @@ test('a terminal record whose result message never reached the file: resume writ
 });
 
 test('races: a message sent while the loop finishes is answered; two interrupts seal once; decide twice; a result that is not JSON fails once', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   let runs = 0;
   const toolRegistry = tools()
     .register({ name: 'cyclic', description: 'returns a cycle', inputSchema: { type: 'object' }, run: () => { runs++; const o = {}; o.self = o; return o; } });
@@ -614,8 +642,8 @@ test('races: a message sent while the loop finishes is answered; two interrupts 
 });
 
 test('a manual resume never runs a call that was executing at the crash: it is sealed when the loop reaches it', async () => {
-  const store = freshStore();
-  await runAndKill(store.dir, 'manual', 'run', 'TOOL_RUNNING');
+  const store = await freshStore();
+  await runAndKill(store, 'manual', 'run', 'TOOL_RUNNING');
   let runs = 0;
   const toolRegistry = tools().register({ name: 'slow', description: 'counts', inputSchema: { type: 'object' }, run: () => ++runs });
   const a = await Agent.resume('manual', { model: new ScriptedProvider([{ text: 'ok then' }, { text: 'ok then' }]) }, { store, toolRegistry }, { strategy: 'manual' });
@@ -629,7 +657,7 @@ test('a manual resume never runs a call that was executing at the crash: it is s
 });
 
 test('deep JSON: arguments and results as deep as the writer takes are kept; deeper results fail the call, the agent reopens', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const deep = (n) => {
     let v = { leaf: true };
     for (let i = 0; i < n; i++) v = { d: v };
@@ -656,8 +684,8 @@ test('deep JSON: arguments and results as deep as the writer takes are kept; dee
   await again.close();
 });
 
-test('a call id reused by a later answer starts afresh: a crash before its record seals it, never hands it the old result', async () => {
-  const store = freshStore();
+test('a call id reused by a later answer starts afresh: a crash before its record seals it, never hands it the old result', FILES, async () => {
+  const store = await freshStore();
   const toolRegistry = tools();
   const model = new ScriptedProvider([{ toolCalls: [{ id: 'call_0', name: 'add', arguments: { a: 1, b: 2 } }] }, { text: 'three' }]);
   const agent = await Agent.create({ agentId: 'reuse', model, tools: ['add'] }, { store, toolRegistry });
@@ -679,7 +707,7 @@ test('a call id reused by a later answer starts afresh: a crash before its recor
 });
 
 test('decide works for a call waiting for approval after a checkpoint restore', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools();
   const model = new ScriptedProvider([{ toolCalls: [{ id: 'c1', name: 'add', arguments: { a: 1, b: 1 } }] }, { text: 'two' }, { text: 'two again' }]);
   const agent = await Agent.create({ agentId: 'restore-approval', model, tools: ['add'], permission: { mode: 'approval' } }, { store, toolRegistry });
@@ -701,8 +729,8 @@ const ANTHROPIC_SECRET = 'sk-ant-api03-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789';
 const GITHUB_SECRET = 'ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
 const JWT_SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlMTIz';
 
-test('meta.json: every credential spelling of the issue is filtered by key and by value, on create, resume and fork', async () => {
-  const store = freshStore();
+test('meta.json: every credential spelling of the issue is filtered by key and by value, on create, resume and fork', FILES, async () => {
+  const store = await freshStore();
   const toolRegistry = tools();
   const metadata = () => ({
     private_key: 'plain-1', privateKey: 'plain-2', OPENAI_KEY: 'plain-3', key: 'plain-4', bearer: 'plain-5', cookie: 'plain-6',
@@ -740,10 +768,10 @@ test('meta.json: every credential spelling of the issue is filtered by key and b
   const again = await Agent.resumeFromStore('creds', { store, toolRegistry, modelFactory: (ref) => new ScriptedProvider([], ref) }, { overrides: { metadata: metadata() } });
   check('creds');
   await again.close();
-  assert.deepEqual(store.list().find((m) => m.agentId === 'creds').metadata.headers[0], ['Authorization', '[redacted]']);
+  assert.deepEqual((await store.list()).find((m) => m.agentId === 'creds').metadata.headers[0], ['Authorization', '[redacted]']);
 });
 
-test('redact hook: tool inputs, results, messages and checkpoint variables are filtered on disk when the store has one, verbatim without', async () => {
+test('redact hook: tool inputs, results, messages and checkpoint variables are filtered on disk when the store has one, verbatim without', FILES, async () => {
   const run = async (redact) => {
     const store = new JSONStore(mkdtempSync(join(tmpdir(), 'fp-redact-')), redact ? { redact } : {});
     const seen = [];
@@ -803,7 +831,7 @@ test('redactSecrets: the meta.json filter for any JSON value', () => {
 });
 
 test('a streaming provider: pieces are text_chunk events as they come, durable before the answer, and not repeated', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const model = new ScriptedProvider([{ thinking: 'let me think', text: 'Hello, streaming world!' }], { stream: 4 });
   const agent = await Agent.create({ agentId: 'streamer', model, tools: [] }, { store, toolRegistry: tools() });
   const live = [];
@@ -827,7 +855,7 @@ test('a streaming provider: pieces are text_chunk events as they come, durable b
 });
 
 test('a provider that streams a bad piece or answers with a non-object: the call fails (INVALID_INPUT), the agent is READY and goes on', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   let turn = 0;
   const model = {
     provider: 'p',
@@ -850,7 +878,7 @@ test('a provider that streams a bad piece or answers with a non-object: the call
 });
 
 test('a tool error or a model answer with a lone surrogate: stored with U+FFFD, the call ends, the agent goes on', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const toolRegistry = tools().register({ name: 'weird', description: 'throws odd text', inputSchema: { type: 'object' }, run: () => { throw new Error('bad \ud83d text'); } });
   let turn = 0;
   const model = {
@@ -875,8 +903,8 @@ test('a tool error or a model answer with a lone surrogate: stored with U+FFFD, 
   await agent.close();
 });
 
-test('a lying, torn, FIFO or /dev/zero state.json never hangs or misleads a resume: it falls back to the whole session', async () => {
-  const store = freshStore();
+test('a lying, torn, FIFO or /dev/zero state.json never hangs or misleads a resume: it falls back to the whole session', FILES, async () => {
+  const store = await freshStore();
   const deps = { store, toolRegistry: tools() };
   const a = await Agent.create({ agentId: 'st', model: new ScriptedProvider([{ text: 'a' }]) }, deps);
   await a.chat('hi');
@@ -909,7 +937,7 @@ const readlinkOr = (p) => {
 };
 
 test('an agent created without an id gets one (agt-…) and reopens by it', async () => {
-  const store = freshStore();
+  const store = await freshStore();
   const a = await Agent.create({ model: new ScriptedProvider([{ text: 'hi' }]) }, { store, toolRegistry: tools() });
   const b = await Agent.create({ model: new ScriptedProvider([{ text: 'hi' }]) }, { store, toolRegistry: tools() });
   assert.match(a.agentId, /^agt-[0-9a-z]+$/);

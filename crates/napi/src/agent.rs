@@ -1,5 +1,5 @@
-//! `NativeStore` and `NativeAgent`: the agent machine over the file store
-//! (behind `JSONStore` and `Agent`). Each method converts its arguments, calls
+//! `NativeStore` and `NativeAgent`: the agent machine over a store (behind
+//! `JSONStore`, `PostgresStore` and `Agent`). Each method converts its arguments, calls
 //! one core function and converts the result; the blocking ones run as a
 //! [`Job`] on the libuv pool, where the runtime's futures are driven to the end
 //! (the file store completes them synchronously).
@@ -12,6 +12,7 @@ use forkpoint_core::agent::runtime::AgentRuntime;
 use forkpoint_core::storage::AgentStorage;
 use forkpoint_core::{Error, EventLogInfo, EventLogOptions};
 use forkpoint_fs::{FileStorage, validate_id};
+use forkpoint_pg::{Follower, PgOptions, PgStorage};
 use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, Task};
@@ -21,9 +22,11 @@ use std::time::Duration;
 
 use crate::events::NativeEventLog;
 use crate::feed::{Ended, Feed, Written};
+use crate::store::{Pg, Store};
+use crate::stored_log::NativeStoredLog;
 use crate::util::{guard, now_ms, seed};
 
-type Runtime = AgentRuntime<Arc<FileStorage>>;
+type Runtime = AgentRuntime<Store>;
 
 fn to_json<T: serde::Serialize>(v: &T) -> forkpoint_core::Result<String> {
     forkpoint_core::types::to_json_text(v)
@@ -80,10 +83,33 @@ impl<T: Send + 'static + ToNapiValue + TypeName> Task for Job<T> {
     }
 }
 
-/// The agents of a store directory.
+/// The options of `PostgresStore.open`, as JSON.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PgOpenOptions {
+    connection_string: String,
+    schema: Option<String>,
+    lease_ms: Option<f64>,
+    pool_size: Option<f64>,
+    connect_timeout_ms: Option<f64>,
+    host: Option<String>,
+}
+
+/// A whole number of `what` in `1..=max`, else `INVALID_INPUT`.
+fn whole(v: f64, what: &str, max: f64) -> forkpoint_core::Result<u64> {
+    if v.fract() == 0.0 && (1.0..=max).contains(&v) {
+        Ok(v as u64)
+    } else {
+        Err(Error::invalid_input(format!(
+            "{what} must be a whole number from 1 to {max}, not {v}"
+        )))
+    }
+}
+
+/// The agents of a store: a directory, or a PostgreSQL schema.
 #[napi]
 pub struct NativeStore {
-    inner: Arc<FileStorage>,
+    inner: Store,
 }
 
 #[napi]
@@ -92,8 +118,73 @@ impl NativeStore {
     #[napi(constructor)]
     pub fn new(root: String) -> Self {
         NativeStore {
-            inner: Arc::new(FileStorage::new(root)),
+            inner: Store::File(Arc::new(FileStorage::new(root))),
         }
+    }
+
+    /// Connects to PostgreSQL (`opts`: `{connectionString, schema, leaseMs,
+    /// poolSize, connectTimeoutMs, host}`, JSON), creating or migrating the
+    /// tables: `STORE_UNAVAILABLE` when the server cannot be used,
+    /// `UNSUPPORTED_FORMAT` when its tables are newer than this build.
+    #[napi(ts_return_type = "Promise<NativeStore>")]
+    pub fn open_postgres(opts_json: String) -> AsyncTask<Job<NativeStore>> {
+        Job::new(move || {
+            let o: PgOpenOptions = parse("PostgresStore options", &opts_json)?;
+            let mut p = PgOptions::new(o.connection_string);
+            if let Some(s) = o.schema {
+                p.schema = s;
+            }
+            if let Some(ms) = o.lease_ms {
+                p.lease_ms = whole(ms, "leaseMs", 365.0 * 24.0 * 3_600_000.0)?;
+            }
+            if let Some(n) = o.pool_size {
+                p.pool_size = whole(n, "poolSize", 1000.0)? as usize;
+            }
+            if let Some(ms) = o.connect_timeout_ms {
+                p.connect_timeout_ms = whole(ms, "connectTimeoutMs", 3_600_000.0)?;
+            }
+            p.host = o.host;
+            Ok(NativeStore {
+                inner: Store::Pg(Arc::new(Pg::new(PgStorage::connect(p)?))),
+            })
+        })
+    }
+
+    /// The agents (as `list`), off the JavaScript thread.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn list_async(&self) -> AsyncTask<Job<String>> {
+        let store = self.inner.clone();
+        Job::new(move || forkpoint_core::storage::listed_json(pollster::block_on(store.list())?))
+    }
+
+    /// Whether the store holds agent `id` (as `exists`), off the JavaScript thread.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn exists_async(&self, id: String) -> AsyncTask<Job<bool>> {
+        let store = self.inner.clone();
+        Job::new(move || {
+            validate_id(&id)?;
+            pollster::block_on(store.exists(&id))
+        })
+    }
+
+    /// Deletes agent `id` (as `remove`), off the JavaScript thread.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn remove_async(&self, id: String) -> AsyncTask<Job<()>> {
+        let store = self.inner.clone();
+        Job::new(move || pollster::block_on(store.delete(&id)))
+    }
+
+    /// Follows agent `id`'s events as its writer (on any host) stores them
+    /// (PostgreSQL only; `AGENT_NOT_FOUND`).
+    #[napi(ts_return_type = "Promise<NativeStoredLog>")]
+    pub fn follow(&self, id: String) -> AsyncTask<Job<NativeStoredLog>> {
+        let store = self.inner.clone();
+        Job::new(move || match store {
+            Store::Pg(pg) => Ok(NativeStoredLog::follow(Follower::open(&pg.pg, &id)?, pg)),
+            Store::File(_) => Err(Error::invalid_input(
+                "follow is for PostgreSQL stores (open the agent's events.jsonl read-only)",
+            )),
+        })
     }
 
     /// The agents (JSON array of their `meta.json`; one that cannot be read is
@@ -119,10 +210,13 @@ impl NativeStore {
     #[napi(ts_return_type = "Promise<string>")]
     pub fn inspect(&self, id: String) -> AsyncTask<Job<String>> {
         let store = self.inner.clone();
-        Job::new(move || {
-            to_json(&pollster::block_on(forkpoint_fs::inspect::inspect(
+        Job::new(move || match store {
+            Store::File(store) => to_json(&pollster::block_on(forkpoint_fs::inspect::inspect(
                 &store, &id,
-            ))?)
+            ))?),
+            Store::Pg(_) => Err(Error::invalid_input(
+                "inspect reads a JSONStore's files; a PostgreSQL store has none",
+            )),
         })
     }
 
@@ -139,8 +233,16 @@ pub struct NativeAgent {
     rt: Arc<Mutex<Runtime>>,
     /// The writer of the model call being streamed (its ticket).
     feed: Mutex<Option<(u32, Arc<Feed>)>>,
-    events: Option<(Arc<forkpoint_fs::events::FileEventLog>, String)>,
+    events: AgentLog,
     id: String,
+}
+
+/// An open agent's event log.
+enum AgentLog {
+    /// The file store's, with what opening it found (JSON).
+    File(Option<(Arc<forkpoint_fs::events::FileEventLog>, String)>),
+    /// Read through the storage seam, fed by the agent's writes.
+    Stored(Arc<forkpoint_core::storage::StoredLog>, Store),
 }
 
 /// The seq of an event line (`{"seq":N,…`).
@@ -159,14 +261,20 @@ fn tools_of(json: &str) -> forkpoint_core::Result<Vec<ToolSpec>> {
     ToolSpec::list_from_json(json)
 }
 
-fn agent(store: &Arc<FileStorage>, rt: Runtime) -> NativeAgent {
+fn agent(store: &Store, rt: Runtime) -> NativeAgent {
     let id = rt.lease().agent_id.clone();
-    let events = store.events(&id).map(|log| {
-        let opts = EventLogOptions::default();
-        let mut info = EventLogInfo::new(&opts);
-        info.last_bookmark = log.last_bookmark().ok().flatten();
-        (log, to_json(&info).unwrap_or_else(|_| "{}".into()))
-    });
+    let events = match store {
+        Store::File(files) => AgentLog::File(files.events(&id).map(|log| {
+            let opts = EventLogOptions::default();
+            let mut info = EventLogInfo::new(&opts);
+            info.last_bookmark = log.last_bookmark().ok().flatten();
+            (log, to_json(&info).unwrap_or_else(|_| "{}".into()))
+        })),
+        Store::Pg(pg) => {
+            let last = rt.with_machine(|m| m.last_event()).ok().flatten();
+            AgentLog::Stored(pg.log(&id, last), store.clone())
+        }
+    };
     NativeAgent {
         rt: Arc::new(Mutex::new(rt)),
         feed: Mutex::new(None),
@@ -232,14 +340,23 @@ impl NativeAgent {
         self.id.clone()
     }
 
-    /// The agent's event log (subscriptions, live events).
+    /// The agent's event log in a file store (subscriptions, live events).
     #[napi]
     pub fn events(&self) -> napi::Result<NativeEventLog> {
-        guard(|| {
-            self.events
-                .as_ref()
-                .map(|(log, info)| NativeEventLog::shared(log.clone(), info.clone()))
-                .ok_or_else(|| Error::internal("the agent's event log is not open"))
+        guard(|| match &self.events {
+            AgentLog::File(Some((log, info))) => {
+                Ok(NativeEventLog::shared(log.clone(), info.clone()))
+            }
+            _ => Err(Error::internal("the agent has no event log file")),
+        })
+    }
+
+    /// The agent's event log in a PostgreSQL store (subscriptions, live events).
+    #[napi]
+    pub fn stored_events(&self) -> napi::Result<NativeStoredLog> {
+        guard(|| match &self.events {
+            AgentLog::Stored(log, store) => Ok(NativeStoredLog::agent(log.clone(), store.clone())),
+            AgentLog::File(_) => Err(Error::internal("the agent's event log is a file")),
         })
     }
 

@@ -16,5 +16,7 @@ mod list;
 mod normalize;
 mod provider;
 mod session;
+mod store;
+mod stored_log;
 mod util;
 mod writer;

@@ -20,6 +20,14 @@
 //!   nothing is stored. [`PgStorage::renew`] renews without writing (the binding
 //!   calls it on a timer). A holder whose lease ran out but was not taken over
 //!   still writes (its token is still the current one) and so renews it.
+//!   While a storage holds leases, a thread of its own renews them all every
+//!   third of `leaseMs` (one statement), so an open agent keeps its lease
+//!   while idle, and loses it `leaseMs` after its process stops or its host
+//!   is cut off.
+//! - **Following**: each write with events notifies (`pg_notify` at its
+//!   commit); [`Follower`] follows an agent from another host on those
+//!   notifications, reading the events by seq (a lost notification delays,
+//!   never loses, an event).
 //! - **Errors**: a server that cannot be reached, drops the connection, shuts
 //!   down or refuses the credentials is `STORE_UNAVAILABLE`; a full disk
 //!   `STORAGE_FULL`; other server errors `IO` with the server's message.
@@ -34,11 +42,14 @@
 //! process each use their own.
 
 mod error;
+mod keeper;
 mod pool;
 mod schema;
 mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod watch;
 
 pub use schema::SCHEMA_VERSION;
 pub use storage::{PgOptions, PgStorage};
+pub use watch::{Follower, Watch};

@@ -1,7 +1,7 @@
 //! [`PgStorage`]: the storage seam on PostgreSQL.
 
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use forkpoint_core::events::parse_event_line;
@@ -14,8 +14,10 @@ use forkpoint_core::{Error, ErrorCode, Result};
 use postgres::{Config, Transaction};
 
 use crate::error::Pg;
+use crate::keeper::Keeper;
 use crate::pool::Pool;
 use crate::schema::{check_schema_name, migrate};
+use crate::watch::{CHANNEL, Watch, payload};
 
 /// Session chunks are cut at line ends once they reach this size (a line
 /// longer than it stays whole), so a range read fetches little more than it needs.
@@ -39,6 +41,10 @@ pub struct PgOptions {
     /// How long opening a connection may take, in milliseconds, when the
     /// connection string sets no `connect_timeout` (default 10,000).
     pub connect_timeout_ms: u64,
+    /// Whether the leases this storage holds are renewed on a thread of its
+    /// own every third of `lease_ms` (default true). Without it they last
+    /// `lease_ms` after each write or [`PgStorage::renew`].
+    pub keep_leases: bool,
 }
 
 impl PgOptions {
@@ -51,6 +57,7 @@ impl PgOptions {
             host: None,
             pool_size: 4,
             connect_timeout_ms: 10_000,
+            keep_leases: true,
         }
     }
 }
@@ -74,6 +81,17 @@ pub struct PgStorage {
     lease_ms: i64,
     holder: String,
     sql: Sql,
+    keeper: Keeper,
+    config: Config,
+    watch: OnceLock<Arc<Watch>>,
+}
+
+impl Drop for PgStorage {
+    fn drop(&mut self) {
+        if let Some(w) = self.watch.get() {
+            w.stop();
+        }
+    }
 }
 
 impl std::fmt::Debug for PgStorage {
@@ -121,11 +139,14 @@ impl Sql {
                  VALUES ($1, $4, nextval('{s}.lease_tokens'), $2, {until}, $5, $6)
                  ON CONFLICT (id) DO NOTHING RETURNING token"
             ),
+            // Followers on other hosts are told at the commit (`$6`: the
+            // notification, NULL without events).
             append: format!(
                 "WITH chunks AS (INSERT INTO {s}.session_chunks (agent_id, off, bytes)
-                   SELECT $1, o, b FROM unnest($2::bigint[], $3::bytea[]) AS u(o, b))
-                 INSERT INTO {s}.events (agent_id, seq, line)
-                   SELECT $1, q, l FROM unnest($4::bigint[], $5::bytea[]) AS u(q, l)"
+                   SELECT $1, o, b FROM unnest($2::bigint[], $3::bytea[]) AS u(o, b)),
+                 evs AS (INSERT INTO {s}.events (agent_id, seq, line)
+                   SELECT $1, q, l FROM unnest($4::bigint[], $5::bytea[]) AS u(q, l))
+                 SELECT pg_notify('{CHANNEL}', $6::text) WHERE $6::text IS NOT NULL"
             ),
             lock_agent: format!(
                 "SELECT holder, lease_until > clock_timestamp(),
@@ -326,16 +347,40 @@ impl PgStorage {
         if config.get_application_name().is_none() {
             config.application_name("forkpoint");
         }
-        let pool = Pool::new(config, o.pool_size);
+        // A connection to a server that stopped answering (a partition) fails
+        // after this instead of waiting for the kernel's retransmissions
+        // (minutes): the write's outcome is then decided by its transaction.
+        if config.get_tcp_user_timeout().is_none() {
+            let ms = o.lease_ms.saturating_mul(2).clamp(5_000, 60_000);
+            config.tcp_user_timeout(Duration::from_millis(ms));
+        }
+        let pool = Pool::new(config.clone(), o.pool_size);
         pool.with(|c| migrate(c, &o.schema))?;
         let host = o.host.clone().unwrap_or_else(host_name);
+        let lease_ms = to_i64(o.lease_ms);
         Ok(PgStorage {
             pool,
             sql: Sql::new(&o.schema),
+            keeper: Keeper::new(config.clone(), &o.schema, lease_ms, o.keep_leases),
+            config,
+            watch: OnceLock::new(),
             schema: o.schema,
-            lease_ms: to_i64(o.lease_ms),
+            lease_ms,
             holder: format!("pid {} on {host}", std::process::id()),
         })
+    }
+
+    /// The notifications of this schema's writes (started at the first call):
+    /// what followers on this host wake up on.
+    pub fn watch(&self) -> Arc<Watch> {
+        self.watch
+            .get_or_init(|| Watch::start(self.config.clone(), self.schema.clone()))
+            .clone()
+    }
+
+    /// How long a lease lasts without a write or a renewal, in milliseconds.
+    pub fn lease_ms(&self) -> u64 {
+        u64::try_from(self.lease_ms).unwrap_or(0)
     }
 
     /// The PostgreSQL schema holding the tables.
@@ -359,6 +404,7 @@ impl PgStorage {
         if n == 1 {
             Ok(())
         } else {
+            self.keeper.forget(&lease.agent_id, token);
             Err(lease_lost(&lease.agent_id))
         }
     }
@@ -379,8 +425,15 @@ impl PgStorage {
         }
         let (offs, parts) = chunks(&batch.session, session_len)?;
         let (seqs, lines) = event_rows(&batch.events, last_seq)?;
-        tx.execute(&self.sql.append, &[&id, &offs, &parts, &seqs, &lines])
-            .pg(what)?;
+        let note = batch
+            .events
+            .last()
+            .map(|e| payload(&self.schema, id, e.meta.seq));
+        tx.query(
+            &self.sql.append,
+            &[&id, &offs, &parts, &seqs, &lines, &note],
+        )
+        .pg(what)?;
         Ok(())
     }
 
@@ -440,6 +493,7 @@ impl PgStorage {
             let token: i64 = row.get(0);
             self.append(&mut tx, id, init, 0, None, what)?;
             tx.commit().pg(what)?;
+            self.keeper.hold(id, token);
             Ok(Lease {
                 agent_id: id.to_string(),
                 token: u64::try_from(token).unwrap_or(0),
@@ -474,6 +528,7 @@ impl PgStorage {
                 .pg(what)?;
             let token: i64 = row.get(0);
             tx.commit().pg(what)?;
+            self.keeper.hold(id, token);
             Ok(Lease {
                 agent_id: id.to_string(),
                 token: u64::try_from(token).unwrap_or(0),
@@ -572,6 +627,11 @@ impl PgStorage {
         Ok(out)
     }
 
+    pub(crate) fn tail_events_sync(&self, id: &str, count: usize) -> Result<Vec<Arc<str>>> {
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        self.event_query(id, &self.sql.tail_events, &count, None)
+    }
+
     fn write_sync(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {
         let id = lease.agent_id.as_str();
         let token = token_of(lease)?;
@@ -598,6 +658,7 @@ impl PgStorage {
             // (a takeover changes the token); it would collide on the keys
             // (offset, seq) and fail whole.
             let Some(row) = row else {
+                self.keeper.forget(id, token);
                 return Err(lease_lost(id));
             };
             let len: i64 = row.get::<_, Option<i64>>(0).unwrap_or(0);
@@ -624,6 +685,7 @@ impl PgStorage {
         let Ok(token) = token_of(lease) else {
             return Ok(());
         };
+        self.keeper.forget(&lease.agent_id, token);
         self.pool.with(|c| {
             c.execute(&self.sql.release, &[&lease.agent_id, &token])
                 .pg("releasing the lease")
@@ -697,8 +759,7 @@ impl AgentStorage for PgStorage {
     }
 
     async fn tail_events(&self, id: &str, count: usize) -> Result<Vec<Arc<str>>> {
-        let count = i64::try_from(count).unwrap_or(i64::MAX);
-        self.event_query(id, &self.sql.tail_events, &count, None)
+        self.tail_events_sync(id, count)
     }
 
     async fn write(&self, lease: &Lease, batch: &WriteBatch) -> Result<()> {

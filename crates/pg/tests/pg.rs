@@ -31,6 +31,8 @@ fn opts(c: &TestCluster, schema: &str, host: &str, lease_ms: u64) -> PgOptions {
         schema: schema.into(),
         host: Some(host.into()),
         lease_ms,
+        // Most tests here let leases run out while the store is open.
+        keep_leases: false,
         ..PgOptions::new(c.url())
     }
 }
@@ -571,6 +573,112 @@ impl<F: std::future::Future<Output = ()>> AwaitNow for F {
     }
 }
 
+/// With `keep_leases` (the default), an idle holder keeps its lease: its
+/// thread renews it (lease 300 ms, idle for 1.2 s); once the store is gone
+/// (its process stopped), the lease runs out and another host takes over.
+fn keeper_renews_idle_leases(c: &TestCluster) {
+    let schema = new_schema("keeper");
+    let a = PgStorage::connect(PgOptions {
+        keep_leases: true,
+        ..opts(c, &schema, "host-a", 300)
+    })
+    .unwrap();
+    let b = store(c, &schema, "host-b", 300);
+    let (mut e, init) = Expect::new("k");
+    let la = block_on(a.create("k", &init)).unwrap();
+    for i in 0..4 {
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            code(block_on(b.acquire("k"))).0,
+            ErrorCode::AgentLocked,
+            "idle for {} ms",
+            (i + 1) * 300
+        );
+    }
+    block_on(a.write(&la, &e.step(1, 1, false))).unwrap();
+    drop(a);
+    std::thread::sleep(Duration::from_millis(400));
+    let lb = block_on(b.acquire("k")).unwrap();
+    block_on(b.write(&lb, &e.step(1, 1, false))).unwrap();
+    check_stored(&b, &e, "after the takeover").await_now();
+}
+
+/// A follower on another host sees every event once and in order: woken by
+/// notifications, and when its listening connection is killed (notifications
+/// sent meanwhile are lost), by the reconnection and its fallback reads.
+fn follower_sees_every_event_once(c: &TestCluster) {
+    use forkpoint_core::eventlog::Since;
+    use forkpoint_core::events::EventFilter;
+    use forkpoint_pg::Follower;
+    let schema = new_schema("follow");
+    let a = store(c, &schema, "host-a", 10_000);
+    let b = store(c, &schema, "host-b", 10_000);
+    let (mut e, init) = Expect::new("f");
+    let la = block_on(a.create("f", &init)).unwrap();
+    let f = Follower::open(&b, "f").unwrap();
+    let sub = f
+        .log()
+        .subscribe(EventFilter::default(), Since::Start)
+        .unwrap();
+    let mut seen: Vec<u64> = Vec::new();
+    let mut drain = |f: &Follower| loop {
+        let p: serde_json::Value =
+            serde_json::from_str(&f.log().poll_json(sub, 1000).unwrap()).unwrap();
+        let evs = match p["kind"].as_str().unwrap() {
+            "events" => p["events"].clone(),
+            "read" => serde_json::from_str(
+                &block_on(f.log().fill_json(&b, sub, p["since"].as_u64(), 1000)).unwrap(),
+            )
+            .unwrap(),
+            _ => break,
+        };
+        seen.extend(
+            evs.as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["seq"].as_u64().unwrap()),
+        );
+    };
+    // Wait for the listener to be up, so the first write is notified.
+    let t0 = Instant::now();
+    while b.watch().generation() == 0 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let wait_for = |f: &Follower, want: u64| {
+        let t0 = Instant::now();
+        while f.log().durable() < Some(want) && t0.elapsed() < Duration::from_secs(5) {
+            f.refresh(&b).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        t0.elapsed()
+    };
+    for _ in 0..3 {
+        block_on(a.write(&la, &e.step(1, 2, false))).unwrap();
+    }
+    let took = wait_for(&f, 8);
+    assert!(took < Follower::FALLBACK, "notified in {took:?}");
+    assert!(b.watch().heard() >= 1, "a notification was heard");
+    drain(&f);
+    // Kill the listening connection, write while it is down.
+    let killed: i64 = c
+        .client()
+        .unwrap()
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(killed >= 1, "the listener was found");
+    for _ in 0..3 {
+        block_on(a.write(&la, &e.step(0, 3, false))).unwrap();
+    }
+    wait_for(&f, 17);
+    drain(&f);
+    assert_eq!(seen, (1..=17).collect::<Vec<_>>());
+    assert!(b.watch().generation() >= 2, "the listener reconnected");
+}
+
 type Test = (&'static str, fn(&TestCluster));
 type Boxed = Box<dyn Fn(&TestCluster)>;
 
@@ -611,6 +719,11 @@ fn main() {
             expired_but_not_taken_still_writes,
         ),
         ("racing_acquires_one_wins", racing_acquires_one_wins),
+        ("keeper_renews_idle_leases", keeper_renews_idle_leases),
+        (
+            "follower_sees_every_event_once",
+            follower_sees_every_event_once,
+        ),
         ("schema_version_is_checked", schema_version_is_checked),
         ("concurrent_first_connects", concurrent_first_connects),
         (

@@ -13,26 +13,21 @@ use std::sync::Arc;
 use forkpoint_core::agent::machine::{Input, Query, ToolSpec};
 use forkpoint_core::agent::meta::{AgentMeta, MetaChanges};
 use forkpoint_core::agent::runtime::{AgentRuntime, Step};
-use forkpoint_core::eventlog::{Hub, RING_BYTES, RING_EVENTS, ReadOut, Since, seq_arg};
-use forkpoint_core::events::{self, Bookmark, EventFilter};
-use forkpoint_core::storage::{AgentStorage, listed_json};
+use forkpoint_core::eventlog::{Since, seq_arg};
+use forkpoint_core::events::{Bookmark, EventFilter};
+use forkpoint_core::storage::{AgentStorage, StoredLog, listed_json};
 use forkpoint_core::types::{options_from_json, to_json_text};
-use forkpoint_core::{Error, EventLogInfo, EventLogOptions, Result, store::validate_id};
+use forkpoint_core::{Error, Result, store::validate_id};
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use serde_json::Value;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{JsFuture, future_to_promise};
 
-use crate::agents::{IdbAgentStorage, event_meta};
+use crate::agents::IdbAgentStorage;
 use crate::util::{err, jerr};
 
 type Runtime = AgentRuntime<Rc<IdbAgentStorage>>;
-
-/// Events read from storage per request when replaying.
-const PAGE: usize = 512;
-/// JSON depth up to which event lines are read.
-const MAX_DEPTH: usize = 512;
 
 fn parse<'a, T: serde::Deserialize<'a>>(what: &str, text: &'a str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| Error::invalid_input(format!("{what}: {e}")))
@@ -192,76 +187,20 @@ impl Drop for Turn {
 
 struct LogInner {
     store: Rc<IdbAgentStorage>,
-    id: String,
-    hub: RefCell<Hub>,
-    last: Cell<Option<Bookmark>>,
-    info: String,
+    log: StoredLog,
 }
 
 impl LogInner {
     fn new(store: Rc<IdbAgentStorage>, id: &str, last: Option<Bookmark>) -> Rc<LogInner> {
-        let mut info = EventLogInfo::new(&EventLogOptions::default());
-        info.last_bookmark = last;
         Rc::new(LogInner {
             store,
-            id: id.to_string(),
-            // The log's first seq is not looked up: 0 (below every seq) when
-            // it has events, so a subscription from the start reads storage
-            // instead of taking the ring for the whole log.
-            hub: RefCell::new(Hub::new(last, last.map(|_| 0), RING_EVENTS, RING_BYTES)),
-            last: Cell::new(last),
-            info: to_json_text(&info).unwrap_or_else(|_| "{}".into()),
+            log: StoredLog::new(id, last, false),
         })
     }
 
     /// A step's durable events, for live listeners and subscriptions.
     fn committed(&self, lines: &[Arc<str>]) {
-        let mut items = Vec::with_capacity(lines.len());
-        for l in lines {
-            // The runtime wrote these lines: they parse.
-            if let Ok(meta) = event_meta(l) {
-                self.last.set(Some(meta.bookmark()));
-                items.push((meta, l.clone()));
-            }
-        }
-        self.hub.borrow_mut().committed(items);
-    }
-
-    /// The events with `since < seq <= until` passing `filter`, read from
-    /// storage (no further than the hub knows to be durable).
-    async fn read(
-        &self,
-        since: Option<u64>,
-        until: Option<u64>,
-        filter: &EventFilter,
-    ) -> Result<ReadOut> {
-        let mut out = ReadOut::new(since);
-        let Some(durable) = self.hub.borrow().durable() else {
-            return Ok(out);
-        };
-        let hi = until.map_or(durable, |u| u.min(durable));
-        let mut after = since;
-        loop {
-            let lines = self.store.read_events(&self.id, after, PAGE).await?;
-            for l in &lines {
-                let env = events::parse_envelope(l, MAX_DEPTH).map_err(|why| {
-                    Error::corrupted(format!(
-                        "an event of agent '{}' cannot be read: {why}",
-                        self.id
-                    ))
-                })?;
-                if env.seq > hi {
-                    return Ok(out);
-                }
-                after = Some(env.seq);
-                if out.offer(env.seq, env.channel, &env.kind, l, filter) {
-                    return Ok(out);
-                }
-            }
-            if lines.len() < PAGE {
-                return Ok(out);
-            }
-        }
+        self.log.committed_lines(lines);
     }
 }
 
@@ -278,7 +217,7 @@ impl NativeAgentLog {
     /// What opening found (EventLogInfo as JSON).
     #[wasm_bindgen(js_name = infoJson)]
     pub fn info_json(&self) -> String {
-        self.inner.info.clone()
+        self.inner.log.info_json().to_string()
     }
 
     /// Refused (`INVALID_INPUT`): an agent's events are written by the agent;
@@ -301,7 +240,11 @@ impl NativeAgentLog {
         let (since, until) = (seq_arg(since).map_err(err)?, seq_arg(until).map_err(err)?);
         let inner = self.inner.clone();
         Ok(future_to_promise(async move {
-            let out = inner.read(since, until, &filter).await.map_err(jerr)?;
+            let out = inner
+                .log
+                .read(&*inner.store, since, until, &filter)
+                .await
+                .map_err(jerr)?;
             Ok(string(out.into_events_json()))
         }))
     }
@@ -309,7 +252,7 @@ impl NativeAgentLog {
     /// The last durable event's bookmark as JSON (`null` for an empty log).
     #[wasm_bindgen(js_name = lastBookmarkJson)]
     pub fn last_bookmark_json(&self) -> std::result::Result<String, JsError> {
-        to_json_text(&self.inner.last.get()).map_err(err)
+        to_json_text(&self.inner.log.last_bookmark()).map_err(err)
     }
 
     /// Nothing to take in: only the agent (this tab) writes its log.
@@ -324,44 +267,40 @@ impl NativeAgentLog {
     ) -> std::result::Result<u32, JsError> {
         let filter = options_from_json::<EventFilter>(filter_json.as_deref()).map_err(err)?;
         let since = Since::parse(&since, seq).map_err(err)?;
-        Ok(self.inner.hub.borrow_mut().subscribe(filter, since))
+        self.inner.log.subscribe(filter, since).map_err(err)
     }
 
     /// The next step of a subscription (JSON).
     pub fn poll(&self, id: u32, max: u32) -> std::result::Result<String, JsError> {
-        self.inner
-            .hub
-            .borrow_mut()
-            .poll(id, max as usize)
-            .map(|p| p.to_json())
-            .map_err(err)
+        self.inner.log.poll_json(id, max as usize).map_err(err)
     }
 
     /// Reads a subscription's events from storage (after a `read` step).
     pub fn fill(&self, id: u32, since: Option<f64>, limit: u32) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let filter = inner
-                .hub
-                .borrow()
-                .read_filter(id, limit as usize)
-                .map_err(jerr)?;
             let since = seq_arg(since).map_err(jerr)?;
-            let out = inner.read(since, None, &filter).await.map_err(jerr)?;
-            let json = inner.hub.borrow_mut().provide(id, out).map_err(jerr)?;
+            let json = inner
+                .log
+                .fill_json(&*inner.store, id, since, limit as usize)
+                .await
+                .map_err(jerr)?;
             Ok(string(json))
         })
     }
 
     /// Ends a subscription.
     pub fn unsubscribe(&self, id: u32) {
-        self.inner.hub.borrow_mut().unsubscribe(id);
+        self.inner.log.unsubscribe(id);
     }
 
     /// Committed events not yet handed to live handlers (JSON array).
     #[wasm_bindgen(js_name = drainLiveJson)]
     pub fn drain_live_json(&self) -> String {
-        self.inner.hub.borrow_mut().drain_live_json()
+        self.inner
+            .log
+            .drain_live_json()
+            .unwrap_or_else(|_| "[]".into())
     }
 
     /// Nothing to close (the agent's `close` releases it).

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use forkpoint_core::events::{Bookmark, parse_event_line};
+use forkpoint_core::events::Bookmark;
 use forkpoint_core::storage::{AgentHead, AgentStorage, EventLine, Lease, Listed, WriteBatch};
 use forkpoint_core::{Error, ErrorCode, Result, store::validate_id, time};
 use js_sys::{Array, Reflect, Uint8Array};
@@ -35,8 +35,6 @@ pub const CHUNK_BYTES: u64 = 64 << 10;
 pub const RECORD_VERSION: u32 = 1;
 /// Largest number used as the upper end of key ranges (2^53 - 1).
 const MAX_KEY: f64 = 9_007_199_254_740_991.0;
-/// JSON depth up to which event lines are read (as the writer allows).
-const MAX_DEPTH: usize = 512;
 
 /// The record of an agent (JSON text in `agents`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -867,9 +865,4 @@ fn lines(v: JsValue, id: &str) -> Result<Vec<Arc<str>>> {
             })
         })
         .collect()
-}
-
-/// The envelope of an event line (for live listeners).
-pub fn event_meta(line: &str) -> Result<forkpoint_core::events::EventMeta> {
-    parse_event_line(line, MAX_DEPTH).map_err(|e| Error::corrupted(format!("event line: {e}")))
 }

@@ -28,8 +28,10 @@ export declare class NativeAgent {
   resume(optsJson: string): Promise<string>
   /** The agent's id. */
   get id(): string
-  /** The agent's event log (subscriptions, live events). */
+  /** The agent's event log in a file store (subscriptions, live events). */
   events(): NativeEventLog
+  /** The agent's event log in a PostgreSQL store (subscriptions, live events). */
+  storedEvents(): NativeStoredLog
   /**
    * Feeds an input (`Input`, JSON); resolves to the step (`{commands, value,
    * bookmark}`, JSON) once what it wrote is durable.
@@ -211,10 +213,28 @@ export declare class NativeSession {
   toBytes(): Buffer
 }
 
-/** The agents of a store directory. */
+/** The agents of a store: a directory, or a PostgreSQL schema. */
 export declare class NativeStore {
   /** The store at `root` (created when the first agent is). */
   constructor(root: string)
+  /**
+   * Connects to PostgreSQL (`opts`: `{connectionString, schema, leaseMs,
+   * poolSize, connectTimeoutMs, host}`, JSON), creating or migrating the
+   * tables: `STORE_UNAVAILABLE` when the server cannot be used,
+   * `UNSUPPORTED_FORMAT` when its tables are newer than this build.
+   */
+  static openPostgres(optsJson: string): Promise<NativeStore>
+  /** The agents (as `list`), off the JavaScript thread. */
+  listAsync(): Promise<string>
+  /** Whether the store holds agent `id` (as `exists`), off the JavaScript thread. */
+  existsAsync(id: string): Promise<boolean>
+  /** Deletes agent `id` (as `remove`), off the JavaScript thread. */
+  removeAsync(id: string): Promise<void>
+  /**
+   * Follows agent `id`'s events as its writer (on any host) stores them
+   * (PostgreSQL only; `AGENT_NOT_FOUND`).
+   */
+  follow(id: string): Promise<NativeStoredLog>
   /**
    * The agents (JSON array of their `meta.json`; one that cannot be read is
    * `{agentId, corrupted: true, error}`), by creation time then id.
@@ -228,6 +248,41 @@ export declare class NativeStore {
   inspect(id: string): Promise<string>
   /** Checks an agent id (`INVALID_ID`). */
   static validateId(id: string): void
+}
+
+/** An event log over a store's rows (see the module's documentation). */
+export declare class NativeStoredLog {
+  /** What opening found (EventLogInfo as JSON). */
+  infoJson(): string
+  /**
+   * Refused (`INVALID_INPUT`): an agent's events are written by the agent;
+   * its tools emit theirs through `ctx.emit`.
+   */
+  append(eventJson: string): Promise<string>
+  /**
+   * The events with `since < seq <= until` passing the filter (EventFilter
+   * JSON), as a JSON array.
+   */
+  readJson(since?: number | undefined | null, until?: number | undefined | null, filterJson?: string | undefined | null): Promise<string>
+  /** The last durable event's bookmark as JSON (`null` for an empty log). */
+  lastBookmarkJson(): string
+  /**
+   * A follower: takes in what the writer stored since (when notified, or
+   * at least every second). An agent's own log: nothing to do.
+   */
+  refresh(): Promise<void>
+  /** A new subscription: `since` is `live`, `start` or `after` (with `seq`). */
+  subscribe(filterJson: string | undefined | null, since: string, seq?: number | undefined | null): number
+  /** The next step of a subscription (JSON). */
+  poll(id: number, max: number): string
+  /** Reads a subscription's events from the store (after a `read` step). */
+  fill(id: number, since: number | undefined | null, limit: number): Promise<string>
+  /** Ends a subscription. */
+  unsubscribe(id: number): void
+  /** Committed events not yet handed to live handlers (JSON array). */
+  drainLiveJson(): string
+  /** Nothing to release (an agent's log ends with the agent). */
+  close(): Promise<void>
 }
 
 /**

@@ -843,6 +843,7 @@ module.exports.NativeLazySession = nativeBinding.NativeLazySession
 module.exports.NativeMigration = nativeBinding.NativeMigration
 module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.NativeStore = nativeBinding.NativeStore
+module.exports.NativeStoredLog = nativeBinding.NativeStoredLog
 module.exports.NativeStreamDecoder = nativeBinding.NativeStreamDecoder
 module.exports.NativeWriter = nativeBinding.NativeWriter
 module.exports.buildProviderRequestJson = nativeBinding.buildProviderRequestJson

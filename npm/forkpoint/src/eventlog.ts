@@ -1,5 +1,6 @@
 import type { EventLogOptions } from '@forkpoint/types';
 import { EventLog as SharedEventLog, callAsync } from '@forkpoint/shared';
+import type { NativeEventLogLike } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
 
 /**
@@ -18,7 +19,7 @@ export class EventLog extends SharedEventLog {
   }
 
   /** @internal An agent's log, opened by the agent. */
-  static fromNative(n: native.NativeEventLog): EventLog {
+  static fromNative(n: NativeEventLogLike): EventLog {
     return new EventLog(n);
   }
 }

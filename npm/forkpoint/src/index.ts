@@ -177,6 +177,8 @@ export async function listSessions(dir: string, opts?: LimitOptions): Promise<Se
 }
 
 export { EventLog } from './eventlog.js';
+export { PostgresStore } from './postgres.js';
+export type { PostgresStoreOptions } from './postgres.js';
 export { createProvider, providerFromRef, isStreamingProvider } from './provider.js';
 export type { Pricing, ProviderApi, ProviderOptions, StreamingProvider, ThinkingOption, WireRequest } from './provider.js';
 export { toProvider, fromProvider, MessageNormalizer, SessionMigrator, importSession } from './normalize.js';

@@ -666,6 +666,9 @@ export class Agent {
     let text: string;
     try {
       text = await callAsync(() => this.n.input(JSON.stringify(i)));
+    } catch (e) {
+      this.fenced(e);
+      throw e;
     } finally {
       this.log.pump(); // live listeners see what became durable
     }
@@ -683,6 +686,7 @@ export class Agent {
       }
       const p: Promise<void> = (c.kind === 'callModel' ? this.callModel(c) : this.runTool(c))
         .catch((e) => {
+          this.fenced(e);
           this.failure ??= e;
         })
         .finally(() => {
@@ -1236,6 +1240,9 @@ export class Agent {
     let out: { checkpoint: CheckpointInfo; step: StepOut };
     try {
       out = JSON.parse(await callAsync(() => this.n.restore(id))) as { checkpoint: CheckpointInfo; step: StepOut };
+    } catch (e) {
+      this.fenced(e);
+      throw e;
     } finally {
       this.log.pump();
     }
@@ -1247,6 +1254,19 @@ export class Agent {
   }
 
   // -- closing ---------------------------------------------------------------
+
+  /**
+   * Another worker took the lease over (`LEASE_LOST`, a store shared by
+   * hosts): nothing this object writes can be stored any more, so it closes
+   * (running tools are aborted; later calls are `CLOSED`).
+   */
+  private fenced(e: unknown): void {
+    if (!(e instanceof ForkpointError) || e.code !== 'LEASE_LOST' || this.closed) return;
+    this.closed = true;
+    for (const ac of this.aborts) ac.abort();
+    void this.log.close().catch(() => undefined);
+    void callAsync(() => this.n.close()).catch(() => undefined);
+  }
 
   private checkOpen(): void {
     if (this.closed) throw new ForkpointError({ code: 'CLOSED', message: `agent '${this.agentId}' is closed` });

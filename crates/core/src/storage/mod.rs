@@ -21,9 +21,11 @@ use crate::events::{Bookmark, EventMeta};
 #[cfg(feature = "contract")]
 pub mod contract;
 mod fault;
+mod log;
 mod memory;
 
 pub use fault::{Fault, FaultPlan, FaultStorage};
+pub use log::StoredLog;
 pub use memory::MemoryStorage;
 
 /// `AGENT_NOT_FOUND` for agent `id`.
