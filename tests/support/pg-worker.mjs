@@ -15,8 +15,8 @@
 // stdout, one `KIND {json}` line each (`at` = Date.now()):
 //   READY {}                               the store is open
 //   HOLD {agent, epoch, takeover}          got the lease (takeover: the agent was locked by another before)
-//   ATTEMPT {agent, epoch, kind, marker}   about to hand text with `marker` to the agent (a write follows)
-//   TOOL_START {agent, epoch, callId}      the tool started (the harness strikes here)
+//   ATTEMPT {agent, epoch, step, kind, marker}   about to hand text with `marker` to the agent (a write follows)
+//   TOOL_START {agent, epoch, step, callId} the tool started (the harness strikes here)
 //   ACK {agent, epoch, step, seq, markers} chat() resolved: the step and its markers are durable, up to event `seq`
 //   ERR {agent, epoch, code, message, pending}  a call failed; `pending`: markers attempted and not acknowledged
 //   RELEASE {agent, epoch}                 closed the agent (its lease given up)
@@ -53,7 +53,7 @@ const marker = (c, kind) => `M.${cfg.trial}.${cfg.name}.${c.agentId}.e${c.epoch}
 const attempt = (c, kind) => {
   const m = marker(c, kind);
   c.pending.push(m);
-  say('ATTEMPT', { agent: c.agentId, epoch: c.epoch, kind, marker: m });
+  say('ATTEMPT', { agent: c.agentId, epoch: c.epoch, step: c.step, kind, marker: m });
   return m;
 };
 
@@ -63,7 +63,7 @@ const toolRegistry = new ToolRegistry().register({
   inputSchema: { type: 'object' },
   run: async (_input, ctx) => {
     const c = contexts.get(ctx.agentId);
-    say('TOOL_START', { agent: ctx.agentId, epoch: c?.epoch, callId: ctx.callId });
+    say('TOOL_START', { agent: ctx.agentId, epoch: c?.epoch, step: c?.step, callId: ctx.callId });
     await sleep(3 + rand() * 30);
     if (!c) return { marker: null };
     return { marker: attempt(c, 'T') };
