@@ -5,6 +5,9 @@
 // message and event is there, no tool call is left without a result, no seq
 // repeats, and the session and event files load strictly; then the child
 // continues the agent and is killed again.
+//
+// `--store postgres` runs scripts/reliability-pg.mjs instead (two workers on
+// two hosts sharing agents in PostgreSQL; see there); the default is `file`.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,10 +16,20 @@ import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 
+const storeAt = process.argv.findIndex((a) => a === '--store' || a.startsWith('--store='));
+const storeKind = storeAt < 0 ? 'file' : process.argv[storeAt].includes('=') ? process.argv[storeAt].split('=')[1] : process.argv[storeAt + 1];
+if (storeKind === 'postgres') {
+  const { main } = await import('./reliability-pg.mjs');
+  process.exit(await main(process.argv.slice(2)));
+} else if (storeKind !== 'file') {
+  console.error(`--store is 'file' (default) or 'postgres', not '${storeKind}'`);
+  process.exit(2);
+}
+
 const require = createRequire(import.meta.url);
 const { Agent, JSONStore, ToolRegistry, SessionLoader, EventLog } = require('forkpoint');
 const { values: args } = parseArgs({
-  options: { trials: { type: 'string', default: '100' }, seed: { type: 'string', default: '1' }, dir: { type: 'string' }, quiet: { type: 'boolean', default: false } },
+  options: { store: { type: 'string', default: 'file' }, trials: { type: 'string', default: '100' }, seed: { type: 'string', default: '1' }, dir: { type: 'string' }, quiet: { type: 'boolean', default: false } },
 });
 const trials = Number(args.trials);
 const dir = args.dir ?? mkdtempSync(join(tmpdir(), 'fp-reliability-'));
