@@ -46,6 +46,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { inflateRawSync } from 'node:zlib';
 import { startCluster } from '../tests/support/pg-cluster.mjs';
 import { hostsSupported, makeHosts } from '../tests/support/netns.mjs';
 
@@ -372,10 +373,22 @@ export async function main(argv) {
     const out = await pg.psql(`with cur(a, off, seq) as (${curSql})
       select json_build_object(
         'agents', (select coalesce(json_agg(json_build_object('id', id, 'token', token, 'holder', holder) order by id), '[]') from ${q}.agents),
-        'chunks', (select coalesce(json_agg(json_build_object('a', c.agent_id, 'off', c.off, 'b', encode(c.bytes, 'base64')) order by c.agent_id, c.off), '[]')
-                   from ${q}.session_chunks c left join cur on cur.a = c.agent_id where c.off + length(c.bytes) > coalesce(cur.off, 0)),
-        'events', (select coalesce(json_agg(json_build_object('a', e.agent_id, 'seq', e.seq, 'b', encode(e.line, 'base64')) order by e.agent_id, e.seq), '[]')
+        'chunks', (select coalesce(json_agg(json_build_object('a', c.agent_id, 'off', c.off, 'len', c.len, 'z', c.z, 'b', encode(c.bytes, 'base64')) order by c.agent_id, c.off), '[]')
+                   from ${q}.session_chunks c left join cur on cur.a = c.agent_id where c.off + c.len > coalesce(cur.off, 0)),
+        'events', (select coalesce(json_agg(json_build_object('a', e.agent_id, 'seq', e.seq, 'first', e.first_seq, 'len', e.len, 'z', e.z, 'b', encode(e.lines, 'base64')) order by e.agent_id, e.seq), '[]')
                    from ${q}.events e left join cur on cur.a = e.agent_id where e.seq > coalesce(cur.seq, 0)))`);
+    // Rows as stored: deflated (raw deflate) when z, with their length.
+    const rowBytes = (r, what) => {
+      const stored = Buffer.from(r.b, 'base64');
+      let bytes = stored;
+      try {
+        if (r.z) bytes = inflateRawSync(stored);
+      } catch {
+        problems.push(`${r.a}: ${what} does not inflate`);
+      }
+      if (bytes.length !== Number(r.len)) problems.push(`${r.a}: ${what} holds ${bytes.length} bytes, its row says ${r.len}`);
+      return bytes;
+    };
     const db = JSON.parse(out);
     const text = new Map(); // agent → what was written in this trial (session and events)
     const fatal = new TextDecoder('utf-8', { fatal: true });
@@ -388,7 +401,7 @@ export async function main(argv) {
       let off = c.off;
       const parts = [];
       for (const ch of db.chunks.filter((x) => x.a === ag.id)) {
-        const bytes = Buffer.from(ch.b, 'base64');
+        const bytes = rowBytes(ch, `the session chunk at ${ch.off}`);
         if (Number(ch.off) !== off) problems.push(`${ag.id}: a session chunk at ${ch.off}, expected ${off}`);
         if (bytes.length === 0 || bytes[bytes.length - 1] !== 0x0a) problems.push(`${ag.id}: the session chunk at ${ch.off} does not end a line`);
         off = Number(ch.off) + bytes.length;
@@ -413,19 +426,26 @@ export async function main(argv) {
       // The events: seqs that continue the log, each line JSON with its seq and a newline.
       let seq = c.seq;
       let evText = '';
-      for (const ev of db.events.filter((x) => x.a === ag.id)) {
-        const line = Buffer.from(ev.b, 'base64').toString('utf8');
-        if (Number(ev.seq) !== seq + 1) problems.push(`${ag.id}: event seq ${ev.seq} after ${seq}`);
-        seq = Number(ev.seq);
-        if (!line.endsWith('\n') || line.indexOf('\n') !== line.length - 1) problems.push(`${ag.id}: event ${ev.seq} is not one line ending with a newline`);
-        try {
-          const o = JSON.parse(line);
-          if (o.seq !== Number(ev.seq)) problems.push(`${ag.id}: event row ${ev.seq} holds seq ${o.seq}`);
+      for (const row of db.events.filter((x) => x.a === ag.id)) {
+        // A row holds the events of one write: whole lines, seqs first..seq.
+        const text = rowBytes(row, `the events row ${row.seq}`).toString('utf8');
+        if (!text.endsWith('\n')) problems.push(`${ag.id}: the events row ${row.seq} does not end a line`);
+        const rowLines = text.split('\n').slice(0, -1);
+        for (const [i, l] of rowLines.entries()) {
+          let o;
+          try {
+            o = JSON.parse(l);
+          } catch {
+            problems.push(`${ag.id}: an event of row ${row.seq} is not JSON: ${l.slice(0, 120)}`);
+            continue;
+          }
+          if (o.seq !== seq + 1) problems.push(`${ag.id}: event seq ${o.seq} after ${seq}`);
+          if (i === 0 && o.seq !== Number(row.first)) problems.push(`${ag.id}: the events row ${row.seq} starts at ${o.seq}, its row says ${row.first}`);
+          seq = o.seq;
           if (o.type === 'agent_resumed' && Array.isArray(o.sealed)) stats.sealed += o.sealed.length;
-        } catch {
-          problems.push(`${ag.id}: event ${ev.seq} is not JSON: ${line.slice(0, 120)}`);
         }
-        evText += line;
+        if (seq !== Number(row.seq)) problems.push(`${ag.id}: the events row ${row.seq} ends at seq ${seq}`);
+        evText += text;
       }
       c.seq = seq;
       cursors.set(ag.id, c);

@@ -43,4 +43,6 @@ step "packages: npm pack, install the tarballs into fresh projects (CJS/ESM Type
   node --test --test-concurrency=1 tests/package/
 step "reliability: 15 SIGKILLs of a busy agent, each followed by a crash resume and the checks" \
   node scripts/reliability.mjs --trials 15 --seed 42 --quiet
+step "reliability on PostgreSQL: 3 trials of two workers on two hosts, one SIGKILLed or cut off mid tool call" \
+  node scripts/reliability.mjs --store postgres --trials 3 --seed 42 --quiet
 printf '\n\033[1;32mall checks passed\033[0m\n' >&2

@@ -1,19 +1,17 @@
-// Reproduction of a PostgresStore liveness bug found by the reliability
-// harness (scripts/reliability-pg.mjs, partitions): a worker that stalls in
-// the middle of a write — frozen (SIGSTOP, a VM pause), or cut off by a
-// partition — keeps its agent's row locked (the write's `UPDATE … WHERE
-// token` holds the lock until the commit), and its server backend sits
-// "idle in transaction" for as long as the server does not notice: a frozen
-// process forever, a vanished host until TCP keepalive (2 h by default).
-// The lease runs out, but another worker's takeover (Agent.resume) waits on
-// that row lock: it neither takes the agent nor says AGENT_LOCKED.
+// A PostgresStore liveness bug the reliability harness found
+// (scripts/reliability-pg.mjs, partitions), now fixed: a worker that stalled
+// in the middle of a write — frozen (SIGSTOP, a VM pause), or cut off by a
+// partition — kept its agent's row locked (the write was a transaction of
+// several statements, and its server backend sat "idle in transaction"), so
+// after the lease ran out another worker's takeover waited on that lock for
+// ever. A write is now one statement (the server finishes it without the
+// client), and connections set idle_in_transaction_session_timeout and
+// lock_timeout to a lease's time.
 //
 // Deterministic here: a psql session locks session_chunks so A's write
 // stops right after it took the row lock; A is SIGSTOPped; the table lock is
-// released (A's backend is now idle in transaction, holding the row); the
-// lease runs out; B's resume must settle (take the agent over, A's commit
-// then being LEASE_LOST) within a few leases. Marked todo while the bug is
-// open: `node --test tests/support/pg-stalled-writer.test.mjs` shows it.
+// released; the lease runs out; B's resume must settle (take the agent over)
+// within a few leases.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -53,7 +51,6 @@ async function until(what, f, ms = 10000) {
 
 test(
   'a takeover is not held up by a worker frozen in the middle of a write',
-  { todo: 'PostgresStore bug: the frozen writer keeps the row locked; the takeover hangs instead of taking over or saying AGENT_LOCKED' },
   async () => {
     const pg = await startCluster();
     const schema = 'stalled';
@@ -79,7 +76,7 @@ test(
       await until('A\'s write to wait for the table lock', async () => (await pg.psql(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%session_chunks%'`)).trim() !== '0');
       a.kill('SIGSTOP');
       await locker.run('COMMIT;', 'unlocked');
-      await until('A\'s backend to be idle in transaction', async () => (await pg.psql(`SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND application_name = 'forkpoint'`)).trim() !== '0');
+      await until('A\'s write to stop waiting', async () => (await pg.psql(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%session_chunks%'`)).trim() === '0');
       await until('the lease to run out', async () => (await pg.psql(`SELECT lease_until < clock_timestamp() FROM ${s}.agents WHERE id = 'x'`)).trim() === 't');
 
       store = await PostgresStore.open(pg.url, { schema, leaseMs, host: 'host-b' });
@@ -96,6 +93,7 @@ test(
       );
       a.kill('SIGCONT'); // lets everything finish
       const late = await resumed;
+      assert.ok(late.agent, `B took the agent over (${late.code})`);
       await late.agent?.close();
       assert.ok(
         outcome !== null,
