@@ -185,6 +185,15 @@ impl NativeStore {
         Job::new(move || pollster::block_on(store.delete(&id)))
     }
 
+    /// PostgreSQL: closes the idle connections and stops following
+    /// notifications (open agents keep their leases). Files: nothing to do.
+    #[napi]
+    pub fn close_store(&self) {
+        if let Store::Pg(pg) = &self.inner {
+            pg.pg.close_idle();
+        }
+    }
+
     /// Follows agent `id`'s events as its writer (on any host) stores them
     /// (PostgreSQL only; `AGENT_NOT_FOUND`).
     #[napi(ts_return_type = "Promise<NativeStoredLog>")]

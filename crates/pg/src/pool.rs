@@ -149,15 +149,20 @@ impl Pool {
         }
     }
 
-    /// Runs `f` on a new connection, dropping the idle ones (after a break,
-    /// they are likely broken too).
-    pub(crate) fn fresh<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+    /// Closes the idle connections.
+    pub(crate) fn clear_idle(&self) {
         if let Ok(mut st) = self.lock() {
             let n = st.idle.len();
             st.idle.clear();
             st.open = st.open.saturating_sub(n);
         }
         self.freed.notify_all();
+    }
+
+    /// Runs `f` on a new connection, dropping the idle ones (after a break,
+    /// they are likely broken too).
+    pub(crate) fn fresh<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        self.clear_idle();
         self.with(f)
     }
 

@@ -493,6 +493,16 @@ impl PgStorage {
             .clone()
     }
 
+    /// Closes the idle connections and stops following notifications (the
+    /// store's `close`). Agents still open keep their leases and connect
+    /// again when they write.
+    pub fn close_idle(&self) {
+        self.pool.clear_idle();
+        if let Some(w) = self.watch.get() {
+            w.stop();
+        }
+    }
+
     /// How long a lease lasts without a write or a renewal, in milliseconds.
     pub fn lease_ms(&self) -> u64 {
         u64::try_from(self.lease_ms).unwrap_or(0)

@@ -231,6 +231,11 @@ export declare class NativeStore {
   /** Deletes agent `id` (as `remove`), off the JavaScript thread. */
   removeAsync(id: string): Promise<void>
   /**
+   * PostgreSQL: closes the idle connections and stops following
+   * notifications (open agents keep their leases). Files: nothing to do.
+   */
+  closeStore(): void
+  /**
    * Follows agent `id`'s events as its writer (on any host) stores them
    * (PostgreSQL only; `AGENT_NOT_FOUND`).
    */

@@ -135,9 +135,14 @@ export class PostgresStore implements AgentBackend {
     return EventLog.fromNative(await callAsync(() => this.n.follow(id)));
   }
 
-  /** Ends the store's use: later calls are `CLOSED`. Close its agents first. */
+  /**
+   * Ends the store's use: later calls are `CLOSED`, idle connections are
+   * closed. Close its agents first (an agent still open keeps its lease).
+   */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
+    this.n.closeStore();
   }
 
   /** @internal */
