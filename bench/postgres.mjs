@@ -4,7 +4,7 @@
 // cross-process subscribe latency (emit on worker A, delivered on worker B).
 // LangGraph's PostgresSaver figures (measured on these machines when the
 // issue was written) are quoted beside ours. Env: BENCH_PG_AGENTS (200),
-// BENCH_PG_STEPS (20 per agent), BENCH_PG_LONG (1000), BENCH_PG_THREADS (16).
+// BENCH_PG_STEPS (20 per agent), BENCH_PG_LONG (1000), BENCH_PG_THREADS (8).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -21,7 +21,7 @@ const AGENTS = Number(process.env.BENCH_PG_AGENTS ?? 200);
 const STEPS = Number(process.env.BENCH_PG_STEPS ?? 20);
 const LONG = Number(process.env.BENCH_PG_LONG ?? 1000);
 /** libuv's thread pool per worker: each store call in flight holds one of its threads (Node's default is 4). */
-const THREADS = Number(process.env.BENCH_PG_THREADS ?? 16);
+const THREADS = Number(process.env.BENCH_PG_THREADS ?? 8);
 
 const pg = await startCluster({ durable: true });
 const sql = async (q) => (await pg.psql(q)).trim();

@@ -4,7 +4,8 @@
 # bench/agent.mjs (a 1,000-step agent), bench/stream.mjs (durable streaming from a
 # provider against a plain reader), bench/normalize.mjs (provider conversion),
 # bench/store.mjs (IndexedDB sessions in Chromium) and bench/agent-browser.mjs
-# (the 1,000-step agent on IndexedDB in Chromium).
+# (the 1,000-step agent on IndexedDB in Chromium) and bench/postgres.mjs (agents on
+# PostgreSQL across two worker processes, next to JSONStore).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -16,3 +17,4 @@ node bench/stream.mjs
 node bench/normalize.mjs
 node bench/store.mjs
 node bench/agent-browser.mjs
+node bench/postgres.mjs

@@ -113,7 +113,7 @@ struct Sql {
     create: String,
     append: String,
     lock_agent: String,
-    take_lease: String,
+    take_free: String,
     renew: String,
     write: String,
     last_chunk: String,
@@ -158,9 +158,20 @@ impl Sql {
                         (extract(epoch FROM lease_until - clock_timestamp()) * 1000)::bigint
                  FROM {s}.agents WHERE id = $1 FOR UPDATE"
             ),
-            take_lease: format!(
+            // Takes a free (or run out) lease in one statement, and says
+            // whether a log ends without its newline (only a raw, uncompressed
+            // row can: the library writes whole lines).
+            take_free: format!(
                 "UPDATE {s}.agents SET token = nextval('{s}.lease_tokens'), holder = $2,
-                 lease_until = {until} WHERE id = $1 RETURNING token"
+                 lease_until = {until}
+                 WHERE id = $1 AND (holder IS NULL OR lease_until <= clock_timestamp())
+                 RETURNING token,
+                   coalesce((SELECT CASE WHEN z THEN false WHEN length(bytes) = 0 THEN true
+                                    ELSE get_byte(bytes, length(bytes) - 1) <> 10 END
+                             FROM {s}.session_chunks WHERE agent_id = $1 ORDER BY off DESC LIMIT 1), false)
+                   OR coalesce((SELECT CASE WHEN z THEN false WHEN length(lines) = 0 THEN true
+                                       ELSE get_byte(lines, length(lines) - 1) <> 10 END
+                                FROM {s}.events WHERE agent_id = $1 ORDER BY seq DESC LIMIT 1), false)"
             ),
             renew: format!(
                 "UPDATE {s}.agents SET lease_until = {until}
@@ -215,12 +226,17 @@ impl Sql {
                 "INSERT INTO {s}.events (agent_id, seq, first_seq, len, z, lines)
                  VALUES ($1, $2, $3, $4, $5, $6)"
             ),
-            // Read only (the lease was just taken or renewed): no commit to flush.
+            // One read (the lease was just taken or renewed): the row, the
+            // session's end, the last events row.
             head: format!(
-                "SELECT meta, hint, state,
+                "SELECT a.meta, a.hint, a.state,
                    (SELECT off + len FROM {s}.session_chunks
-                    WHERE agent_id = $1 ORDER BY off DESC LIMIT 1)
-                 FROM {s}.agents WHERE id = $1 AND token = $2 AND holder IS NOT NULL"
+                    WHERE agent_id = $1 ORDER BY off DESC LIMIT 1),
+                   e.len, e.z, e.lines
+                 FROM {s}.agents a
+                 LEFT JOIN LATERAL (SELECT len, z, lines FROM {s}.events WHERE agent_id = a.id
+                                    ORDER BY seq DESC LIMIT 1) e ON true
+                 WHERE a.id = $1 AND a.token = $2 AND a.holder IS NOT NULL"
             ),
             read_session: format!(
                 "SELECT a.id IS NOT NULL, c.off, c.len, c.z, c.bytes FROM (SELECT 1) AS one
@@ -673,58 +689,111 @@ impl PgStorage {
         Ok(())
     }
 
+    /// Locks agent `id`'s row in `tx` and checks that lease `token` is still
+    /// the current one (`LEASE_LOST` otherwise).
+    fn lock_unheld_but(
+        &self,
+        tx: &mut postgres::Transaction<'_>,
+        id: &str,
+        token: i64,
+        what: &str,
+    ) -> Result<()> {
+        tx.execute(&self.sql.lock_agent, &[&id]).pg(what)?;
+        let row = tx
+            .query_opt(&self.sql.ends, &[&id])
+            .pg(what)?
+            .ok_or_else(|| agent_not_found(id))?;
+        if row.get::<_, i64>(0) == token {
+            Ok(())
+        } else {
+            Err(lease_lost(id))
+        }
+    }
+
     fn acquire_sync(&self, id: &str) -> Result<Lease> {
         validate_id(id, "agent")?;
         let what = "taking the agent's lease";
-        self.pool.with(|c| {
-            let mut tx = c.transaction().pg(what)?;
-            self.lock_unheld(&mut tx, id, what)?;
-            self.cut_torn(&mut tx, id, what)?;
-            let row = tx
-                .query_one(&self.sql.take_lease, &[&id, &self.holder, &self.lease_ms])
-                .pg(what)?;
+        // Usually one statement; a held agent, or a torn log, takes more.
+        for _ in 0..3 {
+            let row = self.pool.with(|c| {
+                let take = c.prep(&self.sql.take_free)?;
+                c.query_opt(&take, &[&id, &self.holder, &self.lease_ms])
+                    .pg(what)
+            })?;
+            let Some(row) = row else {
+                // Not found, or held: which (a lease that ran out meanwhile is tried again).
+                self.pool.with(|c| {
+                    let mut tx = c.transaction().pg(what)?;
+                    self.lock_unheld(&mut tx, id, what)
+                })?;
+                continue;
+            };
             let token: i64 = row.get(0);
-            tx.commit().pg(what)?;
+            if row.get::<_, bool>(1) {
+                self.pool.with(|c| {
+                    let mut tx = c.transaction().pg(what)?;
+                    self.lock_unheld_but(&mut tx, id, token, what)?;
+                    self.cut_torn(&mut tx, id, what)?;
+                    tx.commit().pg(what)
+                })?;
+            }
             self.keeper.hold(id, token);
-            Ok(Lease {
+            return Ok(Lease {
                 agent_id: id.to_string(),
                 token: u64::try_from(token).unwrap_or(0),
-            })
-        })
+            });
+        }
+        Err(Error::new(
+            ErrorCode::AgentLocked,
+            format!("agent '{id}' is being taken and released by others: try again"),
+        ))
     }
 
     fn head_sync(&self, lease: &Lease) -> Result<AgentHead> {
         let id = lease.agent_id.as_str();
         let token = token_of(lease)?;
         let what = "reading the agent";
-        self.pool.with(|c| {
-            let mut tx = c.transaction().pg(what)?;
-            let Some(row) = tx.query_opt(&self.sql.head, &[&id, &token]).pg(what)? else {
-                return Err(lease_lost(id));
-            };
-            let meta: Vec<u8> = row.get(0);
-            let hint: Option<Vec<u8>> = row.get(1);
-            let state: Option<Vec<u8>> = row.get(2);
-            let len: Option<i64> = row.get(3);
-            let last = self.tail_in(&mut tx, id, 1, what)?;
-            tx.commit().pg(what)?;
-            let last_event = match last.last() {
-                Some(line) => Some(
-                    parse_event_line(line, 512)
-                        .map_err(|e| {
-                            Error::corrupted(format!("the last event of agent '{id}': {e}"))
-                        })?
-                        .bookmark(),
-                ),
-                None => None,
-            };
-            Ok(AgentHead {
-                meta,
-                session_len: u64::try_from(len.unwrap_or(0)).unwrap_or(0),
-                last_event,
-                hint,
-                state,
-            })
+        let row = self.pool.read(|c| {
+            let head = c.prep(&self.sql.head)?;
+            c.query_opt(&head, &[&id, &token]).pg(what)
+        })?;
+        let Some(row) = row else {
+            return Err(lease_lost(id));
+        };
+        let meta: Vec<u8> = row.get(0);
+        let hint: Option<Vec<u8>> = row.get(1);
+        let state: Option<Vec<u8>> = row.get(2);
+        let len: Option<i64> = row.get(3);
+        let last_row = match (
+            row.get::<_, Option<i64>>(4),
+            row.get::<_, Option<bool>>(5),
+            row.get::<_, Option<Vec<u8>>>(6),
+        ) {
+            (Some(n), Some(z), Some(bytes)) => Some(unpack(z, bytes, n, "an events row")?),
+            _ => None,
+        };
+        let last_line = match &last_row {
+            Some(bytes) => match row_lines(bytes).next_back() {
+                Some(l) => Some(event_text(l, id)?),
+                // A row without a whole line (only a raw one): read further back.
+                None => self.tail_events_sync(id, 1)?.pop(),
+            },
+            None => None,
+        };
+        let last_event = match last_line {
+            Some(line) => Some(
+                parse_event_line(&line, 512)
+                    .map_err(|e| Error::corrupted(format!("the last event of agent '{id}': {e}")))?
+                    .bookmark(),
+            ),
+            None => None,
+        };
+        Ok(AgentHead {
+            meta,
+            session_len: u64::try_from(len.unwrap_or(0)).unwrap_or(0),
+            last_event,
+            hint,
+            state,
         })
     }
 

@@ -27,7 +27,7 @@ export interface PostgresStoreOptions {
    * How many connections the store opens at most (default 4); calls beyond
    * wait for one. Each call in flight also holds one of Node's libuv threads
    * (4 unless `UV_THREADPOOL_SIZE` says more): with many agents writing at
-   * once, raise both (the benchmark uses 16 of each).
+   * once, raise both (the benchmark uses 8 of each per worker).
    */
   poolSize?: number;
   /** How long opening a connection may take, in ms (default 10,000). */
