@@ -108,6 +108,12 @@ test('export: a run in PostgreSQL and its copy in a directory give the same byte
     ['user', 'assistant', 'toolResult', 'assistant', 'user', 'assistant'],
   );
   assert.equal(SessionLoader.fromJsonl(fromPg).getMetadata().sessionId, loaded.getMetadata().sessionId);
+  // show and checkpoint (list) answer the same on PostgreSQL as on the directory copy.
+  for (const cmd of [['show', 'pg-run', '--json'], ['checkpoint', 'pg-run', '--json']]) {
+    const a = JSON.parse(ok(run('--store', pg.url, '--schema', s, ...cmd)).out.toString());
+    const b = JSON.parse(ok(run('--store', dir, ...cmd)).out.toString());
+    assert.deepEqual(a, b, cmd[0]);
+  }
   // The copy runs on: resumed from the directory.
   const again = await Agent.resume('pg-run', { model: new ScriptedProvider([]) }, { store: new JSONStore(dir), toolRegistry: tools() });
   assert.equal((await again.messages()).at(-1).content.at(-1).text, 'again pg-run ✓');

@@ -24,22 +24,34 @@ use crate::storage::{FileStorage, validate_id};
 pub async fn inspect(store: &FileStorage, id: &str) -> Result<Value> {
     validate_id(id)?;
     let dir = store.root().join(id);
-    let meta_path = dir.join("meta.json").display().to_string();
-    let meta: Value = serde_json::from_slice(&store.read_meta(id)?).map_err(|e| {
-        Error::corrupted(format!("meta.json is not valid JSON: {e}")).with_path(meta_path.clone())
+    let path = |f: &str| dir.join(f).display().to_string();
+    let meta = store.read_meta(id)?;
+    inspect_in(store, id, &meta, &path).await
+}
+
+/// [`inspect`] for any store: `meta` is the agent's `meta.json` as stored
+/// (read without its lease), `path` names a part (`meta.json`,
+/// `session.jsonl`, `events.jsonl`) in errors.
+pub async fn inspect_in<S: AgentStorage>(
+    store: &S,
+    id: &str,
+    meta: &[u8],
+    path: &dyn Fn(&str) -> String,
+) -> Result<Value> {
+    let meta: Value = serde_json::from_slice(meta).map_err(|e| {
+        Error::corrupted(format!("meta.json is not valid JSON: {e}")).with_path(path("meta.json"))
     })?;
     if meta.get("agentId").and_then(Value::as_str) != Some(id) {
         return Err(
             Error::corrupted(format!("meta.json does not describe agent '{id}'"))
-                .with_path(meta_path),
+                .with_path(path("meta.json")),
         );
     }
     let bytes = store.read_session(id, 0, u64::MAX).await?;
-    let session_path = dir.join("session.jsonl").display().to_string();
     let s = Session::from_bytes_threads(
         bytes,
         &LoadOptions::default(),
-        Some(session_path),
+        Some(path("session.jsonl")),
         scan_threads(),
     )?;
     let mut core = AgentCore::from_session(&s)?;
@@ -48,7 +60,7 @@ pub async fn inspect(store: &FileStorage, id: &str) -> Result<Value> {
             parse_event_line(line, 512)
                 .map_err(|e| {
                     Error::corrupted(format!("the last event is not one: {e}"))
-                        .with_path(dir.join("events.jsonl").display().to_string())
+                        .with_path(path("events.jsonl"))
                 })?
                 .bookmark(),
         ),

@@ -234,9 +234,14 @@ impl NativeStore {
             Store::File(store) => to_json(&pollster::block_on(forkpoint_fs::inspect::inspect(
                 &store, &id,
             ))?),
-            Store::Pg(_) => Err(Error::invalid_input(
-                "inspect reads a JSONStore's files; a PostgreSQL store has none",
-            )),
+            Store::Pg(pg) => {
+                validate_id(&id)?;
+                let meta = pg.pg.read_meta(&id)?;
+                let path = |part: &str| format!("{id}/{part} in PostgreSQL");
+                to_json(&pollster::block_on(forkpoint_fs::inspect::inspect_in(
+                    &pg.pg, &id, &meta, &path,
+                ))?)
+            }
         })
     }
 

@@ -106,12 +106,6 @@ async function openStore(target: string, schema: string | undefined, mustExist =
   return new JSONStore(target);
 }
 
-/** `store`, which must be a directory: `INVALID_INPUT` naming what to do instead. */
-function fileStore(store: AnyStore, command: string, instead: string): JSONStore {
-  if (store instanceof JSONStore) return store;
-  throw new ForkpointError({ code: 'INVALID_INPUT', message: `${command} reads a JSONStore's files; with a PostgreSQL store, ${instead}` });
-}
-
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const sameBytes = (a: AgentBytes, b: AgentBytes) => a.meta.equals(b.meta) && a.session.equals(b.session) && a.events.equals(b.events);
 const size = (a: AgentBytes) => a.meta.length + a.session.length + a.events.length;
@@ -256,9 +250,9 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .description('an agent: breakpoint, open tool calls, lineage, checkpoints, snapshots and its session tree')
     .option('--json', 'machine-readable output')
     .action(async (id: string, o: { json?: boolean }) => {
-      const s = fileStore(await store(), 'show', `\`forkpoint export ${id} > ${id}.jsonl\` then \`forkpoint inspect ${id}.jsonl\` show its session`);
+      const s = await store();
       const info = JSON.parse(await s.inspectJson(id)) as Inspected;
-      const session = await SessionLoader.open(join(s.dir, id, 'session.jsonl'));
+      const session = s instanceof JSONStore ? await SessionLoader.open(join(s.dir, id, 'session.jsonl')) : SessionLoader.fromJsonl((await s.exportAgent(id)).session);
       if (o.json) return out(JSON.stringify({ ...info, tree: session.getBranch().getTree() }, null, 2));
       const m = info.meta;
       out(`${bold(id)}  ${m.model ? `${m.model.provider}/${m.model.model}` : ''}  created ${m.createdAt}`);
@@ -283,7 +277,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .option('--select <checkpointId>', 'restore this checkpoint without asking')
     .option('--json', 'machine-readable output (the checkpoints, or the restored one)')
     .action(async (id: string, o: { select?: string; json?: boolean }) => {
-      const s = fileStore(await store(), 'checkpoint', 'restore a checkpoint with the Agent API (agent.checkpoints.restore)');
+      const s = await store();
       const info = JSON.parse(await s.inspectJson(id)) as Inspected;
       let choice = o.select;
       if (!choice) {

@@ -145,6 +145,12 @@ export class PostgresStore implements AgentBackend {
     this.n.closeStore();
   }
 
+  /** @internal What the store knows of agent `id`, without taking its lease (JSON). */
+  inspectJson(id: string): Promise<string> {
+    this.check();
+    return callAsync(() => this.n.inspect(id));
+  }
+
   /** @internal */
   validateAgentId(id: string): void {
     call(() => native.NativeStore.validateId(id));
