@@ -42,7 +42,9 @@ pub(crate) fn unpack(z: bool, bytes: Vec<u8>, len: i64, what: &str) -> Result<Ve
             Err(bad("its length is not the one recorded"))
         };
     }
-    let mut out = Vec::with_capacity(len);
+    // The recorded length is not trusted for the allocation (a damaged row
+    // could claim any); reading stops one byte past it.
+    let mut out = Vec::with_capacity(len.min(bytes.len().saturating_mul(8)).min(1 << 24));
     // One byte more than expected is read, so a longer stream is seen.
     DeflateDecoder::new(bytes.as_slice())
         .take(len as u64 + 1)
@@ -72,6 +74,9 @@ mod tests {
         assert!(unpack(true, packed.clone(), json.len() as i64 - 1, "x").is_err());
         assert!(unpack(true, packed, json.len() as i64 + 1, "x").is_err());
         assert!(unpack(true, b"not deflate".to_vec(), 10, "x").is_err());
+        // A damaged row claiming a huge length is refused, not allocated.
+        let (_, small) = pack(&json);
+        assert!(unpack(true, small.into_owned(), i64::MAX, "x").is_err());
         let small = b"{\"a\":1}\n";
         assert_eq!(pack(small), (false, Cow::Borrowed(&small[..])));
         assert_eq!(unpack(false, small.to_vec(), 8, "x").unwrap(), small);
