@@ -6,9 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { hostsSupported, makeHosts } from './netns.mjs';
 import { findBin, startCluster } from './pg-cluster.mjs';
 
@@ -132,9 +133,16 @@ process.stdout.write(JSON.stringify({ pid: process.pid, made: hosts.map((h) => [
 });
 
 test('hostsSupported says why when namespaces cannot be made (run as user nobody)', { skip: process.getuid?.() === 0 ? false : 'needs root to run a process as nobody' }, () => {
-  const script = `import { hostsSupported } from ${JSON.stringify(new URL('./netns.mjs', import.meta.url).href)};
+  // A copy nobody can read (the checkout may sit in a directory only root can enter).
+  const dir = mkdtempSync(join(tmpdir(), 'fp-netns-nobody-'));
+  chmodSync(dir, 0o755);
+  const copy = join(dir, 'netns.mjs');
+  copyFileSync(new URL('./netns.mjs', import.meta.url), copy);
+  chmodSync(copy, 0o644);
+  const script = `import { hostsSupported } from ${JSON.stringify(pathToFileURL(copy).href)};
 process.stdout.write(JSON.stringify(hostsSupported()));`;
-  const r = spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' });
+  const r = spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', cwd: dir });
+  rmSync(dir, { recursive: true, force: true });
   assert.equal(r.status, 0, r.stderr);
   const s = JSON.parse(r.stdout);
   assert.equal(s.ok, false);
