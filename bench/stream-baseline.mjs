@@ -139,10 +139,14 @@ export async function runBench({ chunks = 10000, runs = { burst: 5, paced: 2 }, 
       const events = sse(provider, turn, { pieces: chunks, includeUsage: true });
       const srv = await spawnProviderServer({ provider, script: [{ events, ...delivery, times: 1e9 }] });
       try {
-        for (const [name, run] of Object.entries(runners[provider] ?? {})) {
-          const walls = [];
-          const cpus = [];
-          for (let i = mode === 'burst' ? -1 : 0; i < n; i++) {
+        // The runners take turns (run 1 of each, then run 2 of each, …), so a
+        // drift of the machine's speed during the bench falls on all of them
+        // alike instead of on whichever ran last.
+        const named = Object.entries(runners[provider] ?? {});
+        const walls = named.map(() => []);
+        const cpus = named.map(() => []);
+        for (let i = mode === 'burst' ? -1 : 0; i < n; i++) {
+          for (const [k, [name, run]] of named.entries()) {
             const c0 = process.cpuUsage();
             const t0 = performance.now();
             const out = await run(srv.url, mode);
@@ -150,10 +154,12 @@ export async function runBench({ chunks = 10000, runs = { burst: 5, paced: 2 }, 
             const cpu = process.cpuUsage(c0);
             if (out?.text !== text) throw new Error(`${name} (${provider}, ${mode}) returned a different text (${out?.text?.length} of ${text.length} chars)`);
             if (i < 0) continue;
-            walls.push(wall);
-            cpus.push((cpu.user + cpu.system) / 1000);
+            walls[k].push(wall);
+            cpus[k].push((cpu.user + cpu.system) / 1000);
           }
-          const row = { provider, mode, runner: name, chunks, runs: n, wallMs: median(walls), cpuMs: median(cpus), cpuUsPerChunk: (median(cpus) * 1000) / chunks };
+        }
+        for (const [k, [name]] of named.entries()) {
+          const row = { provider, mode, runner: name, chunks, runs: n, wallMs: median(walls[k]), cpuMs: median(cpus[k]), cpuUsPerChunk: (median(cpus[k]) * 1000) / chunks };
           rows.push(row);
           onRow?.(row);
         }
