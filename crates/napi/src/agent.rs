@@ -13,7 +13,7 @@ use forkpoint_core::storage::AgentStorage;
 use forkpoint_core::{Error, EventLogInfo, EventLogOptions};
 use forkpoint_fs::{FileStorage, validate_id};
 use forkpoint_pg::{Follower, PgOptions, PgStorage};
-use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName, Unknown};
+use napi::bindgen_prelude::{AsyncTask, Buffer, BufferSlice, ToNapiValue, TypeName, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, Task};
 use napi_derive::napi;
@@ -488,7 +488,7 @@ impl NativeAgent {
     /// `false` when its writer has stopped (the stream failed, or a write did:
     /// `streamEnd` says how), so reading on is useless.
     #[napi]
-    pub fn stream_push(&self, ticket: u32, bytes: Buffer) -> napi::Result<bool> {
+    pub fn stream_push(&self, ticket: u32, bytes: BufferSlice) -> napi::Result<bool> {
         guard(|| {
             let feed = self.feed_of(ticket)?;
             Ok(feed.push(&bytes))
