@@ -10,7 +10,7 @@
  */
 import type { AgentEvent, AgentEventType, AgentMessage, AgentMeta, AgentModelRef, ErrorCode, ModelDelta, Permission as MetaPermission, Bookmark, Breakpoint, Channel, CheckpointInfo, ToolCallRecord, ToolCallState } from '@forkpoint/types';
 import { ForkpointError, call, callAsync, toForkpointError } from './errors.js';
-import { isStreamingProvider } from './provider.js';
+import { ENDS_ON_ABORT, isStreamingProvider } from './provider.js';
 import type { StreamingProvider, WireRequest } from './provider.js';
 import { EventBus } from './events.js';
 import { GroupCommit } from './group-commit.js';
@@ -836,10 +836,19 @@ export class Agent {
           else ac.signal.addEventListener('abort', () => resolve(null), { once: true });
         });
         try {
-          for (;;) {
-            const r = await Promise.race([it.next(), aborted]);
-            if (r === null || r.done) break;
-            if (!sink.push(r.value) || ac.signal.aborted) break;
+          if ((body as { [ENDS_ON_ABORT]?: boolean })[ENDS_ON_ABORT] === true) {
+            // The provider's own body: a read settles on abort by itself, so
+            // each piece costs one promise.
+            for (;;) {
+              const r = await it.next();
+              if (r.done || !sink.push(r.value) || ac.signal.aborted) break;
+            }
+          } else {
+            for (;;) {
+              const r = await Promise.race([it.next(), aborted]);
+              if (r === null || r.done) break;
+              if (!sink.push(r.value) || ac.signal.aborted) break;
+            }
           }
         } catch (e) {
           broke = toForkpointError(e);
@@ -906,7 +915,8 @@ export class Agent {
       };
       call(() => start(ticket, intervalMs, written));
       return {
-        push: (bytes) => call(() => push(ticket, bytes)),
+        // Per piece: no wrapper (the read loop turns an error into a ForkpointError).
+        push: (bytes) => push(ticket, bytes),
         end: async (discard) => {
           try {
             const out = JSON.parse(await callAsync(() => end(ticket, discard))) as { steps: StepOut[]; writes: StreamWrite[] };

@@ -121,6 +121,13 @@ interface Defaults {
 type Piece = { type: 'text' | 'thinking' | 'toolCall' | 'toolArgs' | 'usage'; index: number; text?: string };
 
 /** `true` for what `createProvider` returned (the agent streams it itself). */
+/**
+ * @internal Marks a body from `send` whose pending read settles when the
+ * signal given to `send` aborts (the fetch is aborted with it), so a reader
+ * need not race each read against the signal.
+ */
+export const ENDS_ON_ABORT: unique symbol = Symbol('forkpoint.endsOnAbort');
+
 export function isStreamingProvider(p: unknown): p is StreamingProvider {
   return !!p && typeof (p as StreamingProvider).send === 'function' && !!(p as StreamingProvider).wire;
 }
@@ -246,30 +253,27 @@ export function createProviders(native: NativeProviderLike) {
         };
         clearTimeout(timer);
         timer = setTimeout(idle, timeoutMs);
-        const rearm = () => {
+        // One promise per piece (the reader's): no async wrapper around it.
+        const piece = (r: ReadableStreamReadResult<Uint8Array>): IteratorResult<Uint8Array> => {
+          if (r.done) {
+            done();
+            return { done: true, value: undefined };
+          }
           lastPiece = Date.now();
+          return r;
         };
-        return {
+        const broke = (e: unknown): never => {
+          done();
+          if (signal.aborted) throw aborted();
+          throw new ForkpointError({
+            code: 'PROVIDER_UNAVAILABLE',
+            message: scrub(timedOut ? `${host} sent nothing for ${timeoutMs} ms` : `the stream from ${host} broke: ${describe(e)}`, secret),
+          });
+        };
+        const body: AsyncIterable<Uint8Array> = {
           [Symbol.asyncIterator]() {
             return {
-              async next(): Promise<IteratorResult<Uint8Array>> {
-                try {
-                  const r = await reader.read();
-                  if (r.done) {
-                    done();
-                    return { done: true, value: undefined };
-                  }
-                  rearm();
-                  return { done: false, value: r.value };
-                } catch (e) {
-                  done();
-                  if (signal.aborted) throw aborted();
-                  throw new ForkpointError({
-                    code: 'PROVIDER_UNAVAILABLE',
-                    message: scrub(timedOut ? `${host} sent nothing for ${timeoutMs} ms` : `the stream from ${host} broke: ${describe(e)}`, secret),
-                  });
-                }
-              },
+              next: () => reader.read().then(piece, broke),
               async return(): Promise<IteratorResult<Uint8Array>> {
                 done();
                 ac.abort();
@@ -279,6 +283,9 @@ export function createProviders(native: NativeProviderLike) {
             };
           },
         };
+        // Its reads end when `signal` aborts: the agent need not race them.
+        Object.defineProperty(body, ENDS_ON_ABORT, { value: true });
+        return body;
       }
     }
 
