@@ -74,7 +74,8 @@ for (const mb of SIZES) {
   const lazy = generate('lazy', mb, ['--compact-every-kb', '800']);
   const hint = lazy.file + '.idx.json';
   const row = { mb, bytes: full.stats.bytes, runs, full: [], lazy: [], stats: { full: full.stats, lazy: lazy.stats } };
-  for (const mode of ['read', 'js-full', 'native-full', 'napi-full', 'wasm-full']) {
+  // pi on 1 GB needs more than the time a bench has (minutes, tens of GB).
+  for (const mode of ['read-bytes', 'read', 'js-full', ...(mb <= 128 ? ['pi-full'] : []), 'native-full', 'napi-full', 'wasm-full']) {
     process.stderr.write(`${mb} MB ${mode}…\n`);
     row.full.push(measure(mode, full.file, runs));
   }
@@ -101,7 +102,9 @@ lines.push(`Each figure: median of N runs, each in a fresh process; time of the 
 lines.push('');
 lines.push(`${pad('file', 14)}${pad('operation', 40)}${lpad('median ms', 11)}${lpad('vs JS', 9)}${lpad('peak RSS MB', 13)}${lpad('over Node', 11)}  ctx msgs`);
 const label = {
-  read: 'read the lines only (JS; the floor)',
+  'read-bytes': 'read the bytes in 1 MiB chunks (the floor)',
+  read: 'read the lines only (JS, decoded)',
+  'pi-full': 'pi 0.73.1: SessionManager.open + context',
   'js-full': 'plain JS: JSON.parse every line + context',
   'native-full': 'forkpoint native Rust: full load + context',
   'napi-full': 'forkpoint Node addon: full load + context',
@@ -154,6 +157,20 @@ const r128 = find(128, 'full', 'read');
 if (n128 && j128 && r128 && !n128.error && !j128.error) {
   goals.push(`addon full load + context 128 MB: ${(j128.ms / n128.ms).toFixed(1)}× faster than plain JS (goal ≥ 5×) — ${j128.ms / n128.ms >= 5 ? 'met' : 'NOT met'}`);
   goals.push(`addon vs reading the lines alone: ${(n128.ms / r128.ms).toFixed(2)}× the floor (goal ≤ 2×) — ${n128.ms / r128.ms <= 2 ? 'met' : 'NOT met'}`);
+}
+const b128 = find(128, 'full', 'read-bytes');
+const w128 = find(128, 'full', 'wasm-full');
+const p128 = find(128, 'full', 'pi-full');
+if (n128 && b128 && w128 && !n128.error && !b128.error && !w128.error) {
+  const mb128 = row128Bytes() / 2 ** 20;
+  goals.push(`wasm full load 128 MB: ${(w128.ms / n128.ms).toFixed(2)}× the addon (goal ≤ 1.5×) — ${w128.ms / n128.ms <= 1.5 ? 'met' : 'NOT met'}`);
+  goals.push(`addon full load 128 MB: ${(n128.ms / b128.ms).toFixed(2)}× reading the bytes (goal ≤ 1.5×) — ${n128.ms / b128.ms <= 1.5 ? 'met' : 'NOT met'}`);
+  const over = (n128.rssPeakMb - baseRss) / mb128;
+  goals.push(`addon full load 128 MB, peak RSS over Node: ${over.toFixed(2)}× the file (goal ≤ 1.2×) — ${over <= 1.2 ? 'met' : 'NOT met'}`);
+  if (p128 && !p128.error) goals.push(`pi 0.73.1 full load 128 MB: ${fmt(p128.ms)} ms, ${(p128.ms / n128.ms).toFixed(1)}× the addon, ${(p128.ms / j128.ms).toFixed(2)}× the plain-JS baseline`);
+}
+function row128Bytes() {
+  return results.sizes.find((s) => s.mb === 128).bytes;
 }
 const f1g = find(1024, 'full', 'napi-full');
 if (f1g) goals.push(`1 GB full load through the addon: ${f1g.error ? 'FAILED: ' + f1g.error : fmt(f1g.ms) + ' ms, works'}`);
