@@ -154,6 +154,18 @@ test('fencing: a worker stopped mid tool call loses its lease; another takes ove
   }
 });
 
+test('setModel by a worker whose lease was taken over: LEASE_LOST, and its Agent closes', async () => {
+  const s = schema();
+  const store = await PostgresStore.open(pg.url, { schema: s, host: 'host-a' });
+  const agent = await Agent.create({ agentId: 'moved', model: new ScriptedProvider([{ text: 'hi' }]), tools: [] }, { store, toolRegistry: tools() });
+  await agent.chat('hello');
+  // Another worker acquired it meanwhile: the token moved on.
+  await pg.psql(`UPDATE "${s}".agents SET token = token + 1`);
+  await rejectsCode(agent.setModel({ provider: 'openai', model: 'gpt-4.1' }), 'LEASE_LOST');
+  await rejectsCode(agent.chat('again'), 'CLOSED');
+  await store.close();
+});
+
 test('subscribe({since}) on another host: replays, then follows live, each event once and in order, also after its listening connection is killed', async () => {
   const s = schema();
   const steps = 40;

@@ -1160,7 +1160,14 @@ export class Agent {
   async setModel(model: ModelProvider | ModelRef): Promise<void> {
     this.checkOpen();
     const provider = Agent.providerOf(model, this.deps);
-    const step = JSON.parse(await callAsync(() => this.n.changeMeta(JSON.stringify({ model: refOf(provider) })))) as StepOut;
+    let text: string;
+    try {
+      text = await callAsync(() => this.n.changeMeta(JSON.stringify({ model: refOf(provider) })));
+    } catch (e) {
+      this.fenced(e);
+      throw e;
+    }
+    const step = JSON.parse(text) as StepOut;
     this.provider = provider;
     this.carryOut(step);
   }
