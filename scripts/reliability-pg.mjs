@@ -29,14 +29,15 @@
 //   - no lease is left held, tokens never go back.
 // Only what was written since the previous trial is read each time.
 //
-// A takeover that waits for the victim's open write transaction (the known
-// PostgresStore bug, tests/support/pg-stalled-writer.test.mjs) fails the
-// trial, which then heals, ends a blocking server backend that is still
-// idle in transaction and goes on to its other checks; the summary counts
-// these failures apart. --idle-tx-timeout MS sets the cluster's
-// idle_in_transaction_session_timeout (the server then ends such a
-// transaction itself: a workaround, and the fix's likely shape).
-//
+// A takeover that waits for the victim's open write transaction (a bug
+// PostgresStore once had, fixed: each session sets
+// idle_in_transaction_session_timeout and lock_timeout from the lease, and
+// tests/support/pg-stalled-writer.test.mjs keeps it fixed) fails the trial,
+// which then heals, ends a blocking server backend that is still idle in
+// transaction and goes on to its other checks; the summary counts these
+// failures apart. --idle-tx-timeout MS also sets the cluster's own
+// idle_in_transaction_session_timeout (to try the server-side setting).
+
 // --heal-early checks the checks: every trial partitions, and heals 100 ms
 // later, before the lease runs out, so nothing is taken over and the
 // victim's writes after the strike are stored: every trial must fail.
