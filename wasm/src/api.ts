@@ -96,6 +96,7 @@ export interface WasmBackend extends NativeNormalizerLike, NativeProviderLike {
   };
   redactSecretsJson(json: string): string;
   NativeSessionBuilder: new () => {
+    reserve(bytes: number): void;
     push(chunk: Uint8Array): void;
     finish(opts?: string | null, path?: string | null): NativeSessionLike;
     free(): void;
@@ -330,6 +331,9 @@ export class Session extends SessionView {
   static async fromBlob(blob: Blob, opts?: LoadOptions): Promise<Session> {
     const b = call(() => new (wasm().NativeSessionBuilder)());
     try {
+      // One buffer of the blob's size: the slices are copied in once, not
+      // again each time a growing buffer moves.
+      b.reserve(blob.size);
       for (let off = 0; off < blob.size; off += BLOB_CHUNK) {
         const chunk = new Uint8Array(await blob.slice(off, off + BLOB_CHUNK).arrayBuffer());
         call(() => b.push(chunk));

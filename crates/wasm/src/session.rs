@@ -150,6 +150,15 @@ impl NativeSessionBuilder {
         NativeSessionBuilder { buf: Vec::new() }
     }
 
+    /// Makes room for `bytes` more bytes at once (the size of the file being
+    /// read), so the buffer is not grown, and copied, as it fills. Memory
+    /// that cannot be had is not an error here: the pushes then grow it.
+    pub fn reserve(&mut self, bytes: f64) {
+        if bytes.is_finite() && bytes > 0.0 && bytes < usize::MAX as f64 {
+            let _ = self.buf.try_reserve_exact(bytes as usize);
+        }
+    }
+
     /// Appends a chunk.
     pub fn push(&mut self, chunk: &[u8]) {
         self.buf.extend_from_slice(chunk);
