@@ -1180,7 +1180,16 @@ tools?: Array<ToolDeclaration>,
 /**
  * `fromProvider`'s `systemOriginal`, for byte-stable output to the same provider.
  */
-systemOriginal?: SystemOriginal, };
+systemOriginal?: SystemOriginal, 
+/**
+ * The target has thinking on (Anthropic extended or adaptive
+ * thinking). Anthropic then rejects a final assistant turn (a tool-use
+ * loop) that does not start with a thinking block: the calls of such a
+ * turn's steps before the first one that does, and their results, are
+ * sent as text (`tool_calls_to_text` in the report). Other targets
+ * ignore it. Default `false`.
+ */
+thinking?: boolean, };
 
 /**
  * Progress of `SessionMigrator.migrate`.
