@@ -1180,7 +1180,16 @@ tools?: Array<ToolDeclaration>,
 /**
  * `fromProvider`'s `systemOriginal`, for byte-stable output to the same provider.
  */
-systemOriginal?: SystemOriginal, };
+systemOriginal?: SystemOriginal, 
+/**
+ * The target has thinking on (Anthropic extended or adaptive
+ * thinking). Anthropic then rejects a final assistant turn (a tool-use
+ * loop) that does not start with a thinking block: the calls of such a
+ * turn's steps before the first one that does, and their results, are
+ * sent as text (`tool_calls_to_text` in the report). Other targets
+ * ignore it. Default `false`.
+ */
+thinking?: boolean, };
 
 /**
  * Progress of `SessionMigrator.migrate`.
@@ -1245,7 +1254,7 @@ duplicateIds: number, };
  */
 export type ConversionStep = { 
 /**
- * Stable code, one of the 36 listed in FORMAT.md §15.5 (`thinking_to_text`,
+ * Stable code, one of the 40 listed in FORMAT.md §15.5 (`thinking_to_text`,
  * `signature_dropped`, `tool_call_id_mapped`, `missing_tool_result_filled`,
  * `orphan_tool_result_dropped`, `tool_result_image_moved`, …).
  */

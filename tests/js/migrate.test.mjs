@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BACKEND, napi, web, pkg, realDir, fromJsonl, rejectsCode } from './helpers.mjs';
+import { BACKEND, napi, web, pkg, realDir, fixturesDir, fromJsonl, rejectsCode } from './helpers.mjs';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'fp-migrate-'));
 const PI = realDir + 'badlogic-pi-mono_large-session.jsonl';
@@ -194,4 +194,57 @@ test(`[${BACKEND}] an imported Claude Code session goes to every provider with a
   }
   // Claude Code's own calls and results pair exactly: back to Anthropic nothing is lost.
   assert.equal(pkg.toProvider(msgs, 'anthropic').report.compatible, true);
+});
+
+/** Imports bytes with the backend under test: the session's text and the summary. */
+async function importBytes(bytes) {
+  if (BACKEND === 'wasm') {
+    const r = await web.importSession(bytes, { id: 'imported-1' });
+    return { text: r.text, summary: r.summary };
+  }
+  const dst = join(tmp(), 'imported.jsonl');
+  const { summary } = await napi.importSession(bytes, { to: dst, id: 'imported-1' });
+  return { text: readFileSync(dst, 'utf8'), summary };
+}
+
+const importFixture = (name) => readFileSync(fixturesDir + 'import/' + name);
+const textOf = (c) => (typeof c === 'string' ? c : c.filter((b) => b.type === 'text').map((b) => b.text).join('\n'));
+
+test(`[${BACKEND}] a Claude Code subagent transcript imports its own chain as the conversation`, async () => {
+  const { text, summary } = await importBytes(importFixture('claude-code-subagent.jsonl'));
+  assert.deepEqual([summary.entries, summary.messages, summary.customEntries], [4, 4, 0]);
+  const ctx = fromJsonl(text).getContext();
+  assert.deepEqual(ctx.map((m) => m.role), ['user', 'assistant', 'toolResult', 'assistant']);
+  assert.equal(textOf(ctx[0].content), 'Find where the config file is loaded and report the function name.');
+  assert.equal(ctx[1].content[1].id, 'toolu_01S');
+  assert.equal(ctx[2].toolCallId, 'toolu_01S');
+  // It converts like any conversation: the call and its result stay paired.
+  const o = pkg.toProvider(fromJsonl(text).getLlmContext(), 'openai');
+  assert.ok(!o.report.steps.some((s) => s.code === 'missing_tool_result_filled' || s.code === 'orphan_tool_result_dropped'));
+
+  const older = await importBytes(importFixture('claude-code-subagent-progress.jsonl'));
+  assert.deepEqual([older.summary.messages, older.summary.customEntries], [4, 2]);
+  const ctx2 = fromJsonl(older.text).getContext();
+  assert.deepEqual(ctx2.map((m) => m.role), ['user', 'assistant', 'toolResult', 'assistant']);
+  assert.equal(ctx2[2].isError, true);
+});
+
+test(`[${BACKEND}] a Codex rollout with user turns only in event_msg user_message starts with the user; no duplicates when both exist`, async () => {
+  const { text, summary } = await importBytes(importFixture('codex-user-events-only.jsonl'));
+  assert.equal(summary.format, 'codex');
+  assert.equal(summary.entries, 13);
+  const ctx = fromJsonl(text).getContext();
+  assert.deepEqual(ctx.map((m) => m.role), ['user', 'assistant', 'toolResult', 'assistant', 'user', 'assistant']);
+  assert.equal(textOf(ctx[0].content), 'What does main.rs print?');
+  assert.equal(ctx[4].content[1].type, 'image');
+  assert.equal(ctx[4].content[1].mimeType, 'image/png');
+  // Gemini and Anthropic get it without a placeholder turn: it starts with the user now.
+  for (const t of ['google', 'anthropic']) {
+    const o = pkg.toProvider(fromJsonl(text).getLlmContext(), t);
+    assert.ok(!o.report.steps.some((s) => s.code === 'leading_user_turn_added'), t);
+  }
+  const both = await importBytes(importFixture('codex-user-events-and-items.jsonl'));
+  const users = fromJsonl(both.text).getContext().filter((m) => m.role === 'user').map((m) => textOf(m.content));
+  assert.equal(users.length, 3, users.join(' | '));
+  assert.deepEqual(users.slice(1), ['list the files', 'thanks']);
 });

@@ -196,3 +196,23 @@ test(`[${BACKEND}] a raw lone surrogate in JSON text is kept as an escape, not s
   throwsCode(assert, () => pkg.toProvider([], undefined), 'INVALID_INPUT');
   throwsCode(assert, () => pkg.toProvider([], 'openai', { system: 5 }), 'INVALID_INPUT');
 });
+
+test(`[${BACKEND}] the thinking option: Anthropic's final tool turn without thinking goes as text only when it is on`, () => {
+  const msgs = [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', api: 'openai-completions', provider: 'openai', model: 'gpt-4.1', content: [{ type: 'toolCall', id: 'call_1', name: 'ls', arguments: {} }], stopReason: 'toolUse' },
+    { role: 'toolResult', toolCallId: 'call_1', toolName: 'ls', content: [{ type: 'text', text: 'a.txt' }], isError: false },
+  ];
+  const off = pkg.toProvider(msgs, 'anthropic');
+  assert.equal(off.request.messages[1].content[0].type, 'tool_use');
+  assert.ok(!off.report.steps.some((s) => s.code === 'tool_calls_to_text'));
+  const on = pkg.toProvider(msgs, 'anthropic', { thinking: true });
+  assert.deepEqual(on.request.messages.map((m) => m.role), ['user', 'assistant', 'user']);
+  assert.deepEqual(on.request.messages.slice(1).map((m) => m.content[0].type), ['text', 'text']);
+  assert.match(on.request.messages[2].content[0].text, /a\.txt/);
+  assert.ok(on.report.steps.some((s) => s.code === 'tool_calls_to_text' && s.lossy));
+  assert.equal(on.report.compatible, false);
+  // Other targets ignore it; a value that is not a boolean is refused.
+  assert.equal(pkg.toProvider(msgs, 'openai', { thinking: true }).body, pkg.toProvider(msgs, 'openai').body);
+  throwsCode(assert, () => pkg.toProvider(msgs, 'anthropic', { thinking: 'yes' }), 'INVALID_INPUT');
+});

@@ -728,8 +728,24 @@ fn cc_message_ok(v: &J) -> bool {
         .is_some_and(|c| matches!(c, J::Str(_) | J::Arr(_)))
 }
 
-fn cc_kind(v: &J) -> Cc {
-    if v.get("isSidechain").and_then(J::as_bool) == Some(true) {
+/// Whether the file is itself a subagent transcript: every user and assistant
+/// line has `isSidechain: true` (and there is one). Its lines are then the
+/// conversation, not side branches of another.
+fn cc_sidechain_file(lines: &[Line]) -> bool {
+    let mut any = false;
+    for l in lines {
+        if matches!(l.v.str_of("type").as_deref(), Some("user" | "assistant")) {
+            if l.v.get("isSidechain").and_then(J::as_bool) != Some(true) {
+                return false;
+            }
+            any = true;
+        }
+    }
+    any
+}
+
+fn cc_kind(v: &J, sidechain_file: bool) -> Cc {
+    if !sidechain_file && v.get("isSidechain").and_then(J::as_bool) == Some(true) {
         return Cc::Custom;
     }
     match v.str_of("type").as_deref() {
@@ -873,7 +889,11 @@ fn claude_code(
                 .map(|u| u.into_owned())
         })
         .collect();
-    let mut kind: Vec<Cc> = lines.iter().map(|l| cc_kind(&l.v)).collect();
+    let sidechain_file = cc_sidechain_file(lines);
+    let mut kind: Vec<Cc> = lines
+        .iter()
+        .map(|l| cc_kind(&l.v, sidechain_file))
+        .collect();
     let mut ids = Ids::default();
     let mut dup = vec![false; n];
     {
@@ -1278,6 +1298,73 @@ fn items_text(items: &[J]) -> String {
     parts.join("\n\n")
 }
 
+/// The `event_msg` `user_message` lines whose text a `response_item` user
+/// message of the same turn also carries (between the model output or tool
+/// output before the event and the next one): those stay `custom` entries.
+fn codex_carried_user_events(lines: &[Line]) -> HashSet<usize> {
+    let item = |k: usize| {
+        lines[k]
+            .v
+            .is("type", "response_item")
+            .then(|| lines[k].v.get("payload").filter(|p| p.is_obj()))
+            .flatten()
+    };
+    let output =
+        |k: usize| item(k).is_some_and(|p| matches!(codex_kind(p), Cx::Assistant | Cx::Output));
+    let mut carried = HashSet::new();
+    for k in 0..lines.len() {
+        let v = &lines[k].v;
+        let Some(p) = v.get("payload").filter(|_| v.is("type", "event_msg")) else {
+            continue;
+        };
+        if !p.is("type", "user_message") {
+            continue;
+        }
+        let text = p.str_of("message").unwrap_or_default();
+        let from = (0..k).rev().find(|&j| output(j)).map_or(0, |j| j + 1);
+        let to = (k + 1..lines.len())
+            .find(|&j| output(j))
+            .unwrap_or(lines.len());
+        let same = (from..to).any(|j| {
+            item(j).is_some_and(|it| {
+                codex_kind(it) == Cx::User
+                    && items_text(std::slice::from_ref(it)).trim() == text.trim()
+            })
+        });
+        if same {
+            carried.insert(k);
+        }
+    }
+    carried
+}
+
+/// A Responses user message for an `event_msg` `user_message` (its text and
+/// images), or `None` when it has neither.
+fn codex_user_item(p: &J) -> Option<J> {
+    let mut parts = Vec::new();
+    if let Some(t) = p
+        .get("message")
+        .filter(|t| t.as_str().is_some_and(|t| !t.is_empty()))
+    {
+        parts.push(J::obj([("type", J::s("input_text")), ("text", t.clone())]));
+    }
+    for img in p.get("images").and_then(J::as_arr).into_iter().flatten() {
+        if matches!(img, J::Str(_)) {
+            parts.push(J::obj([
+                ("type", J::s("input_image")),
+                ("image_url", img.clone()),
+            ]));
+        }
+    }
+    (!parts.is_empty()).then(|| {
+        J::obj([
+            ("type", J::s("message")),
+            ("role", J::s("user")),
+            ("content", J::Arr(parts)),
+        ])
+    })
+}
+
 struct CodexState {
     dec: ResponsesDecoder,
     ids: Ids,
@@ -1420,6 +1507,7 @@ fn codex(
         ts_of.push(last.clone());
     }
 
+    let carried = codex_carried_user_events(lines);
     let mut st = CodexState {
         dec: ResponsesDecoder::new(None),
         ids: Ids::default(),
@@ -1462,6 +1550,16 @@ fn codex(
                     st.slots.push(vec![Ent::custom(id, ts, &custom_type, v)]);
                 }
             },
+            (Some("event_msg"), Some(p))
+                if p.is("type", "user_message")
+                    && !carried.contains(&k)
+                    && let Some(item) = codex_user_item(p) =>
+            {
+                // A user turn written only as an event: the message it stands for.
+                st.close(lines, &ts_of);
+                let ents = st.single(line, &ts, &item);
+                st.slots.push(ents);
+            }
             (Some("event_msg"), _) => {
                 if let Some(p) = payload
                     && p.is("type", "token_count")

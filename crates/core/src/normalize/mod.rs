@@ -12,6 +12,7 @@ pub mod ids;
 pub mod import;
 pub mod jv;
 pub mod migrate;
+pub mod refuse;
 pub mod report;
 pub mod transform;
 pub mod types;
@@ -94,10 +95,13 @@ pub struct ToOptions {
     pub tools_original: Option<J>,
     /// Pair calls and results (fill missing results, drop orphans). Off for single messages.
     pub pairing: bool,
+    /// The target has thinking on (Anthropic: extended or adaptive thinking):
+    /// the final assistant turn must then start with a thinking block.
+    pub thinking: bool,
 }
 
 impl ToOptions {
-    /// Reads `{model?, system?, systemRole?, tools?}` (absent → defaults).
+    /// Reads `{model?, system?, systemRole?, tools?, thinking?}` (absent → defaults).
     pub fn from_json(text: Option<&str>) -> Result<ToOptions> {
         let mut o = ToOptions {
             pairing: true,
@@ -131,6 +135,12 @@ impl ToOptions {
         }
         o.system_original = v.get("systemOriginal").filter(|s| s.is_obj()).cloned();
         o.tools_original = v.get("toolsOriginal").filter(|s| s.is_obj()).cloned();
+        o.thinking = match v.get("thinking") {
+            None | Some(J::Null) => false,
+            Some(t) => t
+                .as_bool()
+                .ok_or_else(|| bad("thinking must be true or false"))?,
+        };
         Ok(o)
     }
 }
@@ -180,11 +190,21 @@ pub fn convert(msgs: Vec<J>, target: Provider, opts: &ToOptions) -> Result<Conve
         }
     }
     let mut report = CompatibilityReport::new();
-    let (msgs, mut ids) = if opts.pairing {
+    let (mut msgs, mut ids) = if opts.pairing {
         transform::transform(msgs, target, opts.model.as_deref(), &mut report)
     } else {
         transform::transform_each(msgs, target, opts.model.as_deref(), &mut report)
     };
+    // What the target refuses outright (FORMAT.md §15.4, rules 12–15).
+    for (i, m) in msgs.iter_mut().enumerate() {
+        refuse::media(m, i, target, &mut report);
+    }
+    if opts.pairing {
+        if opts.thinking && target == Provider::Anthropic {
+            refuse::thinking_turn(&mut msgs, &mut report);
+        }
+        refuse::leading_user(&mut msgs, target, &mut report);
+    }
     let mut system = opts.system.clone();
     match &system {
         None | Some(J::Str(_)) => {}

@@ -359,6 +359,15 @@ shape! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "ts", ts(optional))]
         pub system_original: Option<SystemOriginal>,
+        /// The target has thinking on (Anthropic extended or adaptive
+        /// thinking). Anthropic then rejects a final assistant turn (a tool-use
+        /// loop) that does not start with a thinking block: the calls of such a
+        /// turn's steps before the first one that does, and their results, are
+        /// sent as text (`tool_calls_to_text` in the report). Other targets
+        /// ignore it. Default `false`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        pub thinking: Option<bool>,
     }
 }
 

@@ -205,6 +205,11 @@ fn build_request_j(
         system: system.map(J::s),
         tools: (!tools.is_empty()).then_some(tools),
         pairing: true,
+        // Anthropic with thinking on needs the final turn to start with thinking.
+        thinking: opts
+            .thinking
+            .as_ref()
+            .is_some_and(|t| *t != ThinkingOption::Off),
         ..Default::default()
     };
     let converted = normalize::convert(msgs, api, &to)?;

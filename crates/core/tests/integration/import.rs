@@ -1322,3 +1322,171 @@ fn derived_ids_are_fixed_functions_of_the_source() {
         "pi-own"
     );
 }
+
+fn import_fixture(name: &str) -> Vec<u8> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/import")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Roles and texts of a context, for comparing whole conversations.
+fn roles_texts(msgs: &[Value]) -> Vec<(String, String)> {
+    msgs.iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or("").to_string(),
+                text_of(&m["content"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_claude_code_subagent_transcript_imports_its_own_chain() {
+    // A Task subagent's own file: every chain line has isSidechain: true.
+    let bytes = import_fixture("claude-code-subagent.jsonl");
+    let (text, summary) = import(&bytes);
+    assert_eq!(summary.format, "claude-code");
+    assert_eq!(
+        (summary.entries, summary.messages, summary.custom_entries),
+        (4, 4, 0)
+    );
+    assert_eq!((summary.orphans, summary.skipped_lines), (0, 0));
+    let s = load(&text);
+    assert_lazy_agrees(&text, &s);
+    let ctx = context(&s, None);
+    assert_eq!(
+        roles_texts(&ctx),
+        [
+            (
+                "user",
+                "Find where the config file is loaded and report the function name."
+            ),
+            ("assistant", "I'll search for it."),
+            ("toolResult", "src/config.rs:12: pub fn load_config()"),
+            (
+                "assistant",
+                "The config is loaded by load_config in src/config.rs."
+            ),
+        ]
+        .map(|(r, t)| (r.to_string(), t.to_string()))
+    );
+    // The two lines of one response are one message; its call pairs with the result.
+    assert_eq!(ctx[1]["content"][1]["type"], "toolCall");
+    assert_eq!(ctx[1]["content"][1]["id"], "toolu_01S");
+    assert_eq!(ctx[2]["toolCallId"], "toolu_01S");
+    assert_eq!(ctx[1]["model"], "claude-sonnet-4-5");
+    assert_eq!(ctx[3]["usage"]["cacheRead"], 100);
+    // Named by its agent, as before.
+    let (_, s2) = import_session(&bytes, ImportFormat::Auto, None, NOW).unwrap();
+    assert_eq!(
+        s2.session_id,
+        "5f0c2a1e-7d3b-4c1a-9e8f-0a1b2c3d4e5f-agent-a7c3e91"
+    );
+
+    // An older subagent file with a progress line between call and result and
+    // a metadata line without isSidechain: the chain is the conversation, the
+    // others stay custom entries.
+    let bytes = import_fixture("claude-code-subagent-progress.jsonl");
+    let (text, summary) = import(&bytes);
+    assert_eq!(
+        (summary.entries, summary.messages, summary.custom_entries),
+        (6, 4, 2)
+    );
+    let s = load(&text);
+    assert_lazy_agrees(&text, &s);
+    let ctx = context(&s, None);
+    assert_eq!(
+        ctx.iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["user", "assistant", "toolResult", "assistant"]
+    );
+    assert_eq!(ctx[2]["isError"], true);
+    assert_eq!(ctx[2]["toolCallId"], ctx[1]["content"][0]["id"]);
+    assert_eq!(text_of(&ctx[3]["content"]), "One test fails: parse_empty.");
+
+    // A main transcript that holds a few sidechain lines keeps them as custom
+    // entries (its own chain is the conversation).
+    let mixed = String::from_utf8(import_fixture("claude-code-subagent.jsonl"))
+        .unwrap()
+        .replacen("\"isSidechain\":true", "\"isSidechain\":false", 1);
+    let (text, summary) = import(mixed.as_bytes());
+    assert_eq!((summary.messages, summary.custom_entries), (1, 4));
+    let ctx = context(&load(&text), None);
+    assert_eq!(ctx.len(), 1);
+    assert_eq!(ctx[0]["role"], "user");
+}
+
+#[test]
+fn a_codex_rollout_with_user_turns_only_in_events_starts_with_the_user() {
+    let bytes = import_fixture("codex-user-events-only.jsonl");
+    let (text, summary) = import(&bytes);
+    assert_eq!(summary.format, "codex");
+    // Every line is one entry; the two user_message events became the user turns.
+    assert_eq!(summary.entries, 13);
+    assert_eq!(summary.messages, 6);
+    let s = load(&text);
+    assert_lazy_agrees(&text, &s);
+    let ctx = context(&s, None);
+    assert_eq!(
+        ctx.iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        [
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    assert_eq!(text_of(&ctx[0]["content"]), "What does main.rs print?");
+    assert_eq!(ctx[2]["toolCallId"], "call_E1");
+    assert_eq!(
+        text_of(&ctx[4]["content"]),
+        "And what is in this screenshot?"
+    );
+    let img = &ctx[4]["content"][1];
+    assert_eq!(
+        (img["type"].as_str(), img["mimeType"].as_str()),
+        (Some("image"), Some("image/png"))
+    );
+    assert!(ctx[0]["timestamp"].as_u64().is_some());
+    // The user message entry replaces the event line's custom entry.
+    let events = values(&text)
+        .into_iter()
+        .filter(|e| e["customType"] == "codex.event_msg")
+        .map(|e| {
+            e["data"]["payload"]["type"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect::<Vec<_>>();
+    assert!(!events.iter().any(|t| t == "user_message"), "{events:?}");
+
+    // Both forms present (item then event, event then item): no duplicates.
+    let bytes = import_fixture("codex-user-events-and-items.jsonl");
+    let (text, summary) = import(&bytes);
+    assert_eq!(summary.entries, 12);
+    let s = load(&text);
+    let users: Vec<String> = context(&s, None)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| text_of(&m["content"]))
+        .collect();
+    assert_eq!(users.len(), 3, "{users:?}");
+    assert!(users[0].starts_with("<environment_context>"));
+    assert_eq!(&users[1..], ["list the files", "thanks"]);
+    let kept_events = values(&text)
+        .iter()
+        .filter(|e| e["data"]["payload"]["type"] == "user_message")
+        .count();
+    assert_eq!(kept_events, 2);
+    // The rollout written in this file's own shapes still imports as before.
+    let (_, before) = import(jsonl(&codex_rollout()).as_bytes());
+    assert_eq!(before.messages, 7);
+}

@@ -593,3 +593,47 @@ fn a_renamed_repeated_made_up_call_id_renames_its_result() {
         }
     }
 }
+
+#[test]
+fn anthropic_thinking_requests_meet_the_final_turn_rule() {
+    // conversation() is an OpenAI tool loop: its final turn has no thinking
+    // block, which Anthropic rejects when thinking is on (FORMAT.md §15.4, 14).
+    let req = |t: Option<ThinkingOption>| {
+        let o = RequestOptions {
+            model: "claude-sonnet-4-5".into(),
+            thinking: t,
+            ..Default::default()
+        };
+        build_request(Provider::Anthropic, &o, None, &conversation(), &tools()).unwrap()
+    };
+    let on = req(Some(ThinkingOption::Budget(4096)));
+    let body: Value = serde_json::from_str(&on.body).unwrap();
+    assert_eq!(body["thinking"]["type"], "enabled");
+    let msgs = body["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 3);
+    assert_eq!(msgs[1]["content"][1]["type"], "text");
+    assert!(
+        msgs[1]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("call_1")
+    );
+    assert_eq!(msgs[2]["content"][0]["type"], "text");
+    assert!(on.report.has("tool_calls_to_text"));
+    assert!(!body.to_string().contains("tool_use"));
+    // Thinking off (or not given): the calls stay calls.
+    for t in [Some(ThinkingOption::Off), None] {
+        let off = req(t);
+        let body: Value = serde_json::from_str(&off.body).unwrap();
+        assert_eq!(body["messages"][1]["content"][1]["type"], "tool_use");
+        assert!(!off.report.has("tool_calls_to_text"));
+    }
+    // Other APIs are not concerned.
+    let o = RequestOptions {
+        model: "gpt-4o".into(),
+        thinking: Some(ThinkingOption::Budget(4096)),
+        ..Default::default()
+    };
+    let r = build_request(Provider::OpenAi, &o, None, &conversation(), &tools()).unwrap();
+    assert!(!r.report.has("tool_calls_to_text"));
+}
