@@ -135,6 +135,8 @@ pub struct IdMap {
     pub changed: Vec<(String, String)>,
     /// The map of tool names, kept beside the ids.
     names: Option<Box<IdMap>>,
+    /// Target id → original id, given back before mapping (`set_restore`).
+    restore: HashMap<String, String>,
 }
 
 impl IdMap {
@@ -194,6 +196,36 @@ impl IdMap {
             self.changed.push((candidate.clone(), original.to_string()));
         }
         candidate
+    }
+
+    /// Ids to give back their original form (a map an earlier conversion
+    /// returned: target id → original id), before any rule applies.
+    pub fn set_restore(&mut self, pairs: &[(String, String)]) {
+        self.restore = pairs.iter().cloned().collect();
+    }
+
+    /// `id`'s original when the restore map has it (and `true`), else `id`.
+    pub fn restored(&self, id: &str) -> (String, bool) {
+        match self.restore.get(id) {
+            Some(orig) => (orig.clone(), true),
+            None => (id.to_string(), false),
+        }
+    }
+
+    /// Keeps `original` as its own target id (an id the target made itself),
+    /// unless another id already took it: then it is mapped by `rule`.
+    pub fn keep(&mut self, original: &str, rule: &IdRule) -> String {
+        if let Some(t) = self.forward.get(original) {
+            return t.clone();
+        }
+        if self.taken.get(original).is_some_and(|o| o != original) {
+            return self.map(original, rule);
+        }
+        self.taken
+            .insert(original.to_string(), original.to_string());
+        self.forward
+            .insert(original.to_string(), original.to_string());
+        original.to_string()
     }
 
     /// The tool-name map that goes with this id map.

@@ -94,6 +94,9 @@ pub struct ToOptions {
     pub tools_original: Option<J>,
     /// Pair calls and results (fill missing results, drop orphans). Off for single messages.
     pub pairing: bool,
+    /// An earlier conversion's `idMap` (target id → original id): ids found in
+    /// it get their original back (the way home after a trip to another provider).
+    pub id_map: Vec<(String, String)>,
 }
 
 impl ToOptions {
@@ -131,6 +134,19 @@ impl ToOptions {
         }
         o.system_original = v.get("systemOriginal").filter(|s| s.is_obj()).cloned();
         o.tools_original = v.get("toolsOriginal").filter(|s| s.is_obj()).cloned();
+        match v.get("idMap") {
+            None | Some(J::Null) => {}
+            Some(m @ J::Obj(_)) => {
+                for k in m.keys() {
+                    let orig = m
+                        .get(&k)
+                        .and_then(J::as_str)
+                        .ok_or_else(|| bad("idMap values must be strings"))?;
+                    o.id_map.push((k.to_string(), orig.to_string()));
+                }
+            }
+            Some(_) => return Err(bad("idMap must be an object (target id → original id)")),
+        }
         Ok(o)
     }
 }
@@ -180,11 +196,14 @@ pub fn convert(msgs: Vec<J>, target: Provider, opts: &ToOptions) -> Result<Conve
         }
     }
     let mut report = CompatibilityReport::new();
-    let (msgs, mut ids) = if opts.pairing {
-        transform::transform(msgs, target, opts.model.as_deref(), &mut report)
-    } else {
-        transform::transform_each(msgs, target, opts.model.as_deref(), &mut report)
-    };
+    let (msgs, mut ids) = transform::run_restoring(
+        msgs,
+        target,
+        opts.model.as_deref(),
+        &mut report,
+        opts.pairing,
+        &opts.id_map,
+    );
     let mut system = opts.system.clone();
     match &system {
         None | Some(J::Str(_)) => {}
