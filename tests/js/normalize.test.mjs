@@ -64,7 +64,15 @@ test(`[${BACKEND}] provider conformance suite: ${cases.length} cases, every targ
       assert.deepEqual({ request: o.request, report: o.report, idMap: o.idMap, nameMap: o.nameMap }, c.expected[t], `${c.file}: ${t} differs from expected`);
       outs[t] = o;
     }
-    for (const a of c.assert ?? []) check(a, outs[a.target], c.file);
+    for (const a of c.assert ?? []) {
+      if (a.via === undefined) {
+        check(a, outs[a.target], c.file);
+        continue;
+      }
+      // The way home: the request made for `via` read back and converted to `target` with that trip's idMap.
+      const back = pkg.fromProvider(outs[a.via].body, a.via);
+      check(a, pkg.toProvider(back.json, a.target, { ...c.options, idMap: outs[a.via].idMap }), c.file);
+    }
     if (c.from !== 'canonical' && c.byteStable !== false) {
       assert.equal(outs[c.from].body, text, `${c.file}: not byte-stable to ${c.from}`);
       assert.equal(outs[c.from].report.compatible, true, `${c.file}: lossy back to ${c.from}`);

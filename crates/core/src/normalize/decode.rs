@@ -414,8 +414,12 @@ fn anthropic_message(d: &mut Dec, m: &J) -> Result<()> {
                         let id = b.str_of("tool_use_id").unwrap_or_default().to_string();
                         let is_error = b.get("is_error").and_then(J::as_bool).unwrap_or(false);
                         let content = anthropic_result_content(b.get("content"));
+                        let mut r = d.tool_result(&id, content, is_error);
+                        if matches!(b.get("content"), Some(J::Str(_))) {
+                            r.set("contentString", J::Bool(true));
+                        }
                         let r = with_vendor(
-                            d.tool_result(&id, content, is_error),
+                            r,
                             vendor_of(
                                 b,
                                 &["type", "tool_use_id", "content", "is_error"],
@@ -684,6 +688,30 @@ fn openai_message(d: &mut Dec, conv: &mut Conversation, m: &J, i: usize) -> Resu
                             }
                             blocks.push(b);
                         }
+                        // A custom tool call (free-form input): a call with
+                        // arguments {input}, its type kept for OpenAI (`kind`).
+                        (Some("custom"), _)
+                            if c.get("custom").is_some_and(|cu| {
+                                matches!(cu.get("input"), Some(J::Str(_)))
+                                    && matches!(cu.get("name"), Some(J::Str(_)))
+                                    && vendor_of(cu, &["name", "input"], p).is_none()
+                            }) && vendor_of(c, &["id", "type", "custom"], p).is_none() =>
+                        {
+                            let cu = c.get("custom").cloned().unwrap_or(J::Null);
+                            let mut b = tool_call(
+                                &c.str_of("id").unwrap_or_default(),
+                                cu.get("name").cloned().unwrap_or(J::s("")),
+                            );
+                            b.set(
+                                "arguments",
+                                J::obj([("input", cu.get("input").cloned().unwrap_or(J::s("")))]),
+                            );
+                            b.set(
+                                "vendor",
+                                J::obj([(p.name(), J::obj([("kind", J::s("custom"))]))]),
+                            );
+                            blocks.push(b);
+                        }
                         _ => blocks.push(tagged("unknown", p, c)),
                     }
                 }
@@ -699,7 +727,10 @@ fn openai_message(d: &mut Dec, conv: &mut Conversation, m: &J, i: usize) -> Resu
                 Some(J::Arr(parts)) => parts.iter().map(|b| openai_part(b, p)).collect(),
                 _ => return Err(bad("tool content must be a string or an array")),
             };
-            let r = d.tool_result(&id, content, false);
+            let mut r = d.tool_result(&id, content, false);
+            if matches!(m.get("content"), Some(J::Str(_))) {
+                r.set("contentString", J::Bool(true));
+            }
             d.msgs.push(with_vendor(
                 r,
                 vendor_of(m, &["role", "tool_call_id", "content"], p),
@@ -844,7 +875,10 @@ fn responses_into(req: &J, d: &mut Dec) -> Result<()> {
                         )));
                     }
                 };
-                let r = d.tool_result(&id, content, false);
+                let mut r = d.tool_result(&id, content, false);
+                if matches!(item.get("output"), Some(J::Str(_))) {
+                    r.set("contentString", J::Bool(true));
+                }
                 let v = vendor_of(item, &["type", "call_id", "output"], p);
                 d.msgs.push(if item.is("type", "custom_tool_call_output") {
                     with_kind(r, v, "custom_tool_call_output")
@@ -1206,6 +1240,7 @@ fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
                         ("toolName", J::s(&name)),
                         ("content", J::Arr(content)),
                         ("isError", J::Bool(is_error)),
+                        ("contentString", J::Bool(true)),
                     ]);
                     if fr.get("id").is_none() {
                         r.set("syntheticId", J::Bool(true));

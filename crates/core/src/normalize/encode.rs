@@ -685,7 +685,11 @@ fn anthropic_one(
                     m.get("toolCallId").cloned().unwrap_or(J::s("")),
                 ),
             ]);
-            if content.len() == 1 && content[0].is("type", "text") && content[0].keys().len() == 2 {
+            if content.len() == 1
+                && content[0].is("type", "text")
+                && content[0].keys().len() == 2
+                && content_string(m)
+            {
                 r.set(
                     "content",
                     content.remove(0).get("text").cloned().unwrap_or(J::s("")),
@@ -754,6 +758,13 @@ fn anthropic_one(
             format!("a message with role {other:?} cannot be sent to anthropic"),
         ),
     }
+}
+
+/// Whether a tool result's content was one string where it came from (its one
+/// text block goes to each target as a string; otherwise blocks stay an array
+/// where the target takes one).
+fn content_string(m: &J) -> bool {
+    m.get("contentString").and_then(J::as_bool) == Some(true)
 }
 
 /// A system message that was inline in an Anthropic request (`vendor.anthropic.inline`).
@@ -990,6 +1001,25 @@ fn openai_one(
                         r.1.push(b.str_of("thinking").unwrap_or_default().to_string());
                     }
                     "toolCall" => {
+                        let (kind, members) = split_kind(vendor_members(b, p));
+                        if kind.as_deref() == Some("custom") {
+                            // OpenAI's custom tool call: free-form input.
+                            let args = b.get("arguments").cloned().unwrap_or(J::Obj(vec![]));
+                            let mut c = J::obj([
+                                ("id", b.get("id").cloned().unwrap_or(J::s(""))),
+                                ("type", J::s("custom")),
+                                (
+                                    "custom",
+                                    J::obj([
+                                        ("name", b.get("name").cloned().unwrap_or(J::s(""))),
+                                        ("input", args.get("input").cloned().unwrap_or(J::s(""))),
+                                    ]),
+                                ),
+                            ]);
+                            extend(&mut c, members);
+                            calls.push(c);
+                            continue;
+                        }
                         let args = match b.get("argumentsRaw") {
                             Some(raw) => raw.clone(),
                             None => {
@@ -1097,7 +1127,7 @@ fn openai_one(
             let content = match texts.len() {
                 0 if bl.iter().any(|b| btype(b) == "image") => J::s("(see attached image)"),
                 0 => J::s(""),
-                1 => texts[0].get("text").cloned().unwrap_or(J::s("")),
+                1 if content_string(m) => texts[0].get("text").cloned().unwrap_or(J::s("")),
                 _ => J::Arr(
                     texts
                         .iter()
@@ -1153,7 +1183,10 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
         }
         "toolResult" => {
             let bl = blocks(m);
-            let simple = bl.len() == 1 && bl[0].is("type", "text") && bl[0].keys().len() == 2;
+            let simple = bl.len() == 1
+                && bl[0].is("type", "text")
+                && bl[0].keys().len() == 2
+                && content_string(m);
             let output = if simple {
                 bl[0].get("text").cloned().unwrap_or(J::s(""))
             } else if bl.is_empty() {
@@ -1527,6 +1560,14 @@ fn google_one(
                         fr.set("id", J::s(&id));
                     }
                     fr.set("name", m.get("toolName").cloned().unwrap_or(J::s("")));
+                    let n_texts = blocks(m).iter().filter(|b| btype(b) == "text").count();
+                    if n_texts > 1 {
+                        rep.step(
+                            "text_joined",
+                            Some(i),
+                            format!("{n_texts} text blocks of a tool result joined with a newline: a Gemini function response holds one output"),
+                        );
+                    }
                     fr.set("response", google_response(m));
                     let media: Vec<J> = blocks(m)
                         .iter()

@@ -308,6 +308,7 @@ pub fn apply(
                     ),
                     ("content", J::Arr(vec![text_block("No result provided")])),
                     ("isError", J::Bool(true)),
+                    ("contentString", J::Bool(true)),
                 ]));
                 rep.warn_step(
                     "missing_tool_result_filled",
@@ -535,7 +536,7 @@ pub fn apply(
                                 ids.map(&k, &rule)
                             };
                             let item = (origin(&msg) == Some(Provider::Responses))
-                                .then(|| id.split_once('|').map(|(_, it)| it.to_string()))
+                                .then(|| id.rsplit_once('|').map(|(_, it)| it.to_string()))
                                 .flatten();
                             let new_id = match (target, item) {
                                 (Provider::Responses, Some(it)) if same && !skipped_thinking => {
