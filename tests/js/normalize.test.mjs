@@ -120,7 +120,11 @@ test(`[${BACKEND}] MessageNormalizer: the seed API, one message at a time`, () =
   assert.ok(Array.isArray(items));
   assert.deepEqual(items.map((i) => i.type ?? i.role), ['assistant', 'assistant', 'function_call']);
   assert.deepEqual(MessageNormalizer.normalize({ role: 'model', parts: [{ text: 'x' }] }, 'google').content, [{ type: 'text', text: 'x' }]);
-  throwsCode(assert, () => MessageNormalizer.normalize({ role: 'function', content: 'x' }, 'openai'), 'INVALID_INPUT');
+  // A role this version does not model is kept as it was, for its provider only.
+  const fn = { role: 'function', name: 'f', content: 'x' };
+  assert.deepEqual(MessageNormalizer.normalize(fn, 'openai'), { role: 'unknown', provider: 'openai', raw: fn });
+  assert.deepEqual(MessageNormalizer.denormalize(MessageNormalizer.normalize(fn, 'openai'), 'openai'), fn);
+  throwsCode(assert, () => MessageNormalizer.normalize({ role: 'user' }, 'openai'), 'INVALID_INPUT');
   throwsCode(assert, () => MessageNormalizer.normalize('[]', 'openai'), 'INVALID_INPUT');
   throwsCode(assert, () => MessageNormalizer.denormalize({ role: 'system', content: 'x' }, 'anthropic'), 'INVALID_INPUT');
 });
@@ -159,7 +163,8 @@ test(`[${BACKEND}] tool-call id map: reversible and collision-free, results foll
   assert.equal(new Set(calls).size, 3);
   for (const id of calls) assert.match(id, /^[a-zA-Z0-9_-]{1,64}$/);
   const results = o.request.messages[2].content;
-  const byId = Object.fromEntries(results.map((r) => [r.tool_use_id, r.content]));
+  // Canonical results (no contentString) keep their blocks as an array.
+  const byId = Object.fromEntries(results.map((r) => [r.tool_use_id, r.content[0].text]));
   assert.equal(byId[calls[0]], '1');
   assert.equal(byId[calls[1]], '2');
   assert.equal(byId[calls[2]], '3');
