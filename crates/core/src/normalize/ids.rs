@@ -299,6 +299,24 @@ mod tests {
     }
 
     #[test]
+    fn kept_and_restored_ids() {
+        let mut m = IdMap::new();
+        // An id the target made itself stays, even outside the rule.
+        assert_eq!(m.keep("call|7", &IdRule::WIDE), "call|7");
+        assert_eq!(m.map("call|7", &IdRule::WIDE), "call|7");
+        assert!(m.changed.is_empty());
+        // An id another original already maps to is not kept (no collision).
+        assert_eq!(m.map("a:b", &IdRule::ANTHROPIC), "a_b");
+        let k = m.keep("a_b", &IdRule::ANTHROPIC);
+        assert_ne!(k, "a_b");
+        assert!(IdRule::ANTHROPIC.accepts(&k));
+        let mut r = IdMap::new();
+        r.set_restore(&[("call_1_x".into(), "call.1:x".into())]);
+        assert_eq!(r.restored("call_1_x"), ("call.1:x".to_string(), true));
+        assert_eq!(r.restored("other"), ("other".to_string(), false));
+    }
+
+    #[test]
     fn length_limits_and_mistral() {
         let long = "x".repeat(100);
         let mut m = IdMap::new();
