@@ -1129,7 +1129,7 @@ export type NormalizedSystemMessage = { content: NormalizedContent, developer?: 
 
 /**
  * A message of a role this version does not model (Anthropic `critic`,
- * OpenAI `function`, Gemini `function`, …): the provider's message as it
+ * OpenAI's deprecated `function`, …): the provider's message as it
  * was, sent only back to that provider.
  */
 export type NormalizedUnknownMessage = { provider: ProviderName, raw: unknown, original?: OriginalJson, };

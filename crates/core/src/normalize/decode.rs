@@ -1110,7 +1110,9 @@ fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
     let p = Provider::Google;
     let start = d.msgs.len();
     let role = c.str_of("role").map(|r| r.to_string());
-    if !matches!(role.as_deref(), None | Some("user" | "model")) {
+    // `function`: the role older Gemini clients give function responses (a
+    // user turn here; the group keeps its original for Gemini).
+    if !matches!(role.as_deref(), None | Some("user" | "model" | "function")) {
         d.msgs.push(unknown_message(p, c));
         d.group(start, c);
         return Ok(());
@@ -1193,7 +1195,7 @@ fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
             d.msgs
                 .push(with_vendor(msg, vendor_of(c, &["role", "parts"], p)));
         }
-        Some("user") | None => {
+        Some("user" | "function") | None => {
             let mut rest = Vec::new();
             for (k, part) in parts.iter().enumerate() {
                 if let Some(fr) = part.get("functionResponse") {

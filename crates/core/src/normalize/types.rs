@@ -265,7 +265,7 @@ shape! {
 
 shape! {
     /// A message of a role this version does not model (Anthropic `critic`,
-    /// OpenAI `function`, Gemini `function`, …): the provider's message as it
+    /// OpenAI's deprecated `function`, …): the provider's message as it
     /// was, sent only back to that provider.
     pub struct NormalizedUnknownMessage {
         pub provider: ProviderName,
