@@ -127,6 +127,12 @@ test(`[${BACKEND}] MessageNormalizer: the seed API, one message at a time`, () =
   throwsCode(assert, () => MessageNormalizer.normalize({ role: 'user' }, 'openai'), 'INVALID_INPUT');
   throwsCode(assert, () => MessageNormalizer.normalize('[]', 'openai'), 'INVALID_INPUT');
   throwsCode(assert, () => MessageNormalizer.denormalize({ role: 'system', content: 'x' }, 'anthropic'), 'INVALID_INPUT');
+  // Anthropic's own inline system message goes back as it was.
+  const inline = { role: 'system', content: [{ type: 'text', text: 'Answer in French.' }] };
+  const ni = MessageNormalizer.normalize(inline, 'anthropic');
+  assert.equal(ni.role, 'system');
+  assert.deepEqual(MessageNormalizer.denormalize(ni, 'anthropic'), inline);
+  assert.equal(MessageNormalizer.denormalize(ni, 'openai').role, 'system');
 });
 
 test(`[${BACKEND}] checkCompatibility lists what a pair may lose; errors have codes`, () => {

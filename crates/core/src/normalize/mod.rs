@@ -383,7 +383,15 @@ pub fn denormalize_message(
         J::Arr(a) => a,
         o => vec![o],
     };
-    if msgs.iter().any(|m| role(m) == "system")
+    // Anthropic takes a system message inline only where one was (its mark).
+    let inline = |m: &J| {
+        p == Provider::Anthropic
+            && m.get("vendor")
+                .and_then(|v| v.get(Provider::Anthropic.name()))
+                .and_then(|a| a.get("inline"))
+                == Some(&J::Bool(true))
+    };
+    if msgs.iter().any(|m| role(m) == "system" && !inline(m))
         && matches!(p, Provider::Anthropic | Provider::Google)
     {
         return Err(bad(format!(
