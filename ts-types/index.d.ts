@@ -1113,17 +1113,31 @@ export type NormalizedAssistantMessage = { content: Array<NormalizedBlock>, api?
 /**
  * The result of one tool call.
  */
-export type NormalizedToolResultMessage = { toolCallId: string, toolName: string, content: Array<NormalizedBlock>, isError: boolean, syntheticId?: boolean, timestamp?: number, original?: OriginalJson, vendor?: Record<string, Record<string, unknown>>, };
+export type NormalizedToolResultMessage = { toolCallId: string, toolName: string, content: Array<NormalizedBlock>, isError: boolean, 
+/**
+ * The provider gave the content as one string: its one text block
+ * goes to each target as a string. Without it, blocks stay an array
+ * where the target takes one (Anthropic, OpenAI Chat, Responses).
+ */
+contentString?: boolean, syntheticId?: boolean, timestamp?: number, original?: OriginalJson, vendor?: Record<string, Record<string, unknown>>, };
 
 /**
- * A system or developer message inside the conversation (OpenAI).
+ * A system or developer message inside the conversation (OpenAI Chat and
+ * Responses; an Anthropic inline `system` message has `vendor.anthropic.inline`).
  */
 export type NormalizedSystemMessage = { content: NormalizedContent, developer?: boolean, original?: OriginalJson, vendor?: Record<string, Record<string, unknown>>, };
 
 /**
+ * A message of a role this version does not model (Anthropic `critic`,
+ * OpenAI's deprecated `function`, …): the provider's message as it
+ * was, sent only back to that provider.
+ */
+export type NormalizedUnknownMessage = { provider: ProviderName, raw: unknown, original?: OriginalJson, };
+
+/**
  * A canonical message (pi-ai's `user`/`assistant`/`toolResult` shapes, extended).
  */
-export type NormalizedMessage = { "role": "user" } & NormalizedUserMessage | { "role": "assistant" } & NormalizedAssistantMessage | { "role": "toolResult" } & NormalizedToolResultMessage | { "role": "system" } & NormalizedSystemMessage;
+export type NormalizedMessage = { "role": "user" } & NormalizedUserMessage | { "role": "assistant" } & NormalizedAssistantMessage | { "role": "toolResult" } & NormalizedToolResultMessage | { "role": "system" } & NormalizedSystemMessage | { "role": "unknown" } & NormalizedUnknownMessage;
 
 /**
  * A tool the model may call.
@@ -1189,7 +1203,16 @@ systemOriginal?: SystemOriginal,
  * sent as text (`tool_calls_to_text` in the report). Other targets
  * ignore it. Default `false`.
  */
-thinking?: boolean, };
+thinking?: boolean, 
+/**
+ * The `idMap` of an earlier conversion (target id → original id): ids
+ * found in it get their original back before the target's rules apply,
+ * so a conversation that went to another provider and comes back has
+ * its own ids again. An id given back stays as it is where the target
+ * takes it (Anthropic: `[a-zA-Z0-9_-]`, at most 64; OpenAI Chat: at
+ * most 40; Responses and Gemini: at most 64).
+ */
+idMap?: Record<string, string>, };
 
 /**
  * Progress of `SessionMigrator.migrate`.
@@ -1254,7 +1277,7 @@ duplicateIds: number, };
  */
 export type ConversionStep = { 
 /**
- * Stable code, one of the 40 listed in FORMAT.md §15.5 (`thinking_to_text`,
+ * Stable code, one of the 41 listed in FORMAT.md §15.5 (`thinking_to_text`,
  * `signature_dropped`, `tool_call_id_mapped`, `missing_tool_result_filled`,
  * `orphan_tool_result_dropped`, `tool_result_image_moved`, …).
  */

@@ -64,7 +64,15 @@ test(`[${BACKEND}] provider conformance suite: ${cases.length} cases, every targ
       assert.deepEqual({ request: o.request, report: o.report, idMap: o.idMap, nameMap: o.nameMap }, c.expected[t], `${c.file}: ${t} differs from expected`);
       outs[t] = o;
     }
-    for (const a of c.assert ?? []) check(a, outs[a.target], c.file);
+    for (const a of c.assert ?? []) {
+      if (a.via === undefined) {
+        check(a, outs[a.target], c.file);
+        continue;
+      }
+      // The way home: the request made for `via` read back and converted to `target` with that trip's idMap.
+      const back = pkg.fromProvider(outs[a.via].body, a.via);
+      check(a, pkg.toProvider(back.json, a.target, { ...c.options, idMap: outs[a.via].idMap }), c.file);
+    }
     if (c.from !== 'canonical' && c.byteStable !== false) {
       assert.equal(outs[c.from].body, text, `${c.file}: not byte-stable to ${c.from}`);
       assert.equal(outs[c.from].report.compatible, true, `${c.file}: lossy back to ${c.from}`);
@@ -112,9 +120,19 @@ test(`[${BACKEND}] MessageNormalizer: the seed API, one message at a time`, () =
   assert.ok(Array.isArray(items));
   assert.deepEqual(items.map((i) => i.type ?? i.role), ['assistant', 'assistant', 'function_call']);
   assert.deepEqual(MessageNormalizer.normalize({ role: 'model', parts: [{ text: 'x' }] }, 'google').content, [{ type: 'text', text: 'x' }]);
-  throwsCode(assert, () => MessageNormalizer.normalize({ role: 'function', content: 'x' }, 'openai'), 'INVALID_INPUT');
+  // A role this version does not model is kept as it was, for its provider only.
+  const fn = { role: 'function', name: 'f', content: 'x' };
+  assert.deepEqual(MessageNormalizer.normalize(fn, 'openai'), { role: 'unknown', provider: 'openai', raw: fn });
+  assert.deepEqual(MessageNormalizer.denormalize(MessageNormalizer.normalize(fn, 'openai'), 'openai'), fn);
+  throwsCode(assert, () => MessageNormalizer.normalize({ role: 'user' }, 'openai'), 'INVALID_INPUT');
   throwsCode(assert, () => MessageNormalizer.normalize('[]', 'openai'), 'INVALID_INPUT');
   throwsCode(assert, () => MessageNormalizer.denormalize({ role: 'system', content: 'x' }, 'anthropic'), 'INVALID_INPUT');
+  // Anthropic's own inline system message goes back as it was.
+  const inline = { role: 'system', content: [{ type: 'text', text: 'Answer in French.' }] };
+  const ni = MessageNormalizer.normalize(inline, 'anthropic');
+  assert.equal(ni.role, 'system');
+  assert.deepEqual(MessageNormalizer.denormalize(ni, 'anthropic'), inline);
+  assert.equal(MessageNormalizer.denormalize(ni, 'openai').role, 'system');
 });
 
 test(`[${BACKEND}] checkCompatibility lists what a pair may lose; errors have codes`, () => {
@@ -151,7 +169,8 @@ test(`[${BACKEND}] tool-call id map: reversible and collision-free, results foll
   assert.equal(new Set(calls).size, 3);
   for (const id of calls) assert.match(id, /^[a-zA-Z0-9_-]{1,64}$/);
   const results = o.request.messages[2].content;
-  const byId = Object.fromEntries(results.map((r) => [r.tool_use_id, r.content]));
+  // Canonical results (no contentString) keep their blocks as an array.
+  const byId = Object.fromEntries(results.map((r) => [r.tool_use_id, r.content[0].text]));
   assert.equal(byId[calls[0]], '1');
   assert.equal(byId[calls[1]], '2');
   assert.equal(byId[calls[2]], '3');

@@ -95,6 +95,7 @@ fn main() {
         forkpoint_core::normalize::types::NormalizedAssistantMessage,
         forkpoint_core::normalize::types::NormalizedToolResultMessage,
         forkpoint_core::normalize::types::NormalizedSystemMessage,
+        forkpoint_core::normalize::types::NormalizedUnknownMessage,
         forkpoint_core::normalize::types::NormalizedMessage,
         forkpoint_core::normalize::types::ToolDeclaration,
         forkpoint_core::normalize::types::NormalizedConversation,

@@ -114,9 +114,13 @@ impl Dec {
             if btype(b) == "toolCall" {
                 let id = b.str_of("id").unwrap_or_default().to_string();
                 let name = b.str_of("name").unwrap_or_default().to_string();
-                let call_id = id.split('|').next().unwrap_or("").to_string();
-                self.full_ids.insert(call_id.clone(), id.clone());
-                self.names.insert(call_id, name.clone());
+                // Responses ids are `call_id|item_id`, split at the last `|`
+                // (a call_id may hold `|` itself); other providers' ids are whole.
+                if self.p == Provider::Responses {
+                    let call_id = super::transform::responses_key(&id).to_string();
+                    self.full_ids.insert(call_id.clone(), id.clone());
+                    self.names.insert(call_id, name.clone());
+                }
                 self.names.insert(id, name);
             }
         }
@@ -223,6 +227,16 @@ fn with_kind(obj: J, vendor: Option<J>, kind: &str) -> J {
 
 fn tool_call(id: &str, name: J) -> J {
     J::obj([("type", J::s("toolCall")), ("id", J::s(id)), ("name", name)])
+}
+
+/// A message of a role this version does not model (`{role: "unknown",
+/// provider, raw}`): sent back only to its provider, as it was.
+fn unknown_message(p: Provider, raw: &J) -> J {
+    J::obj([
+        ("role", J::s("unknown")),
+        ("provider", J::s(p.name())),
+        ("raw", raw.clone()),
+    ])
 }
 
 fn tagged(kind: &str, p: Provider, raw: &J) -> J {
@@ -383,7 +397,10 @@ fn anthropic_message(d: &mut Dec, m: &J) -> Result<()> {
     // own here; the encoder would join it to the results: keep its exact JSON.
     let after_results = d.msgs.last().is_some_and(|x| role(x) == "toolResult");
     let role = m.str_of("role").ok_or_else(|| bad("role missing"))?;
-    let content = m.get("content").ok_or_else(|| bad("content missing"))?;
+    let content = match role.as_ref() {
+        "user" | "assistant" => m.get("content").ok_or_else(|| bad("content missing"))?,
+        _ => m.get("content").unwrap_or(&J::Null),
+    };
     match role.as_ref() {
         "user" => match content {
             J::Str(_) => d.msgs.push(J::obj([
@@ -397,8 +414,12 @@ fn anthropic_message(d: &mut Dec, m: &J) -> Result<()> {
                         let id = b.str_of("tool_use_id").unwrap_or_default().to_string();
                         let is_error = b.get("is_error").and_then(J::as_bool).unwrap_or(false);
                         let content = anthropic_result_content(b.get("content"));
+                        let mut r = d.tool_result(&id, content, is_error);
+                        if matches!(b.get("content"), Some(J::Str(_))) {
+                            r.set("contentString", J::Bool(true));
+                        }
                         let r = with_vendor(
-                            d.tool_result(&id, content, is_error),
+                            r,
                             vendor_of(
                                 b,
                                 &["type", "tool_use_id", "content", "is_error"],
@@ -427,7 +448,24 @@ fn anthropic_message(d: &mut Dec, m: &J) -> Result<()> {
             let msg = d.assistant(blocks);
             d.msgs.push(msg);
         }
-        other => return Err(bad(format!("role {other:?} is not user or assistant"))),
+        // An inline system message (Anthropic's mid-conversation system prompt):
+        // a system message that goes back to Anthropic in its place.
+        "system" => match system_value(content, Provider::Anthropic) {
+            Ok(value) => {
+                let p = Provider::Anthropic;
+                let mut inner = vendor_of(m, &["role", "content"], p)
+                    .and_then(|v| v.get(p.name()).cloned())
+                    .unwrap_or(J::Obj(vec![]));
+                inner.set("inline", J::Bool(true));
+                d.msgs.push(J::obj([
+                    ("role", J::s("system")),
+                    ("content", value),
+                    ("vendor", J::Obj(vec![(p.name().into(), inner)])),
+                ]));
+            }
+            Err(_) => d.msgs.push(unknown_message(Provider::Anthropic, m)),
+        },
+        _ => d.msgs.push(unknown_message(Provider::Anthropic, m)),
     }
     // Members besides role and content are not modelled; the group keeps its original.
     let joins = after_results
@@ -560,7 +598,12 @@ fn openai_message(d: &mut Dec, conv: &mut Conversation, m: &J, i: usize) -> Resu
     match role.as_str() {
         "system" | "developer" => {
             let content = m.get("content").ok_or_else(|| bad("content missing"))?;
-            let value = system_value(content, p)?;
+            let Ok(value) = system_value(content, p) else {
+                // Parts other than text: not modelled, kept as they are.
+                d.msgs.push(unknown_message(p, m));
+                d.group(start, m);
+                return Ok(());
+            };
             if i == 0 && vendor_of(m, &["role", "content"], p).is_none() {
                 conv.system = Some(value);
                 if role == "developer" {
@@ -645,6 +688,30 @@ fn openai_message(d: &mut Dec, conv: &mut Conversation, m: &J, i: usize) -> Resu
                             }
                             blocks.push(b);
                         }
+                        // A custom tool call (free-form input): a call with
+                        // arguments {input}, its type kept for OpenAI (`kind`).
+                        (Some("custom"), _)
+                            if c.get("custom").is_some_and(|cu| {
+                                matches!(cu.get("input"), Some(J::Str(_)))
+                                    && matches!(cu.get("name"), Some(J::Str(_)))
+                                    && vendor_of(cu, &["name", "input"], p).is_none()
+                            }) && vendor_of(c, &["id", "type", "custom"], p).is_none() =>
+                        {
+                            let cu = c.get("custom").cloned().unwrap_or(J::Null);
+                            let mut b = tool_call(
+                                &c.str_of("id").unwrap_or_default(),
+                                cu.get("name").cloned().unwrap_or(J::s("")),
+                            );
+                            b.set(
+                                "arguments",
+                                J::obj([("input", cu.get("input").cloned().unwrap_or(J::s("")))]),
+                            );
+                            b.set(
+                                "vendor",
+                                J::obj([(p.name(), J::obj([("kind", J::s("custom"))]))]),
+                            );
+                            blocks.push(b);
+                        }
                         _ => blocks.push(tagged("unknown", p, c)),
                     }
                 }
@@ -660,17 +727,17 @@ fn openai_message(d: &mut Dec, conv: &mut Conversation, m: &J, i: usize) -> Resu
                 Some(J::Arr(parts)) => parts.iter().map(|b| openai_part(b, p)).collect(),
                 _ => return Err(bad("tool content must be a string or an array")),
             };
-            let r = d.tool_result(&id, content, false);
+            let mut r = d.tool_result(&id, content, false);
+            if matches!(m.get("content"), Some(J::Str(_))) {
+                r.set("contentString", J::Bool(true));
+            }
             d.msgs.push(with_vendor(
                 r,
                 vendor_of(m, &["role", "tool_call_id", "content"], p),
             ));
         }
-        other => {
-            return Err(bad(format!(
-                "role {other:?} is not supported (system, developer, user, assistant, tool)"
-            )));
-        }
+        // `function` (deprecated) and roles this version does not know.
+        _ => d.msgs.push(unknown_message(p, m)),
     }
     d.group(start, m);
     Ok(())
@@ -683,7 +750,8 @@ fn responses_item_kind(item: &J) -> &'static str {
         Some("message") | None => match item.str_of("role").as_deref() {
             Some("assistant") => "assistant",
             Some("system") | Some("developer") => "system",
-            _ => "user",
+            Some("user") | None => "user",
+            Some(_) => "unknown",
         },
         Some("function_call_output" | "custom_tool_call_output") => "output",
         Some(_) => "assistant",
@@ -750,9 +818,20 @@ fn responses_into(req: &J, d: &mut Dec) -> Result<()> {
                 i = j;
                 continue;
             }
+            "unknown" => {
+                let start = d.msgs.len();
+                d.msgs.push(unknown_message(p, item));
+                d.group(start, item);
+            }
             "system" => {
                 let content = item.get("content").ok_or_else(|| bad("content missing"))?;
-                let value = system_value(content, p).map_err(|e| at(e, "input", i))?;
+                let Ok(value) = system_value(content, p) else {
+                    let start = d.msgs.len();
+                    d.msgs.push(unknown_message(p, item));
+                    d.group(start, item);
+                    i += 1;
+                    continue;
+                };
                 let role = item.str_of("role").unwrap_or_default().to_string();
                 {
                     let start = d.msgs.len();
@@ -782,7 +861,11 @@ fn responses_into(req: &J, d: &mut Dec) -> Result<()> {
             _ => {
                 let start = d.msgs.len();
                 let call_id = item.str_of("call_id").unwrap_or_default().to_string();
-                let id = d.full_ids.get(&call_id).cloned().unwrap_or(call_id);
+                let id = match d.full_ids.get(&call_id) {
+                    Some(full) => full.clone(),
+                    None if call_id.contains('|') => format!("{call_id}|"),
+                    None => call_id,
+                };
                 let content = match item.get("output") {
                     Some(s @ J::Str(_)) => vec![text_block_j(s.clone())],
                     Some(J::Arr(parts)) => parts.iter().map(|b| openai_part(b, p)).collect(),
@@ -792,7 +875,10 @@ fn responses_into(req: &J, d: &mut Dec) -> Result<()> {
                         )));
                     }
                 };
-                let r = d.tool_result(&id, content, false);
+                let mut r = d.tool_result(&id, content, false);
+                if matches!(item.get("output"), Some(J::Str(_))) {
+                    r.set("contentString", J::Bool(true));
+                }
                 let v = vendor_of(item, &["type", "call_id", "output"], p);
                 d.msgs.push(if item.is("type", "custom_tool_call_output") {
                     with_kind(r, v, "custom_tool_call_output")
@@ -805,6 +891,18 @@ fn responses_into(req: &J, d: &mut Dec) -> Result<()> {
         i += 1;
     }
     Ok(())
+}
+
+/// The canonical id of a Responses call: `call_id|item_id` (as pi writes it),
+/// split at the last `|`; a call_id that holds `|` and has no item id is
+/// written `call_id|` so that its own `|` is never read as the separator.
+fn responses_call_id(it: &J) -> String {
+    let call_id = it.str_of("call_id").unwrap_or_default().to_string();
+    match it.str_of("id") {
+        Some(item_id) => format!("{call_id}|{item_id}"),
+        None if call_id.contains('|') => format!("{call_id}|"),
+        None => call_id,
+    }
 }
 
 fn responses_assistant_item(it: &J, blocks: &mut Vec<J>) {
@@ -886,11 +984,7 @@ fn responses_assistant_item(it: &J, blocks: &mut Vec<J>) {
             ]));
         }
         Some("function_call") => {
-            let call_id = it.str_of("call_id").unwrap_or_default().to_string();
-            let id = match it.str_of("id") {
-                Some(item_id) => format!("{call_id}|{item_id}"),
-                None => call_id,
-            };
+            let id = responses_call_id(it);
             let mut b = tool_call(&id, it.get("name").cloned().unwrap_or(J::s("")));
             match it.get("arguments") {
                 Some(J::Str(_)) => {
@@ -909,11 +1003,7 @@ fn responses_assistant_item(it: &J, blocks: &mut Vec<J>) {
         Some(kind @ ("custom_tool_call" | "local_shell_call")) => {
             // Client tools with other shapes (Codex: apply_patch, the shell): tool calls
             // whose item type is remembered (`vendor.openai-responses.kind`) for Responses.
-            let call_id = it.str_of("call_id").unwrap_or_default().to_string();
-            let id = match it.str_of("id") {
-                Some(item_id) => format!("{call_id}|{item_id}"),
-                None => call_id,
-            };
+            let id = responses_call_id(it);
             let (name, args, known): (J, J, &[&str]) = if kind == "custom_tool_call" {
                 (
                     it.get("name").cloned().unwrap_or(J::s("")),
@@ -1019,8 +1109,15 @@ pub fn google(req: &J, model: Option<J>) -> Result<Conversation> {
 fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
     let p = Provider::Google;
     let start = d.msgs.len();
-    let parts = arr(c.get("parts"), "parts")?;
     let role = c.str_of("role").map(|r| r.to_string());
+    // `function`: the role older Gemini clients give function responses (a
+    // user turn here; the group keeps its original for Gemini).
+    if !matches!(role.as_deref(), None | Some("user" | "model" | "function")) {
+        d.msgs.push(unknown_message(p, c));
+        d.group(start, c);
+        return Ok(());
+    }
+    let parts = arr(c.get("parts"), "parts")?;
     match role.as_deref() {
         Some("model") => {
             let mut blocks = Vec::new();
@@ -1098,7 +1195,7 @@ fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
             d.msgs
                 .push(with_vendor(msg, vendor_of(c, &["role", "parts"], p)));
         }
-        Some("user") | None => {
+        Some("user" | "function") | None => {
             let mut rest = Vec::new();
             for (k, part) in parts.iter().enumerate() {
                 if let Some(fr) = part.get("functionResponse") {
@@ -1145,6 +1242,7 @@ fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
                         ("toolName", J::s(&name)),
                         ("content", J::Arr(content)),
                         ("isError", J::Bool(is_error)),
+                        ("contentString", J::Bool(true)),
                     ]);
                     if fr.get("id").is_none() {
                         r.set("syntheticId", J::Bool(true));
@@ -1183,7 +1281,8 @@ fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
                 d.msgs.push(msg);
             }
         }
-        Some(other) => return Err(bad(format!("role {other:?} is not user or model"))),
+        // Other roles were kept as unknown messages above.
+        Some(_) => {}
     }
     d.group(start, c);
     Ok(())

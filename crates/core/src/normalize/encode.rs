@@ -434,7 +434,7 @@ fn encode_messages(
             Provider::Google => google_one(&msgs[i], i, &mut out, &mut st, rep, ctx),
         }
         for m in out.iter_mut().skip(before) {
-            let n = m.replace_lone_surrogates();
+            let n = m.replace_lone_surrogates_except(&opaque_member);
             if n > 0 {
                 rep.lossy(
                     "lone_surrogates_replaced",
@@ -449,6 +449,16 @@ fn encode_messages(
     }
     st.close(p, &mut out, &mut from, rep);
     (out, from)
+}
+
+/// Opaque values a provider verifies byte for byte (signatures, encrypted
+/// reasoning): kept as they are, lone surrogates included (§15.4 rule 11).
+fn opaque_member(obj: &J, key: &str) -> bool {
+    match key {
+        "signature" | "thoughtSignature" | "encrypted_content" => true,
+        "data" => obj.is("type", "redacted_thinking"),
+        _ => false,
+    }
 }
 
 /// Merging state between messages.
@@ -620,6 +630,8 @@ fn anthropic_block(b: &J, i: usize, rep: &mut CompatibilityReport) -> Option<J> 
 /// object (its numbers as written), else `{"invalid_arguments": text}`.
 fn object_args(b: &J) -> J {
     match b.get("argumentsRaw") {
+        // Empty arguments (`""`, as OpenAI streams a call without any): no arguments.
+        Some(raw) if raw.as_str().is_some_and(|t| t.trim().is_empty()) => J::Obj(vec![]),
         Some(raw) => match raw.as_str().and_then(|t| J::parse(&t).ok()) {
             Some(o @ J::Obj(_)) => o,
             _ => J::obj([("invalid_arguments", raw.clone())]),
@@ -673,7 +685,11 @@ fn anthropic_one(
                     m.get("toolCallId").cloned().unwrap_or(J::s("")),
                 ),
             ]);
-            if content.len() == 1 && content[0].is("type", "text") && content[0].keys().len() == 2 {
+            if content.len() == 1
+                && content[0].is("type", "text")
+                && content[0].keys().len() == 2
+                && content_string(m)
+            {
                 r.set(
                     "content",
                     content.remove(0).get("text").cloned().unwrap_or(J::s("")),
@@ -711,13 +727,59 @@ fn anthropic_one(
             extend(&mut msg, vendor_members(m, p));
             out.push(msg);
         }
+        "system" if is_inline_system(m) => {
+            // Anthropic's own inline system message, in its place.
+            st.open_results = false;
+            let mut msg = J::obj([
+                ("role", J::s("system")),
+                (
+                    "content",
+                    anthropic_system(m.get("content").unwrap_or(&J::s(""))),
+                ),
+            ]);
+            extend(
+                &mut msg,
+                vendor_members(m, p)
+                    .into_iter()
+                    .filter(|(k, _)| &**k != "inline")
+                    .collect(),
+            );
+            out.push(msg);
+        }
         "system" => hoist(m, i, p, !out.is_empty(), rep, ctx),
+        "unknown" if own_message(m, p).is_some() => {
+            st.open_results = false;
+            out.extend(own_message(m, p));
+        }
         other => rep.lossy(
             "unknown_block_dropped",
             Some(i),
             "message",
             format!("a message with role {other:?} cannot be sent to anthropic"),
         ),
+    }
+}
+
+/// Whether a tool result's content was one string where it came from (its one
+/// text block goes to each target as a string; otherwise blocks stay an array
+/// where the target takes one).
+fn content_string(m: &J) -> bool {
+    m.get("contentString").and_then(J::as_bool) == Some(true)
+}
+
+/// A system message that was inline in an Anthropic request (`vendor.anthropic.inline`).
+fn is_inline_system(m: &J) -> bool {
+    vendor_members(m, Provider::Anthropic)
+        .iter()
+        .any(|(k, v)| &**k == "inline" && *v == J::Bool(true))
+}
+
+/// The raw provider message of a message of a role only `p` knows.
+fn own_message(m: &J, p: Provider) -> Option<J> {
+    if role(m) == "unknown" && m.is("provider", p.name()) {
+        m.get("raw").cloned()
+    } else {
+        None
     }
 }
 
@@ -824,7 +886,7 @@ fn openai_part(b: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> O
                     return None;
                 }
                 if let Some(t) = b.get("title") {
-                    f.set("filename", t.clone());
+                    f.set("filename", pdf_filename(b, t, i, p, rep));
                 }
                 if responses {
                     let mut o = J::obj([("type", J::s("input_file"))]);
@@ -844,6 +906,30 @@ fn openai_part(b: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> O
     };
     extend(&mut o, vendor_members(b, p));
     Some(o)
+}
+
+/// A PDF's filename for OpenAI, which tells the file's type by its extension:
+/// `Spec` → `Spec.pdf` (reported); other names and types as they are.
+fn pdf_filename(b: &J, title: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> J {
+    let is_pdf = b
+        .str_of("mimeType")
+        .is_some_and(|m| m.eq_ignore_ascii_case("application/pdf"));
+    let Some(name) = title.as_str().filter(|_| is_pdf) else {
+        return title.clone();
+    };
+    if name.to_ascii_lowercase().ends_with(".pdf") {
+        return title.clone();
+    }
+    let with = format!("{name}.pdf");
+    rep.step(
+        "filename_extension_added",
+        Some(i),
+        format!(
+            "{} reads a file's type from its name: the PDF {name:?} is sent as {with:?}",
+            p.name()
+        ),
+    );
+    J::s(&with)
 }
 
 fn user_content(m: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> J {
@@ -915,6 +1001,25 @@ fn openai_one(
                         r.1.push(b.str_of("thinking").unwrap_or_default().to_string());
                     }
                     "toolCall" => {
+                        let (kind, members) = split_kind(vendor_members(b, p));
+                        if kind.as_deref() == Some("custom") {
+                            // OpenAI's custom tool call: free-form input.
+                            let args = b.get("arguments").cloned().unwrap_or(J::Obj(vec![]));
+                            let mut c = J::obj([
+                                ("id", b.get("id").cloned().unwrap_or(J::s(""))),
+                                ("type", J::s("custom")),
+                                (
+                                    "custom",
+                                    J::obj([
+                                        ("name", b.get("name").cloned().unwrap_or(J::s(""))),
+                                        ("input", args.get("input").cloned().unwrap_or(J::s(""))),
+                                    ]),
+                                ),
+                            ]);
+                            extend(&mut c, members);
+                            calls.push(c);
+                            continue;
+                        }
                         let args = match b.get("argumentsRaw") {
                             Some(raw) => raw.clone(),
                             None => {
@@ -963,22 +1068,16 @@ fn openai_one(
                         .collect(),
                 )
             } else if texts.is_empty() {
-                if calls.is_empty() { J::s("") } else { J::Null }
+                // `null` beside tool calls or members such as `audio`, as the API returns it.
+                if calls.is_empty() && vendor_members(m, p).is_empty() {
+                    J::s("")
+                } else {
+                    J::Null
+                }
             } else if texts.len() == 1 && !refusal && texts[0].keys().len() == 2 {
                 texts[0].get("text").cloned().unwrap_or(J::s(""))
-            } else if !refusal {
-                // One string, as OpenAI-compatible servers expect (not all take parts here).
-                rep.step(
-                    "text_joined",
-                    Some(i),
-                    format!("{} text blocks joined with a blank line", texts.len()),
-                );
-                let joined: Vec<String> = texts
-                    .iter()
-                    .map(|t| t.str_of("text").unwrap_or_default().to_string())
-                    .collect();
-                J::s(&joined.join("\n\n"))
             } else {
+                // Several blocks stay several parts (assistant content takes text parts).
                 J::Arr(
                     texts
                         .iter()
@@ -1028,7 +1127,7 @@ fn openai_one(
             let content = match texts.len() {
                 0 if bl.iter().any(|b| btype(b) == "image") => J::s("(see attached image)"),
                 0 => J::s(""),
-                1 => texts[0].get("text").cloned().unwrap_or(J::s("")),
+                1 if content_string(m) => texts[0].get("text").cloned().unwrap_or(J::s("")),
                 _ => J::Arr(
                     texts
                         .iter()
@@ -1052,6 +1151,7 @@ fn openai_one(
             extend(&mut msg, vendor_members(m, p));
             out.push(msg);
         }
+        "unknown" if own_message(m, p).is_some() => out.extend(own_message(m, p)),
         other => rep.lossy(
             "unknown_block_dropped",
             Some(i),
@@ -1083,7 +1183,10 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
         }
         "toolResult" => {
             let bl = blocks(m);
-            let simple = bl.len() == 1 && bl[0].is("type", "text") && bl[0].keys().len() == 2;
+            let simple = bl.len() == 1
+                && bl[0].is("type", "text")
+                && bl[0].keys().len() == 2
+                && content_string(m);
             let output = if simple {
                 bl[0].get("text").cloned().unwrap_or(J::s(""))
             } else if bl.is_empty() {
@@ -1102,7 +1205,7 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                     "type",
                     J::s(kind.as_deref().unwrap_or("function_call_output")),
                 ),
-                ("call_id", J::s(id.split('|').next().unwrap_or(""))),
+                ("call_id", J::s(super::transform::responses_key(&id))),
                 ("output", output),
             ]);
             extend(&mut item, members);
@@ -1207,7 +1310,9 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                     }
                     "toolCall" => {
                         let full = b.str_of("id").unwrap_or_default().to_string();
-                        let (call_id, item_id) = match full.split_once('|') {
+                        // `call_id|item_id`, split at the last `|` (`call_id|`: no item id).
+                        let (call_id, item_id) = match full.rsplit_once('|') {
+                            Some((c, "")) => (c.to_string(), None),
                             Some((c, it)) => (c.to_string(), Some(it.to_string())),
                             None => (full.clone(), None),
                         };
@@ -1245,6 +1350,7 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                 }
             }
         }
+        "unknown" if own_message(m, p).is_some() => out.extend(own_message(m, p)),
         other => rep.lossy(
             "unknown_block_dropped",
             Some(i),
@@ -1454,6 +1560,14 @@ fn google_one(
                         fr.set("id", J::s(&id));
                     }
                     fr.set("name", m.get("toolName").cloned().unwrap_or(J::s("")));
+                    let n_texts = blocks(m).iter().filter(|b| btype(b) == "text").count();
+                    if n_texts > 1 {
+                        rep.step(
+                            "text_joined",
+                            Some(i),
+                            format!("{n_texts} text blocks of a tool result joined with a newline: a Gemini function response holds one output"),
+                        );
+                    }
                     fr.set("response", google_response(m));
                     let media: Vec<J> = blocks(m)
                         .iter()
@@ -1511,6 +1625,10 @@ fn google_one(
             out.push(msg);
         }
         "system" => hoist(m, i, p, !out.is_empty(), rep, ctx),
+        "unknown" if own_message(m, p).is_some() => {
+            st.open_results = false;
+            out.extend(own_message(m, p));
+        }
         other => rep.lossy(
             "unknown_block_dropped",
             Some(i),

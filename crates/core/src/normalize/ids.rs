@@ -135,6 +135,8 @@ pub struct IdMap {
     pub changed: Vec<(String, String)>,
     /// The map of tool names, kept beside the ids.
     names: Option<Box<IdMap>>,
+    /// Target id → original id, given back before mapping (`set_restore`).
+    restore: HashMap<String, String>,
 }
 
 impl IdMap {
@@ -194,6 +196,36 @@ impl IdMap {
             self.changed.push((candidate.clone(), original.to_string()));
         }
         candidate
+    }
+
+    /// Ids to give back their original form (a map an earlier conversion
+    /// returned: target id → original id), before any rule applies.
+    pub fn set_restore(&mut self, pairs: &[(String, String)]) {
+        self.restore = pairs.iter().cloned().collect();
+    }
+
+    /// `id`'s original when the restore map has it (and `true`), else `id`.
+    pub fn restored(&self, id: &str) -> (String, bool) {
+        match self.restore.get(id) {
+            Some(orig) => (orig.clone(), true),
+            None => (id.to_string(), false),
+        }
+    }
+
+    /// Keeps `original` as its own target id (an id the target made itself),
+    /// unless another id already took it: then it is mapped by `rule`.
+    pub fn keep(&mut self, original: &str, rule: &IdRule) -> String {
+        if let Some(t) = self.forward.get(original) {
+            return t.clone();
+        }
+        if self.taken.get(original).is_some_and(|o| o != original) {
+            return self.map(original, rule);
+        }
+        self.taken
+            .insert(original.to_string(), original.to_string());
+        self.forward
+            .insert(original.to_string(), original.to_string());
+        original.to_string()
     }
 
     /// The tool-name map that goes with this id map.
@@ -264,6 +296,24 @@ mod tests {
         let mut again = IdMap::new();
         assert_eq!(again.map("a:b", &IdRule::ANTHROPIC), a);
         assert_eq!(again.map("a/b", &IdRule::ANTHROPIC), b);
+    }
+
+    #[test]
+    fn kept_and_restored_ids() {
+        let mut m = IdMap::new();
+        // An id the target made itself stays, even outside the rule.
+        assert_eq!(m.keep("call|7", &IdRule::WIDE), "call|7");
+        assert_eq!(m.map("call|7", &IdRule::WIDE), "call|7");
+        assert!(m.changed.is_empty());
+        // An id another original already maps to is not kept (no collision).
+        assert_eq!(m.map("a:b", &IdRule::ANTHROPIC), "a_b");
+        let k = m.keep("a_b", &IdRule::ANTHROPIC);
+        assert_ne!(k, "a_b");
+        assert!(IdRule::ANTHROPIC.accepts(&k));
+        let mut r = IdMap::new();
+        r.set_restore(&[("call_1_x".into(), "call.1:x".into())]);
+        assert_eq!(r.restored("call_1_x"), ("call.1:x".to_string(), true));
+        assert_eq!(r.restored("other"), ("other".to_string(), false));
     }
 
     #[test]

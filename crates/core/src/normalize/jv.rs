@@ -344,6 +344,30 @@ impl J {
         }
     }
 
+    /// [`J::replace_lone_surrogates`], leaving alone the members for which
+    /// `keep(object, key)` is true (opaque values such as signatures).
+    pub fn replace_lone_surrogates_except(&mut self, keep: &dyn Fn(&J, &str) -> bool) -> usize {
+        match self {
+            J::Arr(a) => a
+                .iter_mut()
+                .map(|x| x.replace_lone_surrogates_except(keep))
+                .sum(),
+            J::Obj(_) => {
+                let skip: Vec<bool> = match &*self {
+                    J::Obj(m) => m.iter().map(|(k, _)| keep(self, &unescape(k))).collect(),
+                    _ => Vec::new(),
+                };
+                let J::Obj(m) = self else { return 0 };
+                m.iter_mut()
+                    .zip(skip)
+                    .filter(|(_, s)| !s)
+                    .map(|((_, v), _)| v.replace_lone_surrogates_except(keep))
+                    .sum()
+            }
+            other => other.replace_lone_surrogates(),
+        }
+    }
+
     /// Replaces lone-surrogate escapes in every string with U+FFFD; returns how many.
     pub fn replace_lone_surrogates(&mut self) -> usize {
         match self {

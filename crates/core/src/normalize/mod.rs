@@ -98,6 +98,9 @@ pub struct ToOptions {
     /// The target has thinking on (Anthropic: extended or adaptive thinking):
     /// the final assistant turn must then start with a thinking block.
     pub thinking: bool,
+    /// An earlier conversion's `idMap` (target id → original id): ids found in
+    /// it get their original back (the way home after a trip to another provider).
+    pub id_map: Vec<(String, String)>,
 }
 
 impl ToOptions {
@@ -141,6 +144,19 @@ impl ToOptions {
                 .as_bool()
                 .ok_or_else(|| bad("thinking must be true or false"))?,
         };
+        match v.get("idMap") {
+            None | Some(J::Null) => {}
+            Some(m @ J::Obj(_)) => {
+                for k in m.keys() {
+                    let orig = m
+                        .get(&k)
+                        .and_then(J::as_str)
+                        .ok_or_else(|| bad("idMap values must be strings"))?;
+                    o.id_map.push((k.to_string(), orig.to_string()));
+                }
+            }
+            Some(_) => return Err(bad("idMap must be an object (target id → original id)")),
+        }
         Ok(o)
     }
 }
@@ -190,11 +206,14 @@ pub fn convert(msgs: Vec<J>, target: Provider, opts: &ToOptions) -> Result<Conve
         }
     }
     let mut report = CompatibilityReport::new();
-    let (mut msgs, mut ids) = if opts.pairing {
-        transform::transform(msgs, target, opts.model.as_deref(), &mut report)
-    } else {
-        transform::transform_each(msgs, target, opts.model.as_deref(), &mut report)
-    };
+    let (mut msgs, mut ids) = transform::run_restoring(
+        msgs,
+        target,
+        opts.model.as_deref(),
+        &mut report,
+        opts.pairing,
+        &opts.id_map,
+    );
     // What the target refuses outright (FORMAT.md §15.4, rules 12–15).
     for (i, m) in msgs.iter_mut().enumerate() {
         refuse::media(m, i, target, &mut report);
@@ -384,7 +403,15 @@ pub fn denormalize_message(
         J::Arr(a) => a,
         o => vec![o],
     };
-    if msgs.iter().any(|m| role(m) == "system")
+    // Anthropic takes a system message inline only where one was (its mark).
+    let inline = |m: &J| {
+        p == Provider::Anthropic
+            && m.get("vendor")
+                .and_then(|v| v.get(Provider::Anthropic.name()))
+                .and_then(|a| a.get("inline"))
+                == Some(&J::Bool(true))
+    };
+    if msgs.iter().any(|m| role(m) == "system" && !inline(m))
         && matches!(p, Provider::Anthropic | Provider::Google)
     {
         return Err(bad(format!(

@@ -56,8 +56,26 @@ pub fn id_rule(p: Provider) -> IdRule {
     }
 }
 
+/// The `call_id` of a Responses call id `call_id|item_id` as pi writes it:
+/// everything before the last `|` (item ids never hold one; a call_id that
+/// does is written `call_id|` when it has no item id).
+pub fn responses_key(id: &str) -> &str {
+    id.rsplit_once('|').map_or(id, |(c, _)| c)
+}
+
 fn key(id: &str) -> &str {
-    id.split('|').next().unwrap_or(id)
+    responses_key(id)
+}
+
+/// What a target is known to reject in an id it produced itself or that an
+/// `idMap` gives back: Anthropic's pattern; elsewhere only the length (OpenAI
+/// Chat 40, Responses and Gemini 64), as they document no character set.
+fn kept_id_ok(p: Provider, id: &str) -> bool {
+    match p {
+        Provider::Anthropic => IdRule::ANTHROPIC.accepts(id),
+        Provider::OpenAi => IdRule::OPENAI.accepts(id),
+        Provider::Responses | Provider::Google => !id.is_empty() && id.len() <= 64,
+    }
 }
 
 /// The id a call is mapped and paired by: Responses calls are `call_id|item_id`
@@ -83,12 +101,26 @@ pub fn same_origin(m: &J, target: Provider, model: Option<&str>) -> bool {
 }
 
 /// pi's non-LLM roles turned into what pi sends (`convertToLlm`).
-fn llm_messages(msgs: Vec<J>, rep: &mut CompatibilityReport) -> Vec<(usize, J)> {
+fn llm_messages(msgs: Vec<J>, target: Provider, rep: &mut CompatibilityReport) -> Vec<(usize, J)> {
     let mut out = Vec::with_capacity(msgs.len());
     for (i, m) in msgs.into_iter().enumerate() {
         let r = role(&m).to_string();
         match r.as_str() {
             "user" | "assistant" | "toolResult" | "system" => out.push((i, m)),
+            // A message of a role only its provider knows: kept for that provider.
+            "unknown" => match block_provider(&m) {
+                Some(p) if p == target => out.push((i, m)),
+                _ => rep.lossy(
+                    "unknown_block_dropped",
+                    Some(i),
+                    "message",
+                    format!(
+                        "a message of a role {} has no {} form",
+                        m.str_of("provider").unwrap_or_default(),
+                        target.name()
+                    ),
+                ),
+            },
             "bashExecution" | "custom" | "branchSummary" | "compactionSummary" => {
                 let text = m.text();
                 let conv = crate::context::to_llm(&[Cow::Borrowed(text.as_str())], 512)
@@ -181,7 +213,22 @@ fn run(
     rep: &mut CompatibilityReport,
     pairing: bool,
 ) -> (Vec<J>, IdMap) {
+    run_restoring(msgs, target, model, rep, pairing, &[])
+}
+
+/// [`transform`] (`pairing`) or [`transform_each`], giving ids found in
+/// `restore` (an earlier conversion's map: target id → original id) their
+/// original form first.
+pub fn run_restoring(
+    msgs: Vec<J>,
+    target: Provider,
+    model: Option<&str>,
+    rep: &mut CompatibilityReport,
+    pairing: bool,
+    restore: &[(String, String)],
+) -> (Vec<J>, IdMap) {
     let mut ids = IdMap::new();
+    ids.set_restore(restore);
     let out = apply(msgs, target, model, rep, pairing, &mut ids);
     (out, ids)
 }
@@ -197,13 +244,15 @@ pub fn apply(
 ) -> Vec<J> {
     let rule = id_rule(target);
     let n_msgs = msgs.len();
-    let input = llm_messages(msgs, rep);
+    let input = llm_messages(msgs, target, rep);
     for (_, m) in &input {
         if role(m) == "assistant" {
+            let same = same_origin(m, target, model);
             for b in blocks(m).iter() {
                 if btype(b) == "toolCall" {
                     let k = call_key(m, &b.str_of("id").unwrap_or_default());
-                    if rule.accepts(&k) {
+                    let (k, restored) = ids.restored(&k);
+                    if rule.accepts(&k) || ((same || restored) && kept_id_ok(target, &k)) {
                         ids.reserve(&k);
                     }
                     let name = b.str_of("name").unwrap_or_default();
@@ -219,8 +268,9 @@ pub fn apply(
     let mut pending: Vec<Pending> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
     let mut dropped_calls: HashSet<String> = HashSet::new();
-    // The last assistant turn: where its results start in `out`, its call ids in order.
-    let mut turn: Option<(usize, Vec<String>)> = None;
+    // The last assistant turn: where its results start in `out`, its call ids in
+    // order, whether it comes from the target itself.
+    let mut turn: Option<(usize, Vec<String>, bool)> = None;
     // Made-up (Gemini) call ids seen so far, to keep them unique in the conversation.
     let mut synthetic_seen: HashSet<String> = HashSet::new();
 
@@ -228,12 +278,12 @@ pub fn apply(
     // put in call order (Gemini pairs by name and position when it has no ids).
     let close_turn = |out: &mut Vec<J>,
                       pending: &mut Vec<Pending>,
-                      turn: &mut Option<(usize, Vec<String>)>,
+                      turn: &mut Option<(usize, Vec<String>, bool)>,
                       ids: &mut IdMap,
                       i: usize,
                       fill: bool,
                       rep: &mut CompatibilityReport| {
-        let Some((start, calls)) = turn.take() else {
+        let Some((start, calls, same_turn)) = turn.take() else {
             pending.clear();
             return;
         };
@@ -258,6 +308,7 @@ pub fn apply(
                     ),
                     ("content", J::Arr(vec![text_block("No result provided")])),
                     ("isError", J::Bool(true)),
+                    ("contentString", J::Bool(true)),
                 ]));
                 rep.warn_step(
                     "missing_tool_result_filled",
@@ -266,7 +317,8 @@ pub fn apply(
                 );
             }
         }
-        if pairing && target == Provider::Google && out.len() > start + 1 {
+        // A Gemini turn going back to Gemini keeps the order Gemini took.
+        if pairing && target == Provider::Google && !same_turn && out.len() > start + 1 {
             let pos = |m: &J| {
                 let id = m.str_of("toolCallId").unwrap_or_default();
                 calls.iter().position(|c| *c == id).unwrap_or(usize::MAX)
@@ -298,7 +350,7 @@ pub fn apply(
         // moves up to follow its call (providers want results right after the calls).
         if pairing
             && !pending.is_empty()
-            && !matches!(role(&m).as_ref(), "assistant" | "toolResult")
+            && !matches!(role(&m).as_ref(), "assistant" | "toolResult" | "unknown")
         {
             let mut moved = Vec::new();
             for slot in input.iter_mut().skip(idx + 1) {
@@ -333,6 +385,8 @@ pub fn apply(
         }
         idx += 1;
         match role(&m).as_ref() {
+            // Only its own provider gets it (llm_messages): as it is, in its place.
+            "unknown" => out.push(m),
             "assistant" => {
                 let stop = m.str_of("stopReason").map(|s| s.to_string());
                 if matches!(stop.as_deref(), Some("error" | "aborted")) {
@@ -473,13 +527,24 @@ pub fn apply(
                                 changed = true;
                             }
                             let k = call_key(&msg, &id);
-                            let mapped = ids.map(&k, &rule);
+                            let (k, restored) = ids.restored(&k);
+                            // An id the target made itself, or one an idMap gives
+                            // back, stays as it is where the target takes it.
+                            let mapped = if (same || restored) && kept_id_ok(target, &k) {
+                                ids.keep(&k, &rule)
+                            } else {
+                                ids.map(&k, &rule)
+                            };
                             let item = (origin(&msg) == Some(Provider::Responses))
-                                .then(|| id.split_once('|').map(|(_, it)| it.to_string()))
+                                .then(|| id.rsplit_once('|').map(|(_, it)| it.to_string()))
                                 .flatten();
                             let new_id = match (target, item) {
                                 (Provider::Responses, Some(it)) if same && !skipped_thinking => {
                                     format!("{mapped}|{it}")
+                                }
+                                // A call_id holding `|` (no item id): written `call_id|`.
+                                (Provider::Responses, _) if mapped.contains('|') => {
+                                    format!("{mapped}|")
                                 }
                                 _ => mapped.clone(),
                             };
@@ -510,9 +575,10 @@ pub fn apply(
                                     rep,
                                 );
                             }
-                            let raw_not_object = b
-                                .str_of("argumentsRaw")
-                                .is_some_and(|r| !J::parse(&r).is_ok_and(|v| v.is_obj()));
+                            // Empty arguments mean no arguments: `{}` (not wrapped).
+                            let raw_not_object = b.str_of("argumentsRaw").is_some_and(|r| {
+                                !r.trim().is_empty() && !J::parse(&r).is_ok_and(|v| v.is_obj())
+                            });
                             if raw_not_object
                                 && matches!(target, Provider::Anthropic | Provider::Google)
                             {
@@ -564,14 +630,31 @@ pub fn apply(
                     changed = true;
                     rep.step("thought_signature_sentinel", Some(i), format!("Gemini 3 requires a signature on the first call of a turn: {GEMINI_SENTINEL:?} used"));
                 }
-                if new_blocks.is_empty() {
+                // A turn with no blocks but members of its own (OpenAI Chat
+                // `content: null` with `audio`) goes back to its provider as it is.
+                let own_members = same && !vendor_members(&msg, target).is_empty();
+                if new_blocks.is_empty() && !own_members {
                     pending.clear();
                     turn = None;
-                    rep.step(
-                        "empty_turn_dropped",
-                        Some(i),
-                        "an assistant turn with nothing left to send was left out".into(),
-                    );
+                    let lost = foreign_vendor_keys(&msg, target);
+                    if lost.is_empty() {
+                        rep.step(
+                            "empty_turn_dropped",
+                            Some(i),
+                            "an assistant turn with nothing left to send was left out".into(),
+                        );
+                    } else {
+                        rep.lossy(
+                            "empty_turn_dropped",
+                            Some(i),
+                            "message",
+                            format!(
+                                "an assistant turn whose only content was {} cannot be sent to {}: left out",
+                                lost.join(", "),
+                                target.name()
+                            ),
+                        );
+                    }
                     continue;
                 }
                 if !same {
@@ -593,6 +676,7 @@ pub fn apply(
                         .iter()
                         .map(|p| ids.get(&p.key).unwrap_or(&p.key).to_string())
                         .collect(),
+                    same,
                 ));
             }
             "toolResult" => {
@@ -625,8 +709,9 @@ pub fn apply(
                 // follows the mapping its call got.
                 let k = match found {
                     Some(pos) => pending[pos].key.clone(),
+                    None if ids.get(&id).is_some() => id.clone(),
                     None if ids.get(key(&id)).is_some() => key(&id).to_string(),
-                    None => id.clone(),
+                    None => ids.restored(&id).0,
                 };
                 let found = if pairing {
                     found
@@ -669,9 +754,9 @@ pub fn apply(
                 answered.insert(k.clone());
                 let mut r = m;
                 let mapped = ids.map(&k, &rule);
-                let new_id = match id.split_once('|') {
+                let new_id = match id.rsplit_once('|') {
                     // A pi-style `call|item` result keeps its item part for Responses, as its call does.
-                    Some((_, item)) if target == Provider::Responses && k != id => {
+                    Some((c, item)) if target == Provider::Responses && k != id && c == k => {
                         if mapped == k {
                             id.clone()
                         } else {
@@ -679,6 +764,10 @@ pub fn apply(
                         }
                     }
                     _ if target == Provider::Responses && mapped == k && k == id => id.clone(),
+                    // A call_id holding `|` (no item id): written `call_id|`.
+                    _ if target == Provider::Responses && mapped.contains('|') => {
+                        format!("{mapped}|")
+                    }
                     _ => mapped,
                 };
                 if new_id != id {
@@ -714,6 +803,10 @@ pub fn apply(
                 close_turn(&mut out, &mut pending, &mut turn, ids, i, true, rep);
                 answered.clear();
                 let mut u = m;
+                if target != Provider::Anthropic {
+                    // Where the system message sat in an Anthropic request: for Anthropic only.
+                    drop_inline_mark(&mut u);
+                }
                 strip_foreign_vendor(&mut u, target, Some(i), "provider-specific fields", rep);
                 if let Some(J::Arr(bl)) = u.get_mut("content") {
                     let mut kept = Vec::with_capacity(bl.len());
@@ -813,6 +906,28 @@ pub fn apply(
         trim_final_assistant(&mut out, rep);
     }
     out
+}
+
+/// Removes the mark of an Anthropic inline system message (not a member of any wire message).
+fn drop_inline_mark(m: &mut J) {
+    let p = Provider::Anthropic;
+    if role(m) != "system" {
+        return;
+    }
+    let Some(J::Obj(v)) = m.get_mut("vendor") else {
+        return;
+    };
+    let mut now_empty = false;
+    if let Some((_, inner)) = v.iter_mut().find(|(k, _)| &**k == p.name()) {
+        inner.remove("inline");
+        now_empty = inner.keys().is_empty();
+    }
+    if now_empty {
+        v.retain(|(k, _)| &**k != p.name());
+    }
+    if v.is_empty() {
+        m.remove("vendor");
+    }
 }
 
 /// Whether a JSON string value is empty or whitespace only.

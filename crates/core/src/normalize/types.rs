@@ -242,6 +242,12 @@ shape! {
         pub tool_name: String,
         pub content: Vec<NormalizedBlock>,
         pub is_error: bool,
+        /// The provider gave the content as one string: its one text block
+        /// goes to each target as a string. Without it, blocks stay an array
+        /// where the target takes one (Anthropic, OpenAI Chat, Responses).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        pub content_string: Option<bool>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "ts", ts(optional))]
         pub synthetic_id: Option<bool>,
@@ -258,7 +264,22 @@ shape! {
 }
 
 shape! {
-    /// A system or developer message inside the conversation (OpenAI).
+    /// A message of a role this version does not model (Anthropic `critic`,
+    /// OpenAI's deprecated `function`, …): the provider's message as it
+    /// was, sent only back to that provider.
+    pub struct NormalizedUnknownMessage {
+        pub provider: ProviderName,
+        #[cfg_attr(feature = "ts", ts(type = "unknown"))]
+        pub raw: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        pub original: Option<OriginalJson>,
+    }
+}
+
+shape! {
+    /// A system or developer message inside the conversation (OpenAI Chat and
+    /// Responses; an Anthropic inline `system` message has `vendor.anthropic.inline`).
     pub struct NormalizedSystemMessage {
         pub content: NormalizedContent,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -286,6 +307,8 @@ pub enum NormalizedMessage {
     ToolResult(NormalizedToolResultMessage),
     #[serde(rename = "system")]
     System(NormalizedSystemMessage),
+    #[serde(rename = "unknown")]
+    Unknown(NormalizedUnknownMessage),
 }
 
 shape! {
@@ -368,6 +391,15 @@ shape! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "ts", ts(optional))]
         pub thinking: Option<bool>,
+        /// The `idMap` of an earlier conversion (target id → original id): ids
+        /// found in it get their original back before the target's rules apply,
+        /// so a conversation that went to another provider and comes back has
+        /// its own ids again. An id given back stays as it is where the target
+        /// takes it (Anthropic: `[a-zA-Z0-9_-]`, at most 64; OpenAI Chat: at
+        /// most 40; Responses and Gemini: at most 64).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional, type = "Record<string, string>"))]
+        pub id_map: Option<std::collections::BTreeMap<String, String>>,
     }
 }
 

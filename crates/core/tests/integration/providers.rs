@@ -104,7 +104,9 @@ fn run_case(case: &J) -> (J, Vec<String>) {
         .unwrap_or_default()
     {
         let target = a.str_of("target").unwrap_or_default().to_string();
-        let root = if target == "canonical" {
+        let root = if let Some(via) = a.str_of("via") {
+            round_trip(&outputs, &via, &target, case.get("options"))
+        } else if target == "canonical" {
             outputs.get("canonical").cloned()
         } else {
             Provider::parse(&target)
@@ -193,6 +195,17 @@ fn run_case(case: &J) -> (J, Vec<String>) {
         }
     }
     (outputs, fails)
+}
+
+/// The way home: the request made for `via` read back (`fromProvider`) and
+/// converted to `target` with the `idMap` that trip returned.
+fn round_trip(outputs: &J, via: &str, target: &str, options: Option<&J>) -> Option<J> {
+    let out = outputs.get(via)?;
+    let back = normalize::from_provider(&out.get("request")?.text(), via).ok()?;
+    let mut opts = options.cloned().unwrap_or(J::Obj(vec![]));
+    opts.set("idMap", out.get("idMap")?.clone());
+    let conv = normalize::to_provider(&back, target, Some(&opts.text())).ok()?;
+    J::parse(&conv).ok()
 }
 
 #[test]

@@ -1,0 +1,10 @@
+import { readFileSync } from 'node:fs';
+const web = await import('forkpoint-web');
+const f = process.argv[2];
+let t = performance.now();
+const buf = readFileSync(f); const tRead = performance.now() - t;
+t = performance.now();
+const s = web.Session.fromJsonl(buf); const tLoad = performance.now() - t;
+t = performance.now();
+const n = s.getSessionContext().messages.length; const tCtx = performance.now() - t;
+console.log(JSON.stringify({ tRead, tLoad, tCtx, n }));
