@@ -228,6 +228,12 @@ impl IdMap {
         self.forward.get(original).map(String::as_str)
     }
 
+    /// Whether `id` is already the target of another original id: reserving it
+    /// now would not give the map a full conversion would have made.
+    pub fn taken_by_other(&self, id: &str) -> bool {
+        self.taken.get(id).is_some_and(|o| o != id)
+    }
+
     /// Reserves ids that are already used as they are (so a mapped id never takes them).
     pub fn reserve(&mut self, id: &str) {
         self.taken

@@ -62,7 +62,7 @@ fn key(id: &str) -> &str {
 
 /// The id a call is mapped and paired by: Responses calls are `call_id|item_id`
 /// (as pi writes them) and pair by `call_id`; other ids are taken whole.
-fn call_key(m: &J, id: &str) -> String {
+pub(crate) fn call_key(m: &J, id: &str) -> String {
     if origin(m) == Some(Provider::Responses) {
         key(id).to_string()
     } else {

@@ -1,0 +1,412 @@
+//! Requests built step after step (an agent's model calls): the conversion of
+//! a conversation's earlier messages is kept, and each request converts only
+//! what came after, so its cost follows the new messages, not the
+//! conversation's length (FORMAT.md §15.8).
+//!
+//! The kept part ends just before an assistant message: there every rule of
+//! [`super::transform`] starts afresh (the turn before is closed, its calls
+//! answered) and every encoder's merging stops (no result or user message
+//! joins a turn across it). A part is kept only when converting it alone gives
+//! what the whole conversion gives for it; each check below names the rule
+//! that would differ otherwise. When a check fails the request is converted
+//! whole, as [`super::convert`] does, and the kept part is rebuilt.
+//!
+//! The caller promises that the messages it passed before are still the
+//! first ones (only new messages are appended); it calls
+//! [`RequestCache::clear`] when it replaces any. The last kept message is
+//! compared to be sure.
+
+use std::collections::HashSet;
+
+use super::canon::{Provider, blocks, btype, role};
+use super::ids::{IdMap, fnv64};
+use super::jv::J;
+use super::report::CompatibilityReport;
+use super::transform::{self, call_key, id_rule, name_rule};
+use super::{Converted, ToOptions, check_messages, encode, parse, prepare};
+use crate::Result;
+
+/// The conversion of a conversation's first messages, kept for the next request.
+#[derive(Debug)]
+pub struct RequestCache {
+    key: Option<(Provider, ToOptions)>,
+    /// Input messages converted into `items`.
+    done: usize,
+    /// A hash of the last of them (checked against the caller's).
+    last_hash: u64,
+    /// Their provider messages: JSON texts joined with commas.
+    items: String,
+    /// The rules' state after them.
+    ids: IdMap,
+    synthetic: HashSet<String>,
+    /// Messages the rules gave for them (encoder report indexes count these).
+    transformed: usize,
+    /// What the rules and the encoders reported for them.
+    t_rep: CompatibilityReport,
+    e_rep: CompatibilityReport,
+    /// The last request's list starts with this many of its own (OpenAI's
+    /// system message), then the kept messages; `None`: nothing kept in it.
+    splice_at: Option<usize>,
+    /// How many requests reused a kept part / were converted whole.
+    pub hits: u64,
+    pub misses: u64,
+}
+
+/// One part converted: its provider messages and what the rules left.
+struct Part {
+    items: Vec<J>,
+    ids: IdMap,
+    synthetic: Vec<String>,
+    transformed: usize,
+    t_rep: CompatibilityReport,
+    e_rep: CompatibilityReport,
+}
+
+/// The member holding the conversation in `p`'s requests.
+pub fn list_key(p: Provider) -> &'static str {
+    match p {
+        Provider::Anthropic | Provider::OpenAi => "messages",
+        Provider::Responses => "input",
+        Provider::Google => "contents",
+    }
+}
+
+impl Default for RequestCache {
+    fn default() -> Self {
+        RequestCache {
+            key: None,
+            done: 0,
+            last_hash: 0,
+            items: String::new(),
+            ids: IdMap::new(),
+            synthetic: HashSet::new(),
+            transformed: 0,
+            t_rep: CompatibilityReport::new(),
+            e_rep: CompatibilityReport::new(),
+            splice_at: None,
+            hits: 0,
+            misses: 0,
+        }
+    }
+}
+
+impl RequestCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets the kept part (call when earlier messages changed).
+    pub fn clear(&mut self) {
+        let (hits, misses) = (self.hits, self.misses);
+        *self = RequestCache {
+            hits,
+            misses,
+            ..Default::default()
+        };
+    }
+
+    /// Input messages whose conversion is kept.
+    pub fn kept(&self) -> usize {
+        self.done
+    }
+
+    /// Converts `msgs` (canonical messages as JSON texts) as [`super::convert`]
+    /// does. The request's conversation list holds only the messages after the
+    /// kept part: write it with [`RequestCache::write`], which puts the kept
+    /// ones in front.
+    pub fn convert(
+        &mut self,
+        msgs: &[&str],
+        target: Provider,
+        opts: &ToOptions,
+    ) -> Result<Converted> {
+        self.splice_at = None;
+        let same_key = self
+            .key
+            .as_ref()
+            .is_some_and(|(p, o)| *p == target && o == opts);
+        let prefix_ok = self.done == 0
+            || (msgs.len() >= self.done
+                && fnv64(msgs[self.done - 1].as_bytes(), 0) == self.last_hash);
+        if !same_key || !prefix_ok || !opts.pairing {
+            self.clear();
+            self.key = Some((target, opts.clone()));
+        }
+        if opts.pairing {
+            // Nothing kept to start from: this request converts everything once.
+            let fresh = self.done == 0;
+            self.advance(msgs, target, opts)?;
+            if self.done > 0 {
+                if let Some(c) = self.try_convert(msgs, target, opts)? {
+                    if fresh {
+                        self.misses += 1;
+                    } else {
+                        self.hits += 1;
+                    }
+                    return Ok(c);
+                }
+                // A check failed: the kept part starts again from nothing.
+                self.clear();
+                self.key = Some((target, opts.clone()));
+                self.advance(msgs, target, opts)?;
+                if self.done > 0
+                    && let Some(c) = self.try_convert(msgs, target, opts)?
+                {
+                    self.misses += 1;
+                    return Ok(c);
+                }
+                self.clear();
+                self.key = Some((target, opts.clone()));
+            }
+        }
+        self.misses += 1;
+        let all = msgs
+            .iter()
+            .map(|m| parse(m, "a message"))
+            .collect::<Result<Vec<J>>>()?;
+        super::convert(all, target, opts)
+    }
+
+    /// The request's JSON text: the kept provider messages, then the request's own.
+    pub fn write(&self, request: &J, target: Provider) -> String {
+        let key = list_key(target);
+        let mut out = String::with_capacity(self.items.len() + 4096);
+        let J::Obj(members) = request else {
+            request.write(&mut out);
+            return out;
+        };
+        out.push('{');
+        for (i, (k, v)) in members.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('"');
+            out.push_str(k);
+            out.push_str("\":");
+            match (v, self.splice_at) {
+                (J::Arr(list), Some(at)) if &**k == key && !self.items.is_empty() => {
+                    out.push('[');
+                    for item in &list[..at.min(list.len())] {
+                        item.write(&mut out);
+                        out.push(',');
+                    }
+                    out.push_str(&self.items);
+                    for item in list.iter().skip(at) {
+                        out.push(',');
+                        item.write(&mut out);
+                    }
+                    out.push(']');
+                }
+                (other, _) => other.write(&mut out),
+            }
+        }
+        out.push('}');
+        out
+    }
+
+    /// Keeps more of `msgs` (up to their last assistant message) when the checks allow.
+    fn advance(&mut self, msgs: &[&str], target: Provider, opts: &ToOptions) -> Result<()> {
+        let tail = msgs.get(self.done..).unwrap_or_default();
+        let parsed = tail
+            .iter()
+            .map(|m| parse(m, "a message"))
+            .collect::<Result<Vec<J>>>()?;
+        // An assistant turn that is sent (an aborted one is left out, and joins
+        // what is around it).
+        let kept_turn = |m: &J| {
+            role(m) == "assistant"
+                && !matches!(m.str_of("stopReason").as_deref(), Some("error" | "aborted"))
+        };
+        let Some(cut) = parsed.iter().rposition(kept_turn) else {
+            return Ok(());
+        };
+        if cut == 0 {
+            return Ok(());
+        }
+        let part: Vec<J> = parsed[..cut].to_vec();
+        if part.last().is_some_and(|m| role(m) == "assistant") {
+            return Ok(());
+        }
+        let Some(p) = self.convert_part(part, target, opts, true)? else {
+            return Ok(());
+        };
+        for (n, item) in p.items.iter().enumerate() {
+            if n > 0 || !self.items.is_empty() {
+                self.items.push(',');
+            }
+            item.write(&mut self.items);
+        }
+        self.t_rep.merge(shifted(p.t_rep, self.done), None);
+        self.e_rep.merge(shifted(p.e_rep, self.transformed), None);
+        self.transformed += p.transformed;
+        self.synthetic.extend(p.synthetic);
+        self.ids = p.ids;
+        self.done += cut;
+        self.last_hash = fnv64(msgs[self.done - 1].as_bytes(), 0);
+        Ok(())
+    }
+
+    /// The request from the kept part and the rest converted now; `None` when a check fails.
+    fn try_convert(
+        &mut self,
+        msgs: &[&str],
+        target: Provider,
+        opts: &ToOptions,
+    ) -> Result<Option<Converted>> {
+        let rest = msgs[self.done..]
+            .iter()
+            .map(|m| parse(m, "a message"))
+            .collect::<Result<Vec<J>>>()?;
+        check_messages(&rest, self.done)?;
+        let Some(p) = self.convert_part(rest, target, opts, false)? else {
+            return Ok(None);
+        };
+        if self.transformed + p.transformed <= 1 {
+            // One message alone has a form of its own (a Responses input string).
+            return Ok(None);
+        }
+        let mut ids = p.ids;
+        let mut report = self.t_rep.clone();
+        report.merge(shifted(p.t_rep, self.done), None);
+        let (system, tools) = prepare(target, opts, &mut ids, &mut report)?;
+        report.merge(self.e_rep.clone(), None);
+        report.merge(shifted(p.e_rep, self.transformed), None);
+        let mut ctx = encode::Ctx::new(opts.model.clone());
+        let mut request = encode::encode_request(
+            target,
+            &[],
+            system.as_ref(),
+            opts.system_role.as_deref(),
+            opts.system_original.as_ref(),
+            tools.as_deref(),
+            opts.tools_original.as_ref(),
+            &mut report,
+            &mut ctx,
+        );
+        match request.get_mut(list_key(target)) {
+            Some(J::Arr(list)) => {
+                self.splice_at = Some(list.len());
+                list.extend(p.items);
+            }
+            _ => return Ok(None),
+        }
+        Ok(Some(Converted {
+            request,
+            report,
+            id_map: ids.changed.clone(),
+            name_map: ids.names_changed().to_vec(),
+        }))
+    }
+
+    /// Converts `part` (the messages after the kept ones) with the kept
+    /// state; `None` when the result could differ from the whole conversion's.
+    /// `closed`: the part is to be kept, so it must end with its turns closed.
+    fn convert_part(
+        &self,
+        part: Vec<J>,
+        target: Provider,
+        opts: &ToOptions,
+        closed: bool,
+    ) -> Result<Option<Part>> {
+        check_messages(&part, self.done)?;
+        // Calls and results pair within the part (a result of a kept call
+        // would pair across the cut); no system message (it joins the system
+        // prompt for some targets, which depends on every part).
+        let mut calls: HashSet<String> = HashSet::new();
+        let rule = id_rule(target);
+        let nrule = name_rule(target);
+        let mut ids = self.ids.clone();
+        for m in &part {
+            match role(m).as_ref() {
+                "system" => return Ok(None),
+                "assistant" => {
+                    for b in blocks(m).iter().filter(|b| btype(b) == "toolCall") {
+                        let id = b.str_of("id").unwrap_or_default().to_string();
+                        let k = call_key(m, &id);
+                        // An id or name the kept part mapped another one to:
+                        // the whole conversion would have mapped that one elsewhere.
+                        if rule.accepts(&k) && ids.taken_by_other(&k) {
+                            return Ok(None);
+                        }
+                        let name = b.str_of("name").unwrap_or_default();
+                        if nrule.accepts(&name) && ids.names().taken_by_other(&name) {
+                            return Ok(None);
+                        }
+                        if let Some((c, _)) = id.split_once('|') {
+                            calls.insert(c.to_string());
+                        }
+                        calls.insert(k);
+                        calls.insert(id);
+                    }
+                }
+                "toolResult" => {
+                    let id = m.str_of("toolCallId").unwrap_or_default();
+                    let by_name = m.get("syntheticId").and_then(J::as_bool) == Some(true);
+                    let known = calls.contains(id.as_ref())
+                        || id.split_once('|').is_some_and(|(c, _)| calls.contains(c));
+                    if !known && !by_name {
+                        return Ok(None);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut t_rep = CompatibilityReport::new();
+        let out = transform::apply(
+            part,
+            target,
+            opts.model.as_deref(),
+            &mut t_rep,
+            true,
+            &mut ids,
+        );
+        // A part after the kept ones starts with its assistant turn (were it
+        // left out, what follows could join the kept part's last message).
+        if self.done > 0 && out.first().is_none_or(|m| role(m) != "assistant") {
+            return Ok(None);
+        }
+        // A kept part ends with every call answered and not with an assistant
+        // message (the end of a conversation has rules of its own).
+        if closed
+            && (t_rep.has("calls_pending_at_end")
+                || out.last().is_none_or(|m| role(m) == "assistant"))
+        {
+            return Ok(None);
+        }
+        // Made-up call ids are kept unique across the conversation.
+        let mut synthetic = Vec::new();
+        for m in out.iter().filter(|m| role(m) == "assistant") {
+            for b in blocks(m).iter() {
+                if btype(b) == "toolCall" && b.get("syntheticId").is_some() {
+                    let id = b.str_of("id").unwrap_or_default().to_string();
+                    if self.synthetic.contains(&id) {
+                        return Ok(None);
+                    }
+                    synthetic.push(id);
+                }
+            }
+        }
+        let mut e_rep = CompatibilityReport::new();
+        let Some(items) = encode::encode_part(target, &out, opts.model.clone(), &mut e_rep) else {
+            return Ok(None);
+        };
+        Ok(Some(Part {
+            items,
+            ids,
+            synthetic,
+            transformed: out.len(),
+            t_rep,
+            e_rep,
+        }))
+    }
+}
+
+/// `r` with its message indexes moved by `by` (a part's indexes count from its start).
+fn shifted(mut r: CompatibilityReport, by: usize) -> CompatibilityReport {
+    for s in &mut r.steps {
+        if let Some(i) = &mut s.message {
+            *i += by;
+        }
+    }
+    r
+}

@@ -1,0 +1,213 @@
+//! Requests built step after step through a `RequestCache` are the requests a
+//! whole conversion gives: body bytes, report, id and name maps, for every
+//! prefix of every conformance case and of a long generated agent
+//! conversation, for every target.
+
+use std::path::PathBuf;
+
+use forkpoint_core::normalize::incremental::RequestCache;
+use forkpoint_core::normalize::{self, J, Provider, ToOptions};
+
+fn whole(msgs: &[&str], p: Provider, opts: &ToOptions) -> Result<(String, String), String> {
+    let all = msgs
+        .iter()
+        .map(|m| normalize::parse(m, "a message"))
+        .collect::<Result<Vec<J>, _>>()
+        .map_err(|e| e.message.clone())?;
+    let c = normalize::convert(all, p, opts).map_err(|e| e.message.clone())?;
+    Ok((c.request.text(), meta(&c)))
+}
+
+fn meta(c: &normalize::Converted) -> String {
+    format!(
+        "{}\n{:?}\n{:?}",
+        serde_json::to_string(&c.report).unwrap(),
+        c.id_map,
+        c.name_map
+    )
+}
+
+/// Converts every prefix of `msgs` step after step with one cache per target
+/// and compares with the whole conversion; returns the cache hits.
+fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let mut hits = 0;
+    for p in Provider::ALL {
+        let mut cache = RequestCache::new();
+        for k in 1..=texts.len() {
+            let want = whole(&texts[..k], p, opts);
+            let got = cache
+                .convert(&texts[..k], p, opts)
+                .map(|c| (cache.write(&c.request, p), meta(&c)))
+                .map_err(|e| e.message.clone());
+            match (&want, &got) {
+                (Ok((wb, wm)), Ok((gb, gm))) => {
+                    if gb != wb {
+                        let at = gb
+                            .bytes()
+                            .zip(wb.bytes())
+                            .take_while(|(a, b)| a == b)
+                            .count();
+                        let from = at.saturating_sub(300);
+                        panic!(
+                            "{name} → {} after {k} messages: body differs at {at}\n got: {}\nwant: {}",
+                            p.name(),
+                            gb.get(from..(at + 200).min(gb.len())).unwrap_or(""),
+                            wb.get(from..(at + 200).min(wb.len())).unwrap_or("")
+                        );
+                    }
+                    assert_eq!(gb, wb, "{name} → {} after {k} messages: body", p.name());
+                    assert_eq!(gm, wm, "{name} → {} after {k} messages: report", p.name());
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!("{name} → {} after {k}: {want:?} vs {got:?}", p.name()),
+            }
+        }
+        hits += cache.hits;
+    }
+    hits
+}
+
+#[test]
+fn cached_requests_equal_whole_conversions_for_every_conformance_case() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/providers");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut cases = 0;
+    for f in &files {
+        let case = J::parse(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let from = case.str_of("from").unwrap_or_default().to_string();
+        let input = case.get("input").cloned().unwrap_or(J::Null).text();
+        let canonical = if from == "canonical" {
+            input
+        } else {
+            match normalize::from_provider(&input, &from) {
+                Ok(c) => c,
+                Err(_) => continue,
+            }
+        };
+        let mut opts = ToOptions::from_json(case.get("options").map(J::text).as_deref()).unwrap();
+        let Ok(msgs) = normalize::read_input(&canonical, &mut opts) else {
+            continue;
+        };
+        let msgs: Vec<String> = msgs.iter().map(J::text).collect();
+        check_steps(&f.display().to_string(), &msgs, &opts);
+        cases += 1;
+    }
+    assert!(cases >= 40, "only {cases} cases ran");
+}
+
+/// An agent's conversation: user turns, assistant turns from several
+/// providers with thinking, parallel calls (ids the targets must map, names
+/// with dots), results (some errors, one with an image), a steering user
+/// message between results, an aborted turn.
+fn agent_conversation(turns: usize) -> Vec<String> {
+    let apis = [
+        ("anthropic-messages", "anthropic", "claude-x"),
+        ("openai-responses", "openai", "gpt-x"),
+        ("openai-completions", "openai", "gpt-y"),
+        ("google-generative-ai", "google", "gemini-2.5-pro"),
+    ];
+    let mut out = vec![r#"{"role":"user","content":"start the task","timestamp":1}"#.to_string()];
+    for t in 0..turns {
+        let (api, provider, model) = apis[t % apis.len()];
+        let id1 = format!("call.{t}|item:{t}");
+        let id2 = format!("toolu_{t:02}");
+        let stop = if t % 11 == 7 { "aborted" } else { "toolUse" };
+        out.push(format!(
+            r#"{{"role":"assistant","api":"{api}","provider":"{provider}","model":"{model}","stopReason":"{stop}","content":[{{"type":"thinking","thinking":"plan {t}","thinkingSignature":"sig{t}"}},{{"type":"text","text":"step {t} "}},{{"type":"toolCall","id":"{id1}","name":"fs.read","arguments":{{"path":"/a/{t}","n":1.10}}}},{{"type":"toolCall","id":"{id2}","name":"bash","arguments":{{"cmd":"ls"}}}}]}}"#
+        ));
+        if stop == "aborted" {
+            out.push(format!(r#"{{"role":"user","content":"try again {t}"}}"#));
+            continue;
+        }
+        out.push(format!(
+            r#"{{"role":"toolResult","toolCallId":"{id1}","toolName":"fs.read","content":[{{"type":"text","text":"file {t}"}}],"isError":false}}"#
+        ));
+        if t % 5 == 3 {
+            out.push(format!(r#"{{"role":"user","content":"steer {t}"}}"#));
+        }
+        let img = if t % 4 == 1 {
+            r#",{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}"#
+        } else {
+            ""
+        };
+        out.push(format!(
+            r#"{{"role":"toolResult","toolCallId":"{id2}","toolName":"bash","content":[{{"type":"text","text":"out {t}"}}{img}],"isError":{}}}"#,
+            t % 3 == 0
+        ));
+    }
+    out
+}
+
+#[test]
+fn cached_requests_equal_whole_conversions_step_after_step() {
+    let msgs = agent_conversation(24);
+    let tools = J::parse(
+        r#"[{"name":"fs.read","description":"read","parameters":{"type":"object"}},{"name":"bash","parameters":{"type":"object"}}]"#,
+    )
+    .unwrap();
+    for model in [None, Some("gemini-3-pro"), Some("claude-x")] {
+        let opts = ToOptions {
+            model: model.map(str::to_string),
+            system: Some(J::s("be brief")),
+            tools: tools.as_arr().cloned(),
+            pairing: true,
+            ..Default::default()
+        };
+        let hits = check_steps("agent conversation", &msgs, &opts);
+        // Most steps reuse the kept part (every target, every step after the first turn).
+        assert!(
+            hits as usize > 3 * msgs.len(),
+            "{model:?}: only {hits} hits"
+        );
+    }
+}
+
+#[test]
+fn the_kept_part_follows_the_conversation_and_a_changed_message_is_noticed() {
+    let msgs = agent_conversation(40);
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let mut cache = RequestCache::new();
+    for k in 1..=texts.len() {
+        cache
+            .convert(&texts[..k], Provider::Anthropic, &opts)
+            .unwrap();
+        // Everything before the last assistant message (at most a turn of 5 messages) is kept.
+        if k > 10 {
+            assert!(cache.kept() + 6 >= k, "kept {} of {k}", cache.kept());
+        }
+    }
+    // The last kept message replaced: noticed, converted whole (and right).
+    let mut changed: Vec<String> = msgs.clone();
+    let at = cache.kept() - 1;
+    changed[at] = changed[at].replace("out ", "OUT ");
+    let texts: Vec<&str> = changed.iter().map(String::as_str).collect();
+    let misses = cache.misses;
+    let c = cache.convert(&texts, Provider::Anthropic, &opts).unwrap();
+    assert_eq!(cache.misses, misses + 1);
+    assert!(
+        cache
+            .write(&c.request, Provider::Anthropic)
+            .contains("OUT ")
+    );
+    // Other options: not the kept part of the first.
+    let other = ToOptions {
+        model: Some("claude-x".into()),
+        pairing: true,
+        ..Default::default()
+    };
+    let hits = cache.hits;
+    let c = cache.convert(&texts, Provider::Anthropic, &other).unwrap();
+    assert_eq!(cache.hits, hits);
+    let (want, _) = whole(&texts, Provider::Anthropic, &other).unwrap();
+    assert_eq!(cache.write(&c.request, Provider::Anthropic), want);
+}
