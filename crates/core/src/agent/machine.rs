@@ -654,7 +654,13 @@ impl AgentMachine {
             wire: None,
             call_context: 0,
             converted_for: Vec::new(),
-            request_cache: Default::default(),
+            // The report is read at the first call for a target (always a
+            // whole conversion): later calls need not gather it again.
+            request_cache: {
+                let mut c = crate::normalize::incremental::RequestCache::new();
+                c.lean = true;
+                c
+            },
             crashed_partial: None,
             usage: None,
             usage_written: None,

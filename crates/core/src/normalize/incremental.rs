@@ -47,9 +47,32 @@ pub struct RequestCache {
     /// The last request's list starts with this many of its own (OpenAI's
     /// system message), then the kept messages; `None`: nothing kept in it.
     splice_at: Option<usize>,
+    /// When set, the report of a request built from a kept part lists only
+    /// what the conversion of its new messages (and of the system prompt and
+    /// tools) did, so that its cost does not follow the conversation's length
+    /// either; [`RequestCache::full_report`] gives the whole one.
+    pub lean: bool,
+    /// The last request's report, or its parts.
+    last: Last,
     /// How many requests reused a kept part / were converted whole.
     pub hits: u64,
     pub misses: u64,
+}
+
+/// The last request's report: whole, or in the parts [`RequestCache::full_report`] joins.
+#[derive(Debug, Default)]
+enum Last {
+    #[default]
+    None,
+    Whole(CompatibilityReport),
+    /// The new messages' rules, the system prompt and tools, the new
+    /// messages' encoding, the prompt's and tools' encoding.
+    Parts(
+        CompatibilityReport,
+        CompatibilityReport,
+        CompatibilityReport,
+        CompatibilityReport,
+    ),
 }
 
 /// One part converted: its provider messages and what the rules left.
@@ -84,6 +107,8 @@ impl Default for RequestCache {
             t_rep: CompatibilityReport::new(),
             e_rep: CompatibilityReport::new(),
             splice_at: None,
+            lean: false,
+            last: Last::None,
             hits: 0,
             misses: 0,
         }
@@ -97,12 +122,29 @@ impl RequestCache {
 
     /// Forgets the kept part (call when earlier messages changed).
     pub fn clear(&mut self) {
-        let (hits, misses) = (self.hits, self.misses);
+        let (hits, misses, lean) = (self.hits, self.misses, self.lean);
         *self = RequestCache {
             hits,
             misses,
+            lean,
             ..Default::default()
         };
+    }
+
+    /// The whole report of the last request (what [`super::convert`] reports
+    /// for all its messages), also when [`RequestCache::lean`] gave less.
+    pub fn full_report(&self) -> Option<CompatibilityReport> {
+        match &self.last {
+            Last::None => None,
+            Last::Whole(r) => Some(r.clone()),
+            Last::Parts(t, s, e, r) => {
+                let mut all = self.t_rep.clone();
+                for part in [t, s, &self.e_rep, e, r] {
+                    all.merge(part.clone(), None);
+                }
+                Some(all)
+            }
+        }
     }
 
     /// Input messages whose conversion is kept.
@@ -137,7 +179,7 @@ impl RequestCache {
             let fresh = self.done == 0;
             self.advance(msgs, target, opts)?;
             if self.done > 0 {
-                if let Some(c) = self.try_convert(msgs, target, opts)? {
+                if let Some(c) = self.try_convert(msgs, target, opts, fresh)? {
                     if fresh {
                         self.misses += 1;
                     } else {
@@ -150,7 +192,7 @@ impl RequestCache {
                 self.key = Some((target, opts.clone()));
                 self.advance(msgs, target, opts)?;
                 if self.done > 0
-                    && let Some(c) = self.try_convert(msgs, target, opts)?
+                    && let Some(c) = self.try_convert(msgs, target, opts, true)?
                 {
                     self.misses += 1;
                     return Ok(c);
@@ -164,7 +206,9 @@ impl RequestCache {
             .iter()
             .map(|m| parse(m, "a message"))
             .collect::<Result<Vec<J>>>()?;
-        super::convert(all, target, opts)
+        let c = super::convert(all, target, opts)?;
+        self.last = Last::Whole(c.report.clone());
+        Ok(c)
     }
 
     /// The request's JSON text: the kept provider messages, then the request's own.
@@ -223,7 +267,8 @@ impl RequestCache {
         if cut == 0 {
             return Ok(());
         }
-        let part: Vec<J> = parsed[..cut].to_vec();
+        let mut part = parsed;
+        part.truncate(cut);
         if part.last().is_some_and(|m| role(m) == "assistant") {
             return Ok(());
         }
@@ -252,6 +297,7 @@ impl RequestCache {
         msgs: &[&str],
         target: Provider,
         opts: &ToOptions,
+        fresh: bool,
     ) -> Result<Option<Converted>> {
         let rest = msgs[self.done..]
             .iter()
@@ -266,11 +312,14 @@ impl RequestCache {
             return Ok(None);
         }
         let mut ids = p.ids;
-        let mut report = self.t_rep.clone();
-        report.merge(shifted(p.t_rep, self.done), None);
-        let (system, tools) = prepare(target, opts, &mut ids, &mut report)?;
-        report.merge(self.e_rep.clone(), None);
-        report.merge(shifted(p.e_rep, self.transformed), None);
+        let t_rep = shifted(p.t_rep, self.done);
+        let e_rep = shifted(p.e_rep, self.transformed);
+        // The report is put together in the order the whole conversion
+        // reports: every message's rules, the system prompt and tools, every
+        // message's encoding, the system prompt's and tools' encoding.
+        let mut s_rep = CompatibilityReport::new();
+        let (system, tools) = prepare(target, opts, &mut ids, &mut s_rep)?;
+        let mut r_rep = CompatibilityReport::new();
         let mut ctx = encode::Ctx::new(opts.model.clone());
         let mut request = encode::encode_request(
             target,
@@ -280,7 +329,7 @@ impl RequestCache {
             opts.system_original.as_ref(),
             tools.as_deref(),
             opts.tools_original.as_ref(),
-            &mut report,
+            &mut r_rep,
             &mut ctx,
         );
         match request.get_mut(list_key(target)) {
@@ -290,6 +339,18 @@ impl RequestCache {
             }
             _ => return Ok(None),
         }
+        let lean = (self.lean && !fresh).then(|| {
+            let mut lean = t_rep.clone();
+            for part in [&s_rep, &e_rep, &r_rep] {
+                lean.merge(part.clone(), None);
+            }
+            lean
+        });
+        self.last = Last::Parts(t_rep, s_rep, e_rep, r_rep);
+        let report = match lean {
+            Some(r) => r,
+            None => self.full_report().unwrap_or_else(CompatibilityReport::new),
+        };
         Ok(Some(Converted {
             request,
             report,
@@ -409,4 +470,86 @@ fn shifted(mut r: CompatibilityReport, by: usize) -> CompatibilityReport {
         }
     }
     r
+}
+
+/// A conversation that grows message by message, and its request for one
+/// target (`RequestBuilder` in the bindings): each [`RequestBuilder::build`]
+/// converts only the messages after the kept part.
+#[derive(Debug)]
+pub struct RequestBuilder {
+    target: Provider,
+    opts: ToOptions,
+    messages: Vec<String>,
+    cache: RequestCache,
+    /// The last build's maps (its report is asked of the cache when wanted).
+    maps: Option<(Vec<(String, String)>, Vec<(String, String)>)>,
+}
+
+impl RequestBuilder {
+    /// `options` as `toProvider` takes them (JSON text).
+    pub fn new(target: &str, options: Option<&str>) -> Result<Self> {
+        let mut cache = RequestCache::new();
+        cache.lean = true;
+        Ok(RequestBuilder {
+            target: Provider::parse(target)?,
+            opts: ToOptions::from_json(options)?,
+            messages: Vec::new(),
+            cache,
+            maps: None,
+        })
+    }
+
+    /// Appends canonical messages: a JSON array of them, or one message.
+    /// Returns how many the conversation holds.
+    pub fn push_json(&mut self, text: &str) -> Result<usize> {
+        let added = match parse(text, "the messages")? {
+            J::Arr(a) => a,
+            one => vec![one],
+        };
+        check_messages(&added, self.messages.len())?;
+        self.messages.extend(added.iter().map(J::text));
+        Ok(self.messages.len())
+    }
+
+    /// Messages in the conversation.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// Messages whose conversion is kept from the last build.
+    pub fn kept(&self) -> usize {
+        self.cache.kept()
+    }
+
+    /// The request body for the whole conversation (what `toProvider` gives
+    /// for it); [`RequestBuilder::meta_json`] then has its report and maps.
+    pub fn build(&mut self) -> Result<String> {
+        let texts: Vec<&str> = self.messages.iter().map(String::as_str).collect();
+        let c = self.cache.convert(&texts, self.target, &self.opts)?;
+        let body = self.cache.write(&c.request, self.target);
+        self.maps = Some((c.id_map, c.name_map));
+        Ok(body)
+    }
+
+    /// `{report, idMap, nameMap}` of the last build (JSON; the whole report).
+    pub fn meta_json(&self) -> Result<String> {
+        let Some((ids, names)) = &self.maps else {
+            return Err(crate::Error::invalid_input("nothing was built yet"));
+        };
+        let report = self
+            .cache
+            .full_report()
+            .unwrap_or_else(CompatibilityReport::new);
+        let rep =
+            serde_json::to_string(&report).map_err(|e| crate::Error::internal(e.to_string()))?;
+        Ok(format!(
+            "{{\"report\":{rep},\"idMap\":{},\"nameMap\":{}}}",
+            super::id_map_json(ids).text(),
+            super::id_map_json(names).text()
+        ))
+    }
 }
