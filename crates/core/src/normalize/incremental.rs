@@ -78,7 +78,6 @@ enum Last {
 /// One part converted: its provider messages and what the rules left.
 struct Part {
     items: Vec<J>,
-    ids: IdMap,
     synthetic: Vec<String>,
     transformed: usize,
     t_rep: CompatibilityReport,
@@ -285,7 +284,7 @@ impl RequestCache {
         self.e_rep.merge(shifted(p.e_rep, self.transformed), None);
         self.transformed += p.transformed;
         self.synthetic.extend(p.synthetic);
-        self.ids = p.ids;
+        self.ids.commit();
         self.done += cut;
         self.last_hash = fnv64(msgs[self.done - 1].as_bytes(), 0);
         Ok(())
@@ -311,14 +310,17 @@ impl RequestCache {
             // One message alone has a form of its own (a Responses input string).
             return Ok(None);
         }
-        let mut ids = p.ids;
         let t_rep = shifted(p.t_rep, self.done);
         let e_rep = shifted(p.e_rep, self.transformed);
         // The report is put together in the order the whole conversion
         // reports: every message's rules, the system prompt and tools, every
         // message's encoding, the system prompt's and tools' encoding.
         let mut s_rep = CompatibilityReport::new();
-        let (system, tools) = prepare(target, opts, &mut ids, &mut s_rep)?;
+        let prepared = prepare(target, opts, &mut self.ids, &mut s_rep);
+        let (id_map, name_map) = (self.ids.changed.clone(), self.ids.names_changed().to_vec());
+        // This request's own part is converted again by the next one.
+        self.ids.rollback();
+        let (system, tools) = prepared?;
         let mut r_rep = CompatibilityReport::new();
         let mut ctx = encode::Ctx::new(opts.model.clone());
         let mut request = encode::encode_request(
@@ -354,8 +356,8 @@ impl RequestCache {
         Ok(Some(Converted {
             request,
             report,
-            id_map: ids.changed.clone(),
-            name_map: ids.names_changed().to_vec(),
+            id_map,
+            name_map,
         }))
     }
 
@@ -363,7 +365,7 @@ impl RequestCache {
     /// state; `None` when the result could differ from the whole conversion's.
     /// `closed`: the part is to be kept, so it must end with its turns closed.
     fn convert_part(
-        &self,
+        &mut self,
         part: Vec<J>,
         target: Provider,
         opts: &ToOptions,
@@ -376,7 +378,6 @@ impl RequestCache {
         let mut calls: HashSet<String> = HashSet::new();
         let rule = id_rule(target);
         let nrule = name_rule(target);
-        let mut ids = self.ids.clone();
         for m in &part {
             match role(m).as_ref() {
                 "system" => return Ok(None),
@@ -386,11 +387,11 @@ impl RequestCache {
                         let k = call_key(m, &id);
                         // An id or name the kept part mapped another one to:
                         // the whole conversion would have mapped that one elsewhere.
-                        if rule.accepts(&k) && ids.taken_by_other(&k) {
+                        if rule.accepts(&k) && self.ids.taken_by_other(&k) {
                             return Ok(None);
                         }
                         let name = b.str_of("name").unwrap_or_default();
-                        if nrule.accepts(&name) && ids.names().taken_by_other(&name) {
+                        if nrule.accepts(&name) && self.ids.names().taken_by_other(&name) {
                             return Ok(None);
                         }
                         if let Some((c, _)) = id.split_once('|') {
@@ -412,6 +413,24 @@ impl RequestCache {
                 _ => {}
             }
         }
+        // The id map is changed in place, noted so that it can be taken back
+        // (a part not kept, a request's own part).
+        self.ids.begin();
+        let r = self.rules_and_encoding(part, target, opts, closed);
+        if r.is_none() {
+            self.ids.rollback();
+        }
+        Ok(r)
+    }
+
+    /// [`RequestCache::convert_part`] after its checks of the input.
+    fn rules_and_encoding(
+        &mut self,
+        part: Vec<J>,
+        target: Provider,
+        opts: &ToOptions,
+        closed: bool,
+    ) -> Option<Part> {
         let mut t_rep = CompatibilityReport::new();
         let out = transform::apply(
             part,
@@ -419,12 +438,12 @@ impl RequestCache {
             opts.model.as_deref(),
             &mut t_rep,
             true,
-            &mut ids,
+            &mut self.ids,
         );
         // A part after the kept ones starts with its assistant turn (were it
         // left out, what follows could join the kept part's last message).
         if self.done > 0 && out.first().is_none_or(|m| role(m) != "assistant") {
-            return Ok(None);
+            return None;
         }
         // A kept part ends with every call answered and not with an assistant
         // message (the end of a conversation has rules of its own).
@@ -432,7 +451,7 @@ impl RequestCache {
             && (t_rep.has("calls_pending_at_end")
                 || out.last().is_none_or(|m| role(m) == "assistant"))
         {
-            return Ok(None);
+            return None;
         }
         // Made-up call ids are kept unique across the conversation.
         let mut synthetic = Vec::new();
@@ -441,24 +460,21 @@ impl RequestCache {
                 if btype(b) == "toolCall" && b.get("syntheticId").is_some() {
                     let id = b.str_of("id").unwrap_or_default().to_string();
                     if self.synthetic.contains(&id) {
-                        return Ok(None);
+                        return None;
                     }
                     synthetic.push(id);
                 }
             }
         }
         let mut e_rep = CompatibilityReport::new();
-        let Some(items) = encode::encode_part(target, &out, opts.model.clone(), &mut e_rep) else {
-            return Ok(None);
-        };
-        Ok(Some(Part {
+        let items = encode::encode_part(target, &out, opts.model.clone(), &mut e_rep)?;
+        Some(Part {
             items,
-            ids,
             synthetic,
             transformed: out.len(),
             t_rep,
             e_rep,
-        }))
+        })
     }
 }
 
