@@ -67,12 +67,7 @@ enum Last {
     Whole(CompatibilityReport),
     /// The new messages' rules, the system prompt and tools, the new
     /// messages' encoding, the prompt's and tools' encoding.
-    Parts(
-        CompatibilityReport,
-        CompatibilityReport,
-        CompatibilityReport,
-        CompatibilityReport,
-    ),
+    Parts(Box<[CompatibilityReport; 4]>),
 }
 
 /// One part converted: its provider messages and what the rules left.
@@ -136,14 +131,17 @@ impl RequestCache {
         match &self.last {
             Last::None => None,
             Last::Whole(r) => Some(r.clone()),
-            Last::Parts(t, s, e, r) => {
-                let mut all = self.t_rep.clone();
-                for part in [t, s, &self.e_rep, e, r] {
-                    all.merge(part.clone(), None);
-                }
-                Some(all)
-            }
+            Last::Parts(parts) => Some(self.joined(parts)),
         }
+    }
+
+    /// The kept part's reports and a request's parts, in the whole conversion's order.
+    fn joined(&self, [t, s, e, r]: &[CompatibilityReport; 4]) -> CompatibilityReport {
+        let mut all = self.t_rep.clone();
+        for part in [t, s, &self.e_rep, e, r] {
+            all.merge(part.clone(), None);
+        }
+        all
     }
 
     /// Input messages whose conversion is kept.
@@ -341,18 +339,18 @@ impl RequestCache {
             }
             _ => return Ok(None),
         }
-        let lean = (self.lean && !fresh).then(|| {
-            let mut lean = t_rep.clone();
-            for part in [&s_rep, &e_rep, &r_rep] {
+        let parts = Box::new([t_rep, s_rep, e_rep, r_rep]);
+        let report = if self.lean && !fresh {
+            let [t, s, e, r] = &*parts;
+            let mut lean = t.clone();
+            for part in [s, e, r] {
                 lean.merge(part.clone(), None);
             }
             lean
-        });
-        self.last = Last::Parts(t_rep, s_rep, e_rep, r_rep);
-        let report = match lean {
-            Some(r) => r,
-            None => self.full_report().unwrap_or_else(CompatibilityReport::new),
+        } else {
+            self.joined(&parts)
         };
+        self.last = Last::Parts(parts);
         Ok(Some(Converted {
             request,
             report,
@@ -488,6 +486,9 @@ fn shifted(mut r: CompatibilityReport, by: usize) -> CompatibilityReport {
     r
 }
 
+/// `(target, original)` pairs of an id or name map.
+type IdPairs = Vec<(String, String)>;
+
 /// A conversation that grows message by message, and its request for one
 /// target (`RequestBuilder` in the bindings): each [`RequestBuilder::build`]
 /// converts only the messages after the kept part.
@@ -498,7 +499,7 @@ pub struct RequestBuilder {
     messages: Vec<String>,
     cache: RequestCache,
     /// The last build's maps (its report is asked of the cache when wanted).
-    maps: Option<(Vec<(String, String)>, Vec<(String, String)>)>,
+    maps: Option<(IdPairs, IdPairs)>,
 }
 
 impl RequestBuilder {
@@ -556,10 +557,9 @@ impl RequestBuilder {
         let Some((ids, names)) = &self.maps else {
             return Err(crate::Error::invalid_input("nothing was built yet"));
         };
-        let report = self
-            .cache
-            .full_report()
-            .unwrap_or_else(CompatibilityReport::new);
+        let Some(report) = self.cache.full_report() else {
+            return Err(crate::Error::invalid_input("nothing was built yet"));
+        };
         let rep =
             serde_json::to_string(&report).map_err(|e| crate::Error::internal(e.to_string()))?;
         Ok(format!(
