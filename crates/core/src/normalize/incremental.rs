@@ -54,6 +54,8 @@ pub struct RequestCache {
     pub lean: bool,
     /// The last request's report, or its parts.
     last: Last,
+    /// Requests in a row whose checks failed.
+    strikes: u8,
     /// How many requests reused a kept part / were converted whole.
     pub hits: u64,
     pub misses: u64,
@@ -103,6 +105,7 @@ impl Default for RequestCache {
             splice_at: None,
             lean: false,
             last: Last::None,
+            strikes: 0,
             hits: 0,
             misses: 0,
         }
@@ -116,11 +119,12 @@ impl RequestCache {
 
     /// Forgets the kept part (call when earlier messages changed).
     pub fn clear(&mut self) {
-        let (hits, misses, lean) = (self.hits, self.misses, self.lean);
+        let (hits, misses, lean, strikes) = (self.hits, self.misses, self.lean, self.strikes);
         *self = RequestCache {
             hits,
             misses,
             lean,
+            strikes,
             ..Default::default()
         };
     }
@@ -170,8 +174,15 @@ impl RequestCache {
         if !same_key || !prefix_ok || !opts.pairing {
             self.clear();
             self.key = Some((target, opts.clone()));
+            if !same_key {
+                self.strikes = 0;
+            }
         }
-        if opts.pairing {
+        // After checks failed twice in a row (a conversation the parts
+        // cannot be cut in, e.g. one with system messages), only every 16th
+        // request tries again: the others are converted whole at once.
+        let trying = self.strikes < 2 || self.misses % 16 == 0;
+        if opts.pairing && trying {
             // Nothing kept to start from: this request converts everything once.
             let fresh = self.done == 0;
             self.advance(msgs, target, opts)?;
@@ -182,21 +193,17 @@ impl RequestCache {
                     } else {
                         self.hits += 1;
                     }
+                    self.strikes = 0;
                     return Ok(c);
                 }
-                // A check failed: the kept part starts again from nothing.
-                self.clear();
-                self.key = Some((target, opts.clone()));
-                self.advance(msgs, target, opts)?;
-                if self.done > 0
-                    && let Some(c) = self.try_convert(msgs, target, opts, true)?
-                {
-                    self.misses += 1;
-                    return Ok(c);
-                }
-                self.clear();
-                self.key = Some((target, opts.clone()));
             }
+            // A check failed: the kept part starts again from nothing at the
+            // next request. (Nothing to keep yet is no failure.)
+            if self.done > 0 {
+                self.strikes = self.strikes.saturating_add(1);
+            }
+            self.clear();
+            self.key = Some((target, opts.clone()));
         }
         self.misses += 1;
         let all = msgs

@@ -220,3 +220,28 @@ fn the_kept_part_follows_the_conversation_and_a_changed_message_is_noticed() {
     let (want, _) = whole(&texts, Provider::Anthropic, &other).unwrap();
     assert_eq!(cache.write(&c.request, Provider::Anthropic), want);
 }
+
+#[test]
+fn a_conversation_that_cannot_be_cut_is_converted_whole_and_right() {
+    // A system message in every turn joins the system prompt (Anthropic,
+    // Gemini): no part is kept alone, every request is converted whole.
+    let mut msgs = agent_conversation(6);
+    let mut with_system = Vec::new();
+    for m in msgs.drain(..) {
+        if m.contains("\"role\":\"assistant\"") {
+            with_system.push(r#"{"role":"system","content":"note"}"#.to_string());
+        }
+        with_system.push(m);
+    }
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    check_steps("system messages", &with_system, &opts);
+    let texts: Vec<&str> = with_system.iter().map(String::as_str).collect();
+    let mut cache = RequestCache::new();
+    for k in 1..=texts.len() {
+        cache.convert(&texts[..k], Provider::Anthropic, &opts).unwrap();
+    }
+    assert_eq!(cache.hits, 0);
+}
