@@ -181,21 +181,21 @@ impl RequestCache {
         // After checks failed twice in a row (a conversation the parts
         // cannot be cut in, e.g. one with system messages), only every 16th
         // request tries again: the others are converted whole at once.
-        let trying = self.strikes < 2 || self.misses % 16 == 0;
+        let trying = self.strikes < 2 || self.misses.is_multiple_of(16);
         if opts.pairing && trying {
             // Nothing kept to start from: this request converts everything once.
             let fresh = self.done == 0;
             self.advance(msgs, target, opts)?;
-            if self.done > 0 {
-                if let Some(c) = self.try_convert(msgs, target, opts, fresh)? {
-                    if fresh {
-                        self.misses += 1;
-                    } else {
-                        self.hits += 1;
-                    }
-                    self.strikes = 0;
-                    return Ok(c);
+            if self.done > 0
+                && let Some(c) = self.try_convert(msgs, target, opts, fresh)?
+            {
+                if fresh {
+                    self.misses += 1;
+                } else {
+                    self.hits += 1;
                 }
+                self.strikes = 0;
+                return Ok(c);
             }
             // A check failed: the kept part starts again from nothing at the
             // next request. (Nothing to keep yet is no failure.)

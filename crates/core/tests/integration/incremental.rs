@@ -241,7 +241,9 @@ fn a_conversation_that_cannot_be_cut_is_converted_whole_and_right() {
     let texts: Vec<&str> = with_system.iter().map(String::as_str).collect();
     let mut cache = RequestCache::new();
     for k in 1..=texts.len() {
-        cache.convert(&texts[..k], Provider::Anthropic, &opts).unwrap();
+        cache
+            .convert(&texts[..k], Provider::Anthropic, &opts)
+            .unwrap();
     }
     assert_eq!(cache.hits, 0);
 }
