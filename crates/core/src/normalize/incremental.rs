@@ -218,38 +218,51 @@ impl RequestCache {
     /// The request's JSON text: the kept provider messages, then the request's own.
     pub fn write(&self, request: &J, target: Provider) -> String {
         let key = list_key(target);
-        let mut out = String::with_capacity(self.items.len() + 4096);
-        let J::Obj(members) = request else {
-            request.write(&mut out);
-            return out;
+        let (J::Obj(members), Some(at)) = (request, self.splice_at) else {
+            return request.text();
         };
-        out.push('{');
+        if self.items.is_empty() {
+            return request.text();
+        }
+        // What comes before the kept messages and after them, then the body
+        // in one allocation of its size (no growing copies of a large text).
+        let mut before = String::from("{");
+        let mut after = String::new();
+        let mut spliced = false;
         for (i, (k, v)) in members.iter().enumerate() {
+            let out = if spliced { &mut after } else { &mut before };
             if i > 0 {
                 out.push(',');
             }
             out.push('"');
             out.push_str(k);
             out.push_str("\":");
-            match (v, self.splice_at) {
-                (J::Arr(list), Some(at)) if &**k == key && !self.items.is_empty() => {
-                    out.push('[');
+            match v {
+                J::Arr(list) if !spliced && &**k == key => {
+                    before.push('[');
                     for item in &list[..at.min(list.len())] {
-                        item.write(&mut out);
-                        out.push(',');
+                        item.write(&mut before);
+                        before.push(',');
                     }
-                    out.push_str(&self.items);
                     for item in list.iter().skip(at) {
-                        out.push(',');
-                        item.write(&mut out);
+                        after.push(',');
+                        item.write(&mut after);
                     }
-                    out.push(']');
+                    after.push(']');
+                    spliced = true;
                 }
-                (other, _) => other.write(&mut out),
+                other => other.write(out),
             }
         }
-        out.push('}');
-        out
+        after.push('}');
+        if !spliced {
+            return request.text();
+        }
+        let mut body = String::with_capacity(before.len() + self.items.len() + after.len());
+        body.push_str(&before);
+        body.push_str(&self.items);
+        body.push_str(&after);
+        body
     }
 
     /// Keeps more of `msgs` (up to their last assistant message) when the checks allow.
