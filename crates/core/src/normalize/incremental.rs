@@ -41,7 +41,9 @@ pub struct RequestCache {
     synthetic: HashSet<String>,
     /// Messages the rules gave for them (encoder report indexes count these).
     transformed: usize,
-    /// What the rules and the encoders reported for them.
+    /// What the rules and the encoders reported for them (pi's roles turned
+    /// into LLM messages apart: that rule runs first over every message).
+    l_rep: CompatibilityReport,
     t_rep: CompatibilityReport,
     e_rep: CompatibilityReport,
     /// The last request's list starts with this many of its own (OpenAI's
@@ -67,9 +69,9 @@ enum Last {
     #[default]
     None,
     Whole(CompatibilityReport),
-    /// The new messages' rules, the system prompt and tools, the new
-    /// messages' encoding, the prompt's and tools' encoding.
-    Parts(Box<[CompatibilityReport; 4]>),
+    /// The new messages' pi roles and other rules, the system prompt and
+    /// tools, the new messages' encoding, the prompt's and tools' encoding.
+    Parts(Box<[CompatibilityReport; 5]>),
 }
 
 /// One part converted: its provider messages and what the rules left.
@@ -77,6 +79,7 @@ struct Part {
     items: Vec<J>,
     synthetic: Vec<String>,
     transformed: usize,
+    l_rep: CompatibilityReport,
     t_rep: CompatibilityReport,
     e_rep: CompatibilityReport,
 }
@@ -100,6 +103,7 @@ impl Default for RequestCache {
             ids: IdMap::new(),
             synthetic: HashSet::new(),
             transformed: 0,
+            l_rep: CompatibilityReport::new(),
             t_rep: CompatibilityReport::new(),
             e_rep: CompatibilityReport::new(),
             splice_at: None,
@@ -140,9 +144,9 @@ impl RequestCache {
     }
 
     /// The kept part's reports and a request's parts, in the whole conversion's order.
-    fn joined(&self, [t, s, e, r]: &[CompatibilityReport; 4]) -> CompatibilityReport {
-        let mut all = self.t_rep.clone();
-        for part in [t, s, &self.e_rep, e, r] {
+    fn joined(&self, [l, t, s, e, r]: &[CompatibilityReport; 5]) -> CompatibilityReport {
+        let mut all = self.l_rep.clone();
+        for part in [l, &self.t_rep, t, s, &self.e_rep, e, r] {
             all.merge(part.clone(), None);
         }
         all
@@ -298,7 +302,9 @@ impl RequestCache {
             }
             item.write(&mut self.items);
         }
-        self.t_rep.merge(shifted(p.t_rep, self.done), None);
+        self.l_rep.merge(shifted(p.l_rep, self.done), None);
+        self.t_rep
+            .merge(shifted_rules(p.t_rep, self.done, self.transformed), None);
         self.e_rep.merge(shifted(p.e_rep, self.transformed), None);
         self.transformed += p.transformed;
         self.synthetic.extend(p.synthetic);
@@ -328,7 +334,8 @@ impl RequestCache {
             // One message alone has a form of its own (a Responses input string).
             return Ok(None);
         }
-        let t_rep = shifted(p.t_rep, self.done);
+        let l_rep = shifted(p.l_rep, self.done);
+        let t_rep = shifted_rules(p.t_rep, self.done, self.transformed);
         let e_rep = shifted(p.e_rep, self.transformed);
         // The report is put together in the order the whole conversion
         // reports: every message's rules, the system prompt and tools, every
@@ -359,11 +366,11 @@ impl RequestCache {
             }
             _ => return Ok(None),
         }
-        let parts = Box::new([t_rep, s_rep, e_rep, r_rep]);
+        let parts = Box::new([l_rep, t_rep, s_rep, e_rep, r_rep]);
         let report = if self.lean && !fresh {
-            let [t, s, e, r] = &*parts;
-            let mut lean = t.clone();
-            for part in [s, e, r] {
+            let [l, t, s, e, r] = &*parts;
+            let mut lean = l.clone();
+            for part in [t, s, e, r] {
                 lean.merge(part.clone(), None);
             }
             lean
@@ -449,11 +456,13 @@ impl RequestCache {
         opts: &ToOptions,
         closed: bool,
     ) -> Option<Part> {
+        let mut l_rep = CompatibilityReport::new();
         let mut t_rep = CompatibilityReport::new();
-        let out = transform::apply(
+        let out = transform::apply_parts(
             part,
             target,
             opts.model.as_deref(),
+            Some(&mut l_rep),
             &mut t_rep,
             true,
             &mut self.ids,
@@ -490,6 +499,7 @@ impl RequestCache {
             items,
             synthetic,
             transformed: out.len(),
+            l_rep,
             t_rep,
             e_rep,
         })
@@ -501,6 +511,21 @@ fn shifted(mut r: CompatibilityReport, by: usize) -> CompatibilityReport {
     for s in &mut r.steps {
         if let Some(i) = &mut s.message {
             *i += by;
+        }
+    }
+    r
+}
+
+/// A part's rules' report with its indexes moved: input messages by `inputs`,
+/// except the one step that counts the rules' output (`outputs` before it).
+fn shifted_rules(mut r: CompatibilityReport, inputs: usize, outputs: usize) -> CompatibilityReport {
+    for s in &mut r.steps {
+        if let Some(i) = &mut s.message {
+            *i += if s.code == "trailing_whitespace_trimmed" {
+                outputs
+            } else {
+                inputs
+            };
         }
     }
     r

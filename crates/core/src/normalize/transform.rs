@@ -195,9 +195,25 @@ pub fn apply(
     pairing: bool,
     ids: &mut IdMap,
 ) -> Vec<J> {
+    apply_parts(msgs, target, model, None, rep, pairing, ids)
+}
+
+/// [`apply`], with what turning pi's roles into LLM messages reports (done
+/// for every message before the other rules) in `llm_rep` when given: a
+/// conversation converted in parts joins the parts' reports in the whole
+/// conversion's order ([`super::incremental`]).
+pub fn apply_parts(
+    msgs: Vec<J>,
+    target: Provider,
+    model: Option<&str>,
+    llm_rep: Option<&mut CompatibilityReport>,
+    rep: &mut CompatibilityReport,
+    pairing: bool,
+    ids: &mut IdMap,
+) -> Vec<J> {
     let rule = id_rule(target);
     let n_msgs = msgs.len();
-    let input = llm_messages(msgs, rep);
+    let input = llm_messages(msgs, llm_rep.unwrap_or(rep));
     for (_, m) in &input {
         if role(m) == "assistant" {
             for b in blocks(m).iter() {
