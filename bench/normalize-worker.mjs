@@ -5,13 +5,40 @@
 // From a loaded session (loading not timed) to the body's text:
 //   js-session (getLlmContext() + map + JSON.stringify), napi-session / wasm-session
 //   (session.toProvider: the context is built and converted natively).
+// The incremental case an agent has (napi-step / wasm-step, FRACTION of the
+// context's messages): the request before the last assistant turn is built
+// (step N, converted whole), then the assistant turn and its results are
+// pushed and the request built again (step N+1, timed: only what is new is
+// converted); the body as bytes, as it is sent.
+//   node normalize-worker.mjs MODE TARGET CONTEXT_JSON SESSION_JSONL [FRACTION]
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { baseline } from './normalize-baseline.mjs';
 
-const [mode, target, contextFile, sessionFile] = process.argv.slice(2);
+const [mode, target, contextFile, sessionFile, fraction] = process.argv.slice(2);
 const require = createRequire(import.meta.url);
 let convert;
+if (mode.endsWith('-step')) {
+  const all = JSON.parse(readFileSync(contextFile, 'utf8'));
+  const msgs = all.slice(0, Math.max(2, Math.round(all.length * Number(fraction ?? 1))));
+  let a = msgs.length - 1;
+  while (a > 0 && msgs[a].role !== 'assistant') a--;
+  const { requestBuilder } = mode === 'napi-step' ? require('forkpoint') : await import('forkpoint-web');
+  const b = requestBuilder(target);
+  const before = JSON.stringify(msgs.slice(0, a));
+  const added = JSON.stringify(msgs.slice(a));
+  let t0 = process.hrtime.bigint();
+  b.push(before);
+  b.build();
+  const firstMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  t0 = process.hrtime.bigint();
+  b.push(added);
+  const bytes = b.build().bodyBytes;
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  const { maxRSS } = process.resourceUsage();
+  console.log(JSON.stringify({ ms, firstMs, bodyBytes: bytes.byteLength, rssPeakKb: maxRSS, contextBytes: Buffer.byteLength(before) + Buffer.byteLength(added), messages: msgs.length, added: msgs.length - a, kept: b.kept }));
+  process.exit(0);
+}
 if (mode.endsWith('-text')) {
   const text = readFileSync(contextFile, 'utf8');
   if (mode === 'js-text') convert = () => JSON.stringify(baseline[target](JSON.parse(text)));

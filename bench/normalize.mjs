@@ -2,7 +2,11 @@
 // (no compaction, so the context is the whole main line) to each provider's
 // request body, through the Node addon and the wasm build, next to a plain-JS
 // mapping of the same messages. Each figure: median of runs in fresh processes,
-// from the context's JSON text to the body's JSON text.
+// from the context's JSON text to the body's JSON text. Then the incremental
+// case an agent has: the request for step N+1 right after step N's, through
+// requestBuilder (only the new messages converted), on the whole context and
+// on its first eighth: the ratio of the two times is the goal (≈ 1: the cost
+// does not follow the context's length).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -32,10 +36,11 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-function measure(mode, target) {
+function measure(mode, target, fraction) {
   const samples = [];
   for (let i = 0; i < RUNS; i++) {
-    const r = spawnSync(process.execPath, ['--max-old-space-size=16384', join(root, 'bench/normalize-worker.mjs'), mode, target, context, session], { encoding: 'utf8', cwd: root });
+    const args = [join(root, 'bench/normalize-worker.mjs'), mode, target, context, session, ...(fraction === undefined ? [] : [String(fraction)])];
+    const r = spawnSync(process.execPath, ['--max-old-space-size=16384', ...args], { encoding: 'utf8', cwd: root });
     const line = r.stdout.trim().split('\n').pop() ?? '';
     try {
       samples.push(JSON.parse(line));
@@ -43,7 +48,8 @@ function measure(mode, target) {
       return { mode, target, error: (r.stderr || line).trim().split('\n').slice(-2).join(' ').slice(0, 200) };
     }
   }
-  return { mode, target, ms: median(samples.map((s) => s.ms)), bodyBytes: samples[0].bodyBytes, rssPeakMb: median(samples.map((s) => s.rssPeakKb)) / 1024 };
+  const extra = fraction === undefined ? {} : { fraction, firstMs: median(samples.map((s) => s.firstMs)), contextBytes: samples[0].contextBytes, messages: samples[0].messages, added: samples[0].added, kept: samples[0].kept };
+  return { mode, target, ms: median(samples.map((s) => s.ms)), bodyBytes: samples[0].bodyBytes, rssPeakMb: median(samples.map((s) => s.rssPeakKb)) / 1024, ...extra };
 }
 
 const TARGETS = ['anthropic', 'openai', 'openai-responses', 'google'];
@@ -57,10 +63,20 @@ const label = {
   'wasm-text': 'forkpoint wasm: toProvider(context text)',
 };
 const BASE = { 'js-session': 'js-session', 'napi-session': 'js-session', 'wasm-session': 'js-session', 'js-text': 'js-text', 'napi-text': 'js-text', 'wasm-text': 'js-text' };
+const ONLY = process.env.BENCH_NORMALIZE_ONLY; // 'step': only the incremental case
 const rows = [];
-for (const t of TARGETS) for (const m of MODES) {
-  process.stderr.write(`convert ${t} ${m}…\n`);
-  rows.push(measure(m, t));
+if (ONLY !== 'step') {
+  for (const t of TARGETS) for (const m of MODES) {
+    process.stderr.write(`convert ${t} ${m}…\n`);
+    rows.push(measure(m, t));
+  }
+}
+const STEP_MODES = ['napi-step', 'wasm-step'];
+const FRACTIONS = [0.125, 1];
+const steps = [];
+for (const t of TARGETS) for (const m of STEP_MODES) for (const f of FRACTIONS) {
+  process.stderr.write(`step ${t} ${m} ${f}…\n`);
+  steps.push(measure(m, t, f));
 }
 const pad = (s, n) => String(s).padEnd(n);
 const lpad = (s, n) => String(s).padStart(n);
@@ -82,10 +98,30 @@ for (const t of TARGETS) {
   }
   out.push('');
 }
-out.push('MB/s: MiB of context JSON per second. vs JS: the plain-JS time of the same starting point divided by this one.');
+if (rows.length) out.push('MB/s: MiB of context JSON per second. vs JS: the plain-JS time of the same starting point divided by this one.');
+out.push('');
+out.push('the next request of a growing conversation (requestBuilder: push the new messages, build; body as bytes): step N converts everything once and keeps it, step N+1 converts what came after the last kept assistant turn');
+out.push('');
+out.push(`${pad('target', 18)}${pad('build', 28)}${lpad('context MiB', 12)}${lpad('messages', 10)}${lpad('new', 6)}${lpad('step N ms', 11)}${lpad('step N+1 ms', 13)}${lpad('whole/⅛', 9)}${lpad('body MiB', 10)}`);
+for (const t of TARGETS) {
+  for (const m of STEP_MODES) {
+    const mine = steps.filter((x) => x.target === t && x.mode === m);
+    const small = mine.find((x) => x.fraction === FRACTIONS[0]);
+    for (const r of mine) {
+      if (r.error) {
+        out.push(`${pad(t, 18)}${pad(m, 28)}  failed: ${r.error}`);
+        continue;
+      }
+      const ratio = r.fraction === 1 && small && !small.error ? `${(r.ms / small.ms).toFixed(2)}×` : '';
+      out.push(`${pad(t, 18)}${pad(m === 'napi-step' ? 'forkpoint addon' : 'forkpoint wasm', 28)}${lpad((r.contextBytes / 2 ** 20).toFixed(1), 12)}${lpad(r.messages, 10)}${lpad(r.added, 6)}${lpad(r.firstMs.toFixed(0), 11)}${lpad(r.ms.toFixed(1), 13)}${lpad(ratio, 9)}${lpad((r.bodyBytes / 2 ** 20).toFixed(1), 10)}`);
+    }
+  }
+}
+out.push('whole/⅛: step N+1 on the whole context divided by step N+1 on its first eighth (goal ≈ 1: the cost follows the new messages, not the length).');
+out.push('The conversion in step N+1 takes microseconds at either length (crates/core/examples/incremental_timing.rs); what remains is making the body: one copy of it, so about the ratio of the body sizes.');
 out.push('forkpoint also keeps raw number text, reports every step, maps ids and keeps same-provider bytes; the baseline does none of that.');
 console.log(out.join('\n'));
 const resultsFile = join(root, 'bench/results.json');
 const all = existsSync(resultsFile) ? JSON.parse(readFileSync(resultsFile, 'utf8')) : {};
-all.normalize = { date: new Date().toISOString(), mb: MB, contextBytes: ctxBytes, messages, rows };
+all.normalize = { date: new Date().toISOString(), mb: MB, contextBytes: ctxBytes, messages, rows, steps };
 writeFileSync(resultsFile, JSON.stringify(all, null, 2));

@@ -235,3 +235,38 @@ test(`[${BACKEND}] the thinking option: Anthropic's final tool turn without thin
   assert.equal(pkg.toProvider(msgs, 'openai', { thinking: true }).body, pkg.toProvider(msgs, 'openai').body);
   throwsCode(assert, () => pkg.toProvider(msgs, 'anthropic', { thinking: 'yes' }), 'INVALID_INPUT');
 });
+
+test(`[${BACKEND}] requestBuilder: each build is the request toProvider gives for every message pushed so far`, () => {
+  // An agent's conversation: turns of several origins, calls with ids the targets map, results.
+  const msgs = [{ role: 'user', content: 'start' }];
+  const apis = [['anthropic-messages', 'anthropic'], ['openai-responses', 'openai'], ['google-generative-ai', 'google']];
+  for (let t = 0; t < 9; t++) {
+    const [api, provider] = apis[t % 3];
+    msgs.push({ role: 'assistant', api, provider, model: 'm', stopReason: 'toolUse', content: [
+      { type: 'thinking', thinking: `plan ${t}`, thinkingSignature: `s${t}` },
+      { type: 'toolCall', id: `call.${t}|item`, name: 'fs.read', arguments: { n: t } },
+    ] });
+    msgs.push({ role: 'toolResult', toolCallId: `call.${t}|item`, toolName: 'fs.read', content: [{ type: 'text', text: `r${t}` }], isError: t === 4 });
+    if (t % 4 === 2) msgs.push({ role: 'user', content: `more ${t}` });
+  }
+  const opts = { system: 'be brief', tools: [{ name: 'fs.read', parameters: { type: 'object' } }] };
+  for (const target of TARGETS) {
+    const b = pkg.requestBuilder(target, opts);
+    let pushed = 0;
+    for (let k = 1; k <= msgs.length; k++) {
+      b.push(msgs.slice(pushed, k));
+      pushed = k;
+      const got = b.build();
+      const want = pkg.toProvider(msgs.slice(0, k), target, opts);
+      assert.equal(got.body, want.body, `${target} after ${k}`);
+      assert.equal(new TextDecoder().decode(got.bodyBytes), want.body);
+      assert.deepEqual(got.report, want.report, `${target} after ${k}: report`);
+      assert.deepEqual(got.idMap, want.idMap);
+      assert.deepEqual(got.nameMap, want.nameMap);
+    }
+    // The part before the last assistant turn is kept for the next build.
+    assert.ok(b.kept >= msgs.length - 3, `${target}: kept ${b.kept} of ${msgs.length}`);
+  }
+  throwsCode(assert, () => pkg.requestBuilder('nope'), 'INVALID_INPUT');
+  throwsCode(assert, () => pkg.requestBuilder('openai').push([{ content: 'no role' }]), 'INVALID_INPUT');
+});

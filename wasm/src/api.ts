@@ -20,6 +20,9 @@ import {
   callAsync,
   createNormalizer,
   createProviders,
+  requestBuilderOf,
+  type RequestBuilder,
+  type NativeRequestBuilderLike,
   Agent as SharedAgent,
   type NativeProviderLike,
   type ProviderOptions,
@@ -34,7 +37,7 @@ import {
   type NativeAgentLike,
   type Redactor,
 } from '@forkpoint/shared';
-import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName } from '@forkpoint/types';
+import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName, ToProviderOptions } from '@forkpoint/types';
 
 export { ForkpointError, EventBus, Agent, ToolRegistry, TemplateRegistry, ScriptedProvider } from '@forkpoint/shared';
 export type {
@@ -73,7 +76,7 @@ export type {
 } from '@forkpoint/shared';
 export { isStreamingProvider } from '@forkpoint/shared';
 export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';
-export type { ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from '@forkpoint/shared';
+export type { ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput, RequestBuilder, BuiltRequest } from '@forkpoint/shared';
 export type * from '@forkpoint/types';
 
 /** The wasm-bindgen module, Node or web build. */
@@ -95,6 +98,7 @@ export interface WasmBackend extends NativeNormalizerLike, NativeProviderLike {
     open(store: NativeAgentStoreLike, id: string, toolsJson: string): Promise<NativeAgentWasm>;
   };
   redactSecretsJson(json: string): string;
+  NativeRequestBuilder: new (target: string, options?: string | null) => NativeRequestBuilderLike;
   NativeSessionBuilder: new () => {
     reserve(bytes: number): void;
     push(chunk: Uint8Array): void;
@@ -221,6 +225,15 @@ function norm(): Normalizer {
 
 /** Canonical messages → a request body for `target`, with a report of every step. */
 export const toProvider: Normalizer['toProvider'] = (messages, target, opts) => norm().toProvider(messages, target, opts);
+/**
+ * The requests of a conversation that grows, for `target` (an agent's model
+ * calls): `push` new messages, `build` the request; a build converts only
+ * what came after the last assistant turn of the build before.
+ */
+export function requestBuilder(target: ProviderName, opts?: ToProviderOptions): RequestBuilder {
+  const b = wasm();
+  return requestBuilderOf((t, o) => new b.NativeRequestBuilder(t, o), target, opts);
+}
 /** A provider request body → canonical messages (`{system?, messages, tools?}`). */
 export const fromProvider: Normalizer['fromProvider'] = (request, provider) => norm().fromProvider(request, provider);
 /** One message at a time (the seed API): `normalize(message, provider)`, `denormalize(normalized, provider)`. */

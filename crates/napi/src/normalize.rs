@@ -56,6 +56,51 @@ pub fn check_compatibility_json(source: String, target: String) -> napi::Result<
     })
 }
 
+/// A conversation that grows, and its request for one target
+/// (`requestBuilder`): each build converts only the messages after the part
+/// kept from the build before.
+#[napi]
+pub struct NativeRequestBuilder {
+    inner: normalize::incremental::RequestBuilder,
+}
+
+#[napi]
+impl NativeRequestBuilder {
+    /// `options`: `toProvider`'s options as JSON.
+    #[napi(constructor)]
+    pub fn new(target: String, options: Option<String>) -> napi::Result<Self> {
+        guard(|| {
+            Ok(NativeRequestBuilder {
+                inner: normalize::incremental::RequestBuilder::new(&target, options.as_deref())?,
+            })
+        })
+    }
+
+    /// Appends messages (a JSON array, or one message); returns how many there are.
+    #[napi]
+    pub fn push_json(&mut self, messages: String) -> napi::Result<u32> {
+        guard(|| self.inner.push_json(&messages).map(|n| n as u32))
+    }
+
+    /// The request body's bytes (UTF-8 JSON) for the whole conversation.
+    #[napi]
+    pub fn build(&mut self) -> napi::Result<napi::bindgen_prelude::Buffer> {
+        guard(|| self.inner.build().map(|b| b.into_bytes().into()))
+    }
+
+    /// `{report, idMap, nameMap}` of the last build (JSON).
+    #[napi(ts_return_type = "string")]
+    pub fn meta_json(&self) -> napi::Result<JsonText> {
+        guard(|| self.inner.meta_json().map(json_text))
+    }
+
+    /// Messages whose conversion the next build reuses.
+    #[napi]
+    pub fn kept(&self) -> u32 {
+        self.inner.kept() as u32
+    }
+}
+
 /// A session file being migrated to another provider, step by step.
 #[napi]
 pub struct NativeMigration {

@@ -22,6 +22,51 @@ pub fn to_provider_json(
     normalize::to_provider_lines(messages, target, options.as_deref()).map_err(err)
 }
 
+/// A conversation that grows, and its request for one target
+/// (`requestBuilder`): each build converts only the messages after the part
+/// kept from the build before.
+#[wasm_bindgen]
+pub struct NativeRequestBuilder {
+    inner: normalize::incremental::RequestBuilder,
+}
+
+#[wasm_bindgen]
+impl NativeRequestBuilder {
+    /// `options`: `toProvider`'s options as JSON.
+    #[wasm_bindgen(constructor)]
+    pub fn new(target: &str, options: Option<String>) -> Result<NativeRequestBuilder, JsError> {
+        Ok(NativeRequestBuilder {
+            inner: normalize::incremental::RequestBuilder::new(target, options.as_deref())
+                .map_err(err)?,
+        })
+    }
+
+    /// Appends messages (a JSON array, or one message); returns how many there are.
+    #[wasm_bindgen(js_name = pushJson)]
+    pub fn push_json(&mut self, messages: &str) -> Result<u32, JsError> {
+        self.inner
+            .push_json(messages)
+            .map(|n| n as u32)
+            .map_err(err)
+    }
+
+    /// The request body's bytes (UTF-8 JSON) for the whole conversation.
+    pub fn build(&mut self) -> Result<Vec<u8>, JsError> {
+        self.inner.build().map(String::into_bytes).map_err(err)
+    }
+
+    /// `{report, idMap, nameMap}` of the last build (JSON).
+    #[wasm_bindgen(js_name = metaJson)]
+    pub fn meta_json(&self) -> Result<String, JsError> {
+        self.inner.meta_json().map_err(err)
+    }
+
+    /// Messages whose conversion the next build reuses.
+    pub fn kept(&self) -> u32 {
+        self.inner.kept() as u32
+    }
+}
+
 /// `MessageNormalizer.normalize`: one provider message → canonical message(s) (JSON).
 #[wasm_bindgen(js_name = normalizeMessageJson)]
 pub fn normalize_message_json(message: &str, provider: &str) -> Result<String, JsError> {

@@ -176,6 +176,24 @@ export declare class NativeMigration {
   abort(): void
 }
 
+/**
+ * A conversation that grows, and its request for one target
+ * (`requestBuilder`): each build converts only the messages after the part
+ * kept from the build before.
+ */
+export declare class NativeRequestBuilder {
+  /** `options`: `toProvider`'s options as JSON. */
+  constructor(target: string, options?: string | undefined | null)
+  /** Appends messages (a JSON array, or one message); returns how many there are. */
+  pushJson(messages: string): number
+  /** The request body's bytes (UTF-8 JSON) for the whole conversation. */
+  build(): Buffer
+  /** `{report, idMap, nameMap}` of the last build (JSON). */
+  metaJson(): string
+  /** Messages whose conversion the next build reuses. */
+  kept(): number
+}
+
 /** A loaded session file. */
 export declare class NativeSession {
   /** Loads a session file on the libuv thread pool. `opts` is LoadOptions as JSON. */

@@ -841,6 +841,7 @@ module.exports.NativeEventReader = nativeBinding.NativeEventReader
 module.exports.NativeIncremental = nativeBinding.NativeIncremental
 module.exports.NativeLazySession = nativeBinding.NativeLazySession
 module.exports.NativeMigration = nativeBinding.NativeMigration
+module.exports.NativeRequestBuilder = nativeBinding.NativeRequestBuilder
 module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.NativeStore = nativeBinding.NativeStore
 module.exports.NativeStoredLog = nativeBinding.NativeStoredLog

@@ -181,9 +181,9 @@ export { PostgresStore } from './postgres.js';
 export type { PostgresStoreOptions } from './postgres.js';
 export { createProvider, providerFromRef, isStreamingProvider } from './provider.js';
 export type { Pricing, ProviderApi, ProviderOptions, StreamingProvider, ThinkingOption, WireRequest } from './provider.js';
-export { toProvider, fromProvider, MessageNormalizer, SessionMigrator, importSession } from './normalize.js';
+export { toProvider, fromProvider, MessageNormalizer, SessionMigrator, importSession, requestBuilder } from './normalize.js';
 export type { MigrateOptions, MigrationResult, ImportOptions } from './normalize.js';
-export type { ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from '@forkpoint/shared';
+export type { ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput, RequestBuilder, BuiltRequest } from '@forkpoint/shared';
 export {
   Agent,
   JSONStore,

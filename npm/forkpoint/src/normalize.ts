@@ -3,19 +3,27 @@
  * `MessageNormalizer`, and `SessionMigrator` (whose `migrate` streams a session
  * file into a new one, written atomically).
  */
-import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName } from '@forkpoint/types';
+import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName, ToProviderOptions } from '@forkpoint/types';
 import { randomUUID } from 'node:crypto';
 import { dirname, basename, join } from 'node:path';
 import { open } from 'node:fs/promises';
 import { constants as fsc } from 'node:fs';
 import { constants as bufc } from 'node:buffer';
-import { createNormalizer, callAsync, call, ForkpointError } from '@forkpoint/shared';
+import { createNormalizer, callAsync, call, ForkpointError, requestBuilderOf, type RequestBuilder } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
 
 const api = createNormalizer(native);
 
 /** Canonical messages → a request body for `target`, with a report of every step. */
 export const toProvider = api.toProvider;
+/**
+ * The requests of a conversation that grows, for `target` (an agent's model
+ * calls): `push` new messages, `build` the request; a build converts only
+ * what came after the last assistant turn of the build before.
+ */
+export function requestBuilder(target: ProviderName, opts?: ToProviderOptions): RequestBuilder {
+  return requestBuilderOf((t, o) => new native.NativeRequestBuilder(t, o), target, opts);
+}
 /** A provider request body → canonical messages (`{system?, messages, tools?}`). */
 export const fromProvider = api.fromProvider;
 /** One message at a time (the seed API): `normalize(message, provider)`, `denormalize(normalized, provider)`. */

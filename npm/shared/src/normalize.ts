@@ -157,3 +157,88 @@ export function createNormalizer(n: NativeNormalizerLike): Normalizer {
       JSON.parse(call(() => n.checkCompatibilityJson(name(source, 'the source provider'), name(target, 'the target provider')))),
   };
 }
+
+/** The native side of a `RequestBuilder` (napi or wasm). */
+export interface NativeRequestBuilderLike {
+  pushJson(messages: string): number;
+  build(): Uint8Array;
+  metaJson(): string;
+  kept(): number;
+}
+
+/** A request built by `RequestBuilder.build`: the body's bytes, the rest on first use. */
+export interface BuiltRequest extends ProviderConversion {
+  /** `body` as UTF-8 bytes, as it is sent (no string made unless `body` is read). */
+  bodyBytes: Uint8Array;
+}
+
+/**
+ * The requests of a conversation that grows, for one target (an agent's model
+ * calls): `push` the new messages, `build` the request for the whole
+ * conversation. A build converts only the messages after the last assistant
+ * turn of the build before (the rest is kept, converted), so its cost follows
+ * what is new, not the conversation's length. Each body is the one
+ * `toProvider` gives for all the messages pushed so far.
+ */
+export class RequestBuilder {
+  /** @internal */
+  private readonly native: NativeRequestBuilderLike;
+
+  /** @internal */
+  constructor(native: NativeRequestBuilderLike) {
+    this.native = native;
+  }
+
+  /** Appends canonical messages (objects, or their JSON text as an array); returns how many there are. */
+  push(messages: NormalizedMessage | NormalizedMessage[] | string): number {
+    return call(() => this.native.pushJson(text(messages, 'the messages')));
+  }
+
+  /** Messages whose conversion the next build reuses. */
+  get kept(): number {
+    return this.native.kept();
+  }
+
+  /** The request for every message pushed so far. */
+  build(): BuiltRequest {
+    const bytes = call(() => this.native.build());
+    // Taken now: the next build replaces it.
+    const metaText = this.native.metaJson();
+    let meta: Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'> | undefined;
+    const m = () => (meta ??= JSON.parse(metaText) as Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'>);
+    let body: string | undefined;
+    let request: unknown;
+    let parsed = false;
+    return {
+      bodyBytes: bytes,
+      get body() {
+        return (body ??= new TextDecoder().decode(bytes));
+      },
+      get request() {
+        if (!parsed) {
+          request = JSON.parse(this.body);
+          parsed = true;
+        }
+        return request;
+      },
+      get report() {
+        return m().report;
+      },
+      get idMap() {
+        return m().idMap;
+      },
+      get nameMap() {
+        return m().nameMap;
+      },
+    };
+  }
+}
+
+/** @internal A `RequestBuilder` over the native constructor of a build. */
+export function requestBuilderOf(
+  make: (target: string, options: string | null) => NativeRequestBuilderLike,
+  target: ProviderName,
+  opts?: ToProviderOptions,
+): RequestBuilder {
+  return new RequestBuilder(call(() => make(name(target, 'the target'), optionsText(opts))));
+}

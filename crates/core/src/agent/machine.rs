@@ -338,6 +338,10 @@ pub struct AgentMachine {
     call_context: usize,
     /// The wire formats and models a `request_converted` was emitted for.
     converted_for: Vec<(String, String)>,
+    /// The conversion of the context's first messages for the last model
+    /// call: the next call converts only what came after (cleared where the
+    /// messages are replaced rather than appended to).
+    request_cache: crate::normalize::incremental::RequestCache,
     /// What had streamed when the process died mid-call (read from the log's
     /// tail at open): reported by the resume as `model_partial`.
     crashed_partial: Option<Value>,
@@ -650,6 +654,13 @@ impl AgentMachine {
             wire: None,
             call_context: 0,
             converted_for: Vec::new(),
+            // The report is read at the first call for a target (always a
+            // whole conversion): later calls need not gather it again.
+            request_cache: {
+                let mut c = crate::normalize::incremental::RequestCache::new();
+                c.lean = true;
+                c
+            },
             crashed_partial: None,
             usage: None,
             usage_written: None,
@@ -682,6 +693,7 @@ impl AgentMachine {
         self.core = core;
         self.usage = Some(UsageTotals::of(&messages));
         self.messages = messages;
+        self.request_cache.clear();
         self.marks = marks;
         self.whole = true;
         Ok(())
@@ -975,6 +987,7 @@ impl AgentMachine {
         self.now = now;
         self.core = AgentCore::from_session(session)?;
         self.messages = Self::context_of(session)?;
+        self.request_cache.clear();
         self.usage = Some(UsageTotals::of(&self.messages));
         self.marks = self
             .core

@@ -222,6 +222,20 @@ pub fn encode_request(
     req
 }
 
+/// The provider messages for a part of a conversation, as [`encode_request`]
+/// encodes them (for [`super::incremental`]), or `None` when a system message
+/// had to join the system prompt (the prompt then depends on every part).
+pub fn encode_part(
+    p: Provider,
+    msgs: &[J],
+    model: Option<String>,
+    rep: &mut CompatibilityReport,
+) -> Option<Vec<J>> {
+    let mut ctx = Ctx::new(model);
+    let (list, _) = encode_messages(p, msgs, rep, &mut ctx);
+    ctx.hoisted.is_empty().then_some(list)
+}
+
 fn system_text(s: &J) -> String {
     match s {
         J::Arr(b) => b

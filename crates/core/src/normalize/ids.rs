@@ -137,6 +137,16 @@ pub struct IdMap {
     names: Option<Box<IdMap>>,
     /// Target id → original id, given back before mapping (`set_restore`).
     restore: HashMap<String, String>,
+    /// Since [`IdMap::begin`]: the keys added, to take them back.
+    journal: Option<Journal>,
+}
+
+/// What [`IdMap::rollback`] undoes.
+#[derive(Debug, Default, Clone)]
+struct Journal {
+    forward: Vec<String>,
+    taken: Vec<String>,
+    changed: usize,
 }
 
 impl IdMap {
@@ -190,8 +200,18 @@ impl IdMap {
                 format!("{}{suffix}", &first[..cut])
             };
         }
-        self.taken.insert(candidate.clone(), original.to_string());
+        if self
+            .taken
+            .insert(candidate.clone(), original.to_string())
+            .is_none()
+            && let Some(j) = &mut self.journal
+        {
+            j.taken.push(candidate.clone());
+        }
         self.forward.insert(original.to_string(), candidate.clone());
+        if let Some(j) = &mut self.journal {
+            j.forward.push(original.to_string());
+        }
         if candidate != original {
             self.changed.push((candidate.clone(), original.to_string()));
         }
@@ -221,10 +241,19 @@ impl IdMap {
         if self.taken.get(original).is_some_and(|o| o != original) {
             return self.map(original, rule);
         }
-        self.taken
-            .insert(original.to_string(), original.to_string());
+        if self
+            .taken
+            .insert(original.to_string(), original.to_string())
+            .is_none()
+            && let Some(j) = &mut self.journal
+        {
+            j.taken.push(original.to_string());
+        }
         self.forward
             .insert(original.to_string(), original.to_string());
+        if let Some(j) = &mut self.journal {
+            j.forward.push(original.to_string());
+        }
         original.to_string()
     }
 
@@ -260,17 +289,95 @@ impl IdMap {
         self.forward.get(original).map(String::as_str)
     }
 
+    /// Whether `id` is already the target of another original id: reserving it
+    /// now would not give the map a full conversion would have made.
+    pub fn taken_by_other(&self, id: &str) -> bool {
+        self.taken.get(id).is_some_and(|o| o != id)
+    }
+
     /// Reserves ids that are already used as they are (so a mapped id never takes them).
     pub fn reserve(&mut self, id: &str) {
-        self.taken
-            .entry(id.to_string())
-            .or_insert_with(|| id.to_string());
+        if !self.taken.contains_key(id) {
+            self.taken.insert(id.to_string(), id.to_string());
+            if let Some(j) = &mut self.journal {
+                j.taken.push(id.to_string());
+            }
+        }
+    }
+
+    /// Starts noting what is added (names too), so that [`IdMap::rollback`]
+    /// can take it back: a trial without copying the map.
+    pub fn begin(&mut self) {
+        self.begin_own();
+        self.names().begin_own();
+    }
+
+    fn begin_own(&mut self) {
+        self.journal = Some(Journal {
+            changed: self.changed.len(),
+            ..Default::default()
+        });
+    }
+
+    /// Keeps what was added since [`IdMap::begin`].
+    pub fn commit(&mut self) {
+        self.journal = None;
+        if let Some(n) = &mut self.names {
+            n.commit();
+        }
+    }
+
+    /// Takes back what was added since [`IdMap::begin`].
+    pub fn rollback(&mut self) {
+        if let Some(j) = self.journal.take() {
+            for k in j.forward {
+                self.forward.remove(&k);
+            }
+            for k in j.taken {
+                self.taken.remove(&k);
+            }
+            self.changed.truncate(j.changed);
+        }
+        if let Some(n) = &mut self.names {
+            n.rollback();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rollback_takes_back_what_was_added_since_begin() {
+        let mut m = IdMap::new();
+        m.reserve("a_b");
+        assert_eq!(
+            m.map("a.b", &IdRule::ANTHROPIC),
+            m.clone().map("a.b", &IdRule::ANTHROPIC)
+        );
+        m.names().map("x.y", &IdRule::ANTHROPIC_NAME);
+        let before = m.clone();
+        m.begin();
+        m.reserve("c_d");
+        let c = m.map("c.d", &IdRule::ANTHROPIC);
+        assert_ne!(c, "c_d");
+        m.names().reserve("x_y2");
+        m.names().map("z.w", &IdRule::ANTHROPIC_NAME);
+        m.rollback();
+        assert_eq!(m.get("c.d"), None);
+        assert_eq!(m.changed, before.changed);
+        assert_eq!(m.names_changed(), before.names_changed());
+        // As if nothing had happened: c.d now maps to c_d, the name z.w as before.
+        assert_eq!(m.map("c.d", &IdRule::ANTHROPIC), "c_d");
+        assert!(!m.taken_by_other("x_y2"));
+        // Kept after commit.
+        m.begin();
+        m.map("e.f", &IdRule::ANTHROPIC);
+        m.commit();
+        m.rollback();
+        assert_eq!(m.get("e.f"), Some("e_f"));
+    }
 
     #[test]
     fn valid_ids_stay_and_invalid_ones_are_sanitized() {

@@ -10,6 +10,7 @@ pub mod decode;
 pub mod encode;
 pub mod ids;
 pub mod import;
+pub mod incremental;
 pub mod jv;
 pub mod migrate;
 pub mod refuse;
@@ -77,7 +78,7 @@ pub fn conversation_json(conv: &Conversation) -> J {
 }
 
 /// Options of [`to_provider`].
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct ToOptions {
     /// Target model: decides whether same-provider messages count as the same
     /// origin (signatures of another model are not replayed) and Gemini 3 rules.
@@ -200,11 +201,7 @@ pub fn id_map_json(pairs: &[(String, String)]) -> J {
 
 /// Converts canonical messages to a request for `target`.
 pub fn convert(msgs: Vec<J>, target: Provider, opts: &ToOptions) -> Result<Converted> {
-    for (i, m) in msgs.iter().enumerate() {
-        if !m.is_obj() || m.str_of("role").is_none() {
-            return Err(bad(format!("messages[{i}] must be an object with a role")));
-        }
-    }
+    check_messages(&msgs, 0)?;
     let mut report = CompatibilityReport::new();
     let (mut msgs, mut ids) = transform::run_restoring(
         msgs,
@@ -224,40 +221,7 @@ pub fn convert(msgs: Vec<J>, target: Provider, opts: &ToOptions) -> Result<Conve
         }
         refuse::leading_user(&mut msgs, target, &mut report);
     }
-    let mut system = opts.system.clone();
-    match &system {
-        None | Some(J::Str(_)) => {}
-        Some(J::Arr(blocks))
-            if blocks
-                .iter()
-                .all(|b| b.is("type", "text") && matches!(b.get("text"), Some(J::Str(_)))) => {}
-        Some(_) => {
-            return Err(bad(
-                "system must be a string or an array of text blocks {type: \"text\", text}",
-            ));
-        }
-    }
-    if let Some(J::Arr(blocks)) = &mut system {
-        for b in blocks.iter_mut() {
-            transform::strip_foreign_vendor(b, target, None, "system prompt fields", &mut report);
-        }
-    }
-    // Tool definitions take the names the calls got.
-    let tools: Option<Vec<J>> = opts.tools.as_ref().map(|list| {
-        list.iter()
-            .map(|t| {
-                let mut t = t.clone();
-                if t.get("raw").is_none() {
-                    let n = t.str_of("name").unwrap_or_default().to_string();
-                    let m = transform::map_name(&mut ids, &n, target, None, &mut report);
-                    if m != n {
-                        t.set("name", J::s(&m));
-                    }
-                }
-                t
-            })
-            .collect()
-    });
+    let (system, tools) = prepare(target, opts, &mut ids, &mut report)?;
     let mut ctx = encode::Ctx::new(opts.model.clone());
     let request = encode::encode_request(
         target,
@@ -276,6 +240,65 @@ pub fn convert(msgs: Vec<J>, target: Provider, opts: &ToOptions) -> Result<Conve
         id_map: ids.changed.clone(),
         name_map: ids.names_changed().to_vec(),
     })
+}
+
+/// Every message is an object with a role (`first`: the index of `msgs[0]`).
+pub(crate) fn check_messages(msgs: &[J], first: usize) -> Result<()> {
+    for (i, m) in msgs.iter().enumerate() {
+        if !m.is_obj() || m.str_of("role").is_none() {
+            return Err(bad(format!(
+                "messages[{}] must be an object with a role",
+                first + i
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What [`convert`] does between the messages' rules and the encoding: the
+/// system prompt checked (other providers' fields dropped), the tool
+/// definitions given the names the calls got.
+pub(crate) fn prepare(
+    target: Provider,
+    opts: &ToOptions,
+    ids: &mut ids::IdMap,
+    report: &mut CompatibilityReport,
+) -> Result<(Option<J>, Option<Vec<J>>)> {
+    let mut system = opts.system.clone();
+    match &system {
+        None | Some(J::Str(_)) => {}
+        Some(J::Arr(blocks))
+            if blocks
+                .iter()
+                .all(|b| b.is("type", "text") && matches!(b.get("text"), Some(J::Str(_)))) => {}
+        Some(_) => {
+            return Err(bad(
+                "system must be a string or an array of text blocks {type: \"text\", text}",
+            ));
+        }
+    }
+    if let Some(J::Arr(blocks)) = &mut system {
+        for b in blocks.iter_mut() {
+            transform::strip_foreign_vendor(b, target, None, "system prompt fields", report);
+        }
+    }
+    // Tool definitions take the names the calls got.
+    let tools: Option<Vec<J>> = opts.tools.as_ref().map(|list| {
+        list.iter()
+            .map(|t| {
+                let mut t = t.clone();
+                if t.get("raw").is_none() {
+                    let n = t.str_of("name").unwrap_or_default().to_string();
+                    let m = transform::map_name(ids, &n, target, None, report);
+                    if m != n {
+                        t.set("name", J::s(&m));
+                    }
+                }
+                t
+            })
+            .collect()
+    });
+    Ok((system, tools))
 }
 
 /// Reads what `toProvider` accepts: an array of messages or `{messages, system?, systemRole?, tools?}`.

@@ -80,7 +80,7 @@ fn kept_id_ok(p: Provider, id: &str) -> bool {
 
 /// The id a call is mapped and paired by: Responses calls are `call_id|item_id`
 /// (as pi writes them) and pair by `call_id`; other ids are taken whole.
-fn call_key(m: &J, id: &str) -> String {
+pub(crate) fn call_key(m: &J, id: &str) -> String {
     if origin(m) == Some(Provider::Responses) {
         key(id).to_string()
     } else {
@@ -242,9 +242,25 @@ pub fn apply(
     pairing: bool,
     ids: &mut IdMap,
 ) -> Vec<J> {
+    apply_parts(msgs, target, model, None, rep, pairing, ids)
+}
+
+/// [`apply`], with what turning pi's roles into LLM messages reports (done
+/// for every message before the other rules) in `llm_rep` when given: a
+/// conversation converted in parts joins the parts' reports in the whole
+/// conversion's order ([`super::incremental`]).
+pub fn apply_parts(
+    msgs: Vec<J>,
+    target: Provider,
+    model: Option<&str>,
+    llm_rep: Option<&mut CompatibilityReport>,
+    rep: &mut CompatibilityReport,
+    pairing: bool,
+    ids: &mut IdMap,
+) -> Vec<J> {
     let rule = id_rule(target);
     let n_msgs = msgs.len();
-    let input = llm_messages(msgs, target, rep);
+    let input = llm_messages(msgs, target, llm_rep.unwrap_or(rep));
     for (_, m) in &input {
         if role(m) == "assistant" {
             let same = same_origin(m, target, model);

@@ -20,8 +20,8 @@ pub use bind::{build_request_json, defaults_json, http_failure_json};
 pub use http::{Failure, http_failure, retry_wait_ms, retry_wait_ms_at};
 pub use pricing::{Pricing, Rates, cost, default_pricing};
 pub use request::{
-    HttpRequest, RequestOptions, ThinkingOption, auth_header, build_request, build_request_raw,
-    default_base_url,
+    HttpRequest, RequestOptions, ThinkingOption, auth_header, build_request, build_request_cached,
+    build_request_raw, default_base_url,
 };
 pub use response::{decode_response, decode_response_text};
 pub use sse::{SseEvent, SseParser};

@@ -188,6 +188,36 @@ fn build_request_j(
     msgs: Vec<J>,
     tools: &[serde_json::Value],
 ) -> Result<HttpRequest> {
+    let (model, to) = to_options(opts, system, tools)?;
+    let converted = normalize::convert(msgs, api, &to)?;
+    finish(api, opts, model, converted, |body| body.text())
+}
+
+/// [`build_request_raw`] for a conversation that grows step after step: the
+/// conversion of the messages before the last assistant turn is kept in
+/// `cache` and only the messages after it are converted (the body is the one
+/// [`build_request_raw`] gives). The first messages must be the ones of the
+/// cache's last request; call [`normalize::incremental::RequestCache::clear`]
+/// when any of them changed.
+pub fn build_request_cached(
+    cache: &mut normalize::incremental::RequestCache,
+    api: Provider,
+    opts: &RequestOptions,
+    system: Option<&str>,
+    messages: &[&str],
+    tools: &[serde_json::Value],
+) -> Result<HttpRequest> {
+    let (model, to) = to_options(opts, system, tools)?;
+    let converted = cache.convert(messages, api, &to)?;
+    finish(api, opts, model, converted, |body| cache.write(body, api))
+}
+
+/// The model name checked, and the conversion's options.
+fn to_options(
+    opts: &RequestOptions,
+    system: Option<&str>,
+    tools: &[serde_json::Value],
+) -> Result<(String, ToOptions)> {
     let model = opts.model.strip_prefix("models/").unwrap_or(&opts.model);
     if model.is_empty()
         || !model
@@ -212,7 +242,19 @@ fn build_request_j(
             .is_some_and(|t| *t != ThinkingOption::Off),
         ..Default::default()
     };
-    let converted = normalize::convert(msgs, api, &to)?;
+    Ok((model.to_string(), to))
+}
+
+/// The body from the conversion, with the model, limits, thinking and stream
+/// flags; `write` gives the body's text.
+fn finish(
+    api: Provider,
+    opts: &RequestOptions,
+    model: String,
+    converted: normalize::Converted,
+    write: impl FnOnce(&J) -> String,
+) -> Result<HttpRequest> {
+    let model = model.as_str();
     let J::Obj(members) = converted.request else {
         return Err(Error::internal("the encoder gave no object"));
     };
@@ -328,7 +370,7 @@ fn build_request_j(
     Ok(HttpRequest {
         path,
         headers,
-        body: body.text(),
+        body: write(&body),
         report: converted.report,
         id_map: converted.id_map,
         name_map: converted.name_map,

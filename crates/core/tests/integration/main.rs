@@ -8,6 +8,7 @@ mod events_props;
 mod fixtures;
 mod hardening;
 mod import;
+mod incremental;
 mod lazy_props;
 mod machine;
 mod machine_review;

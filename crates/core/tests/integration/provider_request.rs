@@ -4,8 +4,9 @@
 use forkpoint_core::ErrorCode;
 use forkpoint_core::normalize::{self, J, Provider};
 use forkpoint_core::provider::{
-    RequestOptions, StreamDecoder, ThinkingOption, auth_header, build_request, build_request_raw,
-    default_base_url, http_failure, retry_wait_ms, retry_wait_ms_at,
+    RequestOptions, StreamDecoder, ThinkingOption, auth_header, build_request,
+    build_request_cached, build_request_raw, default_base_url, http_failure, retry_wait_ms,
+    retry_wait_ms_at,
 };
 use serde_json::{Value, json};
 
@@ -636,4 +637,39 @@ fn anthropic_thinking_requests_meet_the_final_turn_rule() {
     };
     let r = build_request(Provider::OpenAi, &o, None, &conversation(), &tools()).unwrap();
     assert!(!r.report.has("tool_calls_to_text"));
+}
+
+#[test]
+fn cached_requests_of_a_growing_conversation_are_the_raw_ones() {
+    // An agent's steps with thinking on (each answer starts with a signed
+    // thinking block): each request is the one before plus the answer and its results.
+    let mut msgs: Vec<String> = vec![r#"{"role":"user","content":"go"}"#.into()];
+    let o = RequestOptions {
+        model: "m-1".into(),
+        max_tokens: Some(1000),
+        thinking: Some(ThinkingOption::Effort("low".into())),
+        ..Default::default()
+    };
+    for api in Provider::ALL {
+        let mut cache = normalize::incremental::RequestCache::new();
+        cache.lean = true;
+        msgs.truncate(1);
+        for t in 0..12 {
+            let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+            let want = build_request_raw(api, &o, Some("sys"), &texts, &tools()).unwrap();
+            let got =
+                build_request_cached(&mut cache, api, &o, Some("sys"), &texts, &tools()).unwrap();
+            assert_eq!(got.body, want.body, "{} step {t}", api.name());
+            assert_eq!(got.path, want.path);
+            assert_eq!(got.id_map, want.id_map);
+            assert_eq!(got.name_map, want.name_map);
+            msgs.push(format!(
+                r#"{{"role":"assistant","api":"anthropic-messages","provider":"anthropic","model":"m-1","stopReason":"toolUse","content":[{{"type":"thinking","thinking":"plan {t}","thinkingSignature":"sig{t}"}},{{"type":"text","text":"t{t}"}},{{"type":"toolCall","id":"c.{t}","name":"count","arguments":{{"n":{t}}}}}]}}"#
+            ));
+            msgs.push(format!(
+                r#"{{"role":"toolResult","toolCallId":"c.{t}","toolName":"count","content":[{{"type":"text","text":"{t}"}}],"isError":false}}"#
+            ));
+        }
+        assert!(cache.hits >= 10, "{}: {} hits", api.name(), cache.hits);
+    }
 }

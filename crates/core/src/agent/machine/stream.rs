@@ -142,7 +142,8 @@ impl AgentMachine {
             .collect();
         let tools: Vec<Value> = serde_json::from_str(&self.tool_defs())
             .map_err(|e| Error::internal(format!("tool definitions: {e}")))?;
-        let req = request::build_request_raw(
+        let req = request::build_request_cached(
+            &mut self.request_cache,
             p,
             &opts,
             self.meta.system_prompt.as_deref(),

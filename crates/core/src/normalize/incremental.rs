@@ -1,0 +1,705 @@
+//! Requests built step after step (an agent's model calls): the conversion of
+//! a conversation's earlier messages is kept, and each request converts only
+//! what came after, so its cost follows the new messages, not the
+//! conversation's length (FORMAT.md §15.8).
+//!
+//! The kept part ends just before an assistant message: there every rule of
+//! [`super::transform`] starts afresh (the turn before is closed, its calls
+//! answered) and every encoder's merging stops (no result or user message
+//! joins a turn across it). A part is kept only when converting it alone gives
+//! what the whole conversion gives for it; each check below names the rule
+//! that would differ otherwise. When a check fails the request is converted
+//! whole, as [`super::convert`] does, and the kept part is rebuilt.
+//!
+//! The caller promises that the messages it passed before are still the
+//! first ones (only new messages are appended); it calls
+//! [`RequestCache::clear`] when it replaces any. The last kept message is
+//! compared to be sure.
+
+use std::collections::HashSet;
+
+use super::canon::{Provider, blocks, btype, role};
+use super::ids::{IdMap, fnv64};
+use super::jv::J;
+use super::report::CompatibilityReport;
+use super::transform::{self, call_key, id_rule, name_rule};
+use super::{Converted, ToOptions, check_messages, encode, parse, prepare};
+use crate::Result;
+
+/// The conversion of a conversation's first messages, kept for the next request.
+#[derive(Debug)]
+pub struct RequestCache {
+    key: Option<(Provider, ToOptions)>,
+    /// Input messages converted into `items`.
+    done: usize,
+    /// A hash of the last of them (checked against the caller's).
+    last_hash: u64,
+    /// Their provider messages: JSON texts joined with commas.
+    items: String,
+    /// The rules' state after them.
+    ids: IdMap,
+    synthetic: HashSet<String>,
+    /// Messages the rules gave for them (encoder report indexes count these).
+    transformed: usize,
+    /// What the rules and the encoders reported for them (pi's roles turned
+    /// into LLM messages apart: that rule runs first over every message).
+    l_rep: CompatibilityReport,
+    t_rep: CompatibilityReport,
+    e_rep: CompatibilityReport,
+    /// The last request's list starts with this many of its own (OpenAI's
+    /// system message), then the kept messages; `None`: nothing kept in it.
+    splice_at: Option<usize>,
+    /// When set, the report of a request built from a kept part lists only
+    /// what the conversion of its new messages (and of the system prompt and
+    /// tools) did, so that its cost does not follow the conversation's length
+    /// either; [`RequestCache::full_report`] gives the whole one.
+    pub lean: bool,
+    /// The last request's report, or its parts.
+    last: Last,
+    /// Where the kept messages leave the final-turn rule (thinking on, Anthropic).
+    turn: TurnScan,
+    /// Requests in a row whose checks failed.
+    strikes: u8,
+    /// How many requests reused a kept part / were converted whole.
+    pub hits: u64,
+    pub misses: u64,
+}
+
+/// The last request's report: whole, or in the parts [`RequestCache::full_report`] joins.
+#[derive(Debug, Default)]
+enum Last {
+    #[default]
+    None,
+    Whole(CompatibilityReport),
+    /// The new messages' pi roles and other rules, the system prompt and
+    /// tools, the new messages' encoding, the prompt's and tools' encoding.
+    Parts(Box<[CompatibilityReport; 5]>),
+}
+
+/// One part converted: its provider messages and what the rules left.
+struct Part {
+    items: Vec<J>,
+    turn: TurnScan,
+    synthetic: Vec<String>,
+    transformed: usize,
+    l_rep: CompatibilityReport,
+    t_rep: CompatibilityReport,
+    e_rep: CompatibilityReport,
+}
+
+/// The member holding the conversation in `p`'s requests.
+pub fn list_key(p: Provider) -> &'static str {
+    match p {
+        Provider::Anthropic | Provider::OpenAi => "messages",
+        Provider::Responses => "input",
+        Provider::Google => "contents",
+    }
+}
+
+impl Default for RequestCache {
+    fn default() -> Self {
+        RequestCache {
+            key: None,
+            done: 0,
+            last_hash: 0,
+            items: String::new(),
+            ids: IdMap::new(),
+            synthetic: HashSet::new(),
+            transformed: 0,
+            l_rep: CompatibilityReport::new(),
+            t_rep: CompatibilityReport::new(),
+            e_rep: CompatibilityReport::new(),
+            splice_at: None,
+            lean: false,
+            last: Last::None,
+            turn: TurnScan::default(),
+            strikes: 0,
+            hits: 0,
+            misses: 0,
+        }
+    }
+}
+
+impl RequestCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets the kept part (call when earlier messages changed).
+    pub fn clear(&mut self) {
+        let (hits, misses, lean, strikes) = (self.hits, self.misses, self.lean, self.strikes);
+        *self = RequestCache {
+            hits,
+            misses,
+            lean,
+            strikes,
+            ..Default::default()
+        };
+    }
+
+    /// The whole report of the last request (what [`super::convert`] reports
+    /// for all its messages), also when [`RequestCache::lean`] gave less.
+    pub fn full_report(&self) -> Option<CompatibilityReport> {
+        match &self.last {
+            Last::None => None,
+            Last::Whole(r) => Some(r.clone()),
+            Last::Parts(parts) => Some(self.joined(parts)),
+        }
+    }
+
+    /// The kept part's reports and a request's parts, in the whole conversion's order.
+    fn joined(&self, [l, t, s, e, r]: &[CompatibilityReport; 5]) -> CompatibilityReport {
+        let mut all = self.l_rep.clone();
+        for part in [l, &self.t_rep, t, s, &self.e_rep, e, r] {
+            all.merge(part.clone(), None);
+        }
+        all
+    }
+
+    /// Input messages whose conversion is kept.
+    pub fn kept(&self) -> usize {
+        self.done
+    }
+
+    /// Converts `msgs` (canonical messages as JSON texts) as [`super::convert`]
+    /// does. The request's conversation list holds only the messages after the
+    /// kept part: write it with [`RequestCache::write`], which puts the kept
+    /// ones in front.
+    pub fn convert(
+        &mut self,
+        msgs: &[&str],
+        target: Provider,
+        opts: &ToOptions,
+    ) -> Result<Converted> {
+        self.splice_at = None;
+        let same_key = self
+            .key
+            .as_ref()
+            .is_some_and(|(p, o)| *p == target && o == opts);
+        let prefix_ok = self.done == 0
+            || (msgs.len() >= self.done
+                && fnv64(msgs[self.done - 1].as_bytes(), 0) == self.last_hash);
+        // Ids given back (`idMap`) are read from the whole conversation.
+        let cacheable = opts.pairing && opts.id_map.is_empty();
+        if !same_key || !prefix_ok || !cacheable {
+            self.clear();
+            self.key = Some((target, opts.clone()));
+            if !same_key {
+                self.strikes = 0;
+            }
+        }
+        // After checks failed twice in a row (a conversation the parts
+        // cannot be cut in, e.g. one with system messages), only every 16th
+        // request tries again: the others are converted whole at once.
+        let trying = self.strikes < 2 || self.misses.is_multiple_of(16);
+        if cacheable && trying {
+            // Nothing kept to start from: this request converts everything once.
+            let fresh = self.done == 0;
+            self.advance(msgs, target, opts)?;
+            if self.done > 0
+                && let Some(c) = self.try_convert(msgs, target, opts, fresh)?
+            {
+                if fresh {
+                    self.misses += 1;
+                } else {
+                    self.hits += 1;
+                }
+                self.strikes = 0;
+                return Ok(c);
+            }
+            // A check failed: the kept part starts again from nothing at the
+            // next request. (Nothing to keep yet is no failure.)
+            if self.done > 0 {
+                self.strikes = self.strikes.saturating_add(1);
+            }
+            self.clear();
+            self.key = Some((target, opts.clone()));
+        }
+        self.misses += 1;
+        let all = msgs
+            .iter()
+            .map(|m| parse(m, "a message"))
+            .collect::<Result<Vec<J>>>()?;
+        let c = super::convert(all, target, opts)?;
+        self.last = Last::Whole(c.report.clone());
+        Ok(c)
+    }
+
+    /// The request's JSON text: the kept provider messages, then the request's own.
+    pub fn write(&self, request: &J, target: Provider) -> String {
+        let key = list_key(target);
+        let (J::Obj(members), Some(at)) = (request, self.splice_at) else {
+            return request.text();
+        };
+        if self.items.is_empty() {
+            return request.text();
+        }
+        // What comes before the kept messages and after them, then the body
+        // in one allocation of its size (no growing copies of a large text).
+        let mut before = String::from("{");
+        let mut after = String::new();
+        let mut spliced = false;
+        for (i, (k, v)) in members.iter().enumerate() {
+            let out = if spliced { &mut after } else { &mut before };
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('"');
+            out.push_str(k);
+            out.push_str("\":");
+            match v {
+                J::Arr(list) if !spliced && &**k == key => {
+                    before.push('[');
+                    for item in &list[..at.min(list.len())] {
+                        item.write(&mut before);
+                        before.push(',');
+                    }
+                    for item in list.iter().skip(at) {
+                        after.push(',');
+                        item.write(&mut after);
+                    }
+                    after.push(']');
+                    spliced = true;
+                }
+                other => other.write(out),
+            }
+        }
+        after.push('}');
+        if !spliced {
+            return request.text();
+        }
+        let mut body = String::with_capacity(before.len() + self.items.len() + after.len());
+        body.push_str(&before);
+        body.push_str(&self.items);
+        body.push_str(&after);
+        body
+    }
+
+    /// Keeps more of `msgs` (up to their last assistant message) when the checks allow.
+    fn advance(&mut self, msgs: &[&str], target: Provider, opts: &ToOptions) -> Result<()> {
+        let tail = msgs.get(self.done..).unwrap_or_default();
+        let parsed = tail
+            .iter()
+            .map(|m| parse(m, "a message"))
+            .collect::<Result<Vec<J>>>()?;
+        // An assistant turn that is sent (an aborted one is left out, and joins
+        // what is around it).
+        let kept_turn = |m: &J| {
+            role(m) == "assistant"
+                && !matches!(m.str_of("stopReason").as_deref(), Some("error" | "aborted"))
+        };
+        let Some(cut) = parsed.iter().rposition(kept_turn) else {
+            return Ok(());
+        };
+        if cut == 0 {
+            return Ok(());
+        }
+        let mut part = parsed;
+        part.truncate(cut);
+        if part.last().is_some_and(|m| role(m) == "assistant") {
+            return Ok(());
+        }
+        let Some(p) = self.convert_part(part, target, opts, true)? else {
+            return Ok(());
+        };
+        for (n, item) in p.items.iter().enumerate() {
+            if n > 0 || !self.items.is_empty() {
+                self.items.push(',');
+            }
+            item.write(&mut self.items);
+        }
+        self.l_rep.merge(shifted(p.l_rep, self.done), None);
+        self.t_rep
+            .merge(shifted_rules(p.t_rep, self.done, self.transformed), None);
+        self.e_rep.merge(shifted(p.e_rep, self.transformed), None);
+        self.transformed += p.transformed;
+        self.synthetic.extend(p.synthetic);
+        self.turn = p.turn;
+        self.ids.commit();
+        self.done += cut;
+        self.last_hash = fnv64(msgs[self.done - 1].as_bytes(), 0);
+        Ok(())
+    }
+
+    /// The request from the kept part and the rest converted now; `None` when a check fails.
+    fn try_convert(
+        &mut self,
+        msgs: &[&str],
+        target: Provider,
+        opts: &ToOptions,
+        fresh: bool,
+    ) -> Result<Option<Converted>> {
+        let rest = msgs[self.done..]
+            .iter()
+            .map(|m| parse(m, "a message"))
+            .collect::<Result<Vec<J>>>()?;
+        check_messages(&rest, self.done)?;
+        let Some(p) = self.convert_part(rest, target, opts, false)? else {
+            return Ok(None);
+        };
+        if self.transformed + p.transformed <= 1 {
+            // One message alone has a form of its own (a Responses input string).
+            return Ok(None);
+        }
+        // Anthropic with thinking on: a final turn that does not start with
+        // thinking is rewritten from its start (FORMAT.md §15.4, rule 14),
+        // which may lie in the kept part.
+        if opts.thinking && target == Provider::Anthropic && p.turn.rewritten() {
+            self.ids.rollback();
+            return Ok(None);
+        }
+        let l_rep = shifted(p.l_rep, self.done);
+        let t_rep = shifted_rules(p.t_rep, self.done, self.transformed);
+        let e_rep = shifted(p.e_rep, self.transformed);
+        // The report is put together in the order the whole conversion
+        // reports: every message's rules, the system prompt and tools, every
+        // message's encoding, the system prompt's and tools' encoding.
+        let mut s_rep = CompatibilityReport::new();
+        let prepared = prepare(target, opts, &mut self.ids, &mut s_rep);
+        let (id_map, name_map) = (self.ids.changed.clone(), self.ids.names_changed().to_vec());
+        // This request's own part is converted again by the next one.
+        self.ids.rollback();
+        let (system, tools) = prepared?;
+        let mut r_rep = CompatibilityReport::new();
+        let mut ctx = encode::Ctx::new(opts.model.clone());
+        let mut request = encode::encode_request(
+            target,
+            &[],
+            system.as_ref(),
+            opts.system_role.as_deref(),
+            opts.system_original.as_ref(),
+            tools.as_deref(),
+            opts.tools_original.as_ref(),
+            &mut r_rep,
+            &mut ctx,
+        );
+        match request.get_mut(list_key(target)) {
+            Some(J::Arr(list)) => {
+                self.splice_at = Some(list.len());
+                list.extend(p.items);
+            }
+            _ => return Ok(None),
+        }
+        let parts = Box::new([l_rep, t_rep, s_rep, e_rep, r_rep]);
+        let report = if self.lean && !fresh {
+            let [l, t, s, e, r] = &*parts;
+            let mut lean = l.clone();
+            for part in [t, s, e, r] {
+                lean.merge(part.clone(), None);
+            }
+            lean
+        } else {
+            self.joined(&parts)
+        };
+        self.last = Last::Parts(parts);
+        Ok(Some(Converted {
+            request,
+            report,
+            id_map,
+            name_map,
+        }))
+    }
+
+    /// Converts `part` (the messages after the kept ones) with the kept
+    /// state; `None` when the result could differ from the whole conversion's.
+    /// `closed`: the part is to be kept, so it must end with its turns closed.
+    fn convert_part(
+        &mut self,
+        part: Vec<J>,
+        target: Provider,
+        opts: &ToOptions,
+        closed: bool,
+    ) -> Result<Option<Part>> {
+        check_messages(&part, self.done)?;
+        // Calls and results pair within the part (a result of a kept call
+        // would pair across the cut); no system message (it joins the system
+        // prompt for some targets, which depends on every part).
+        let mut calls: HashSet<String> = HashSet::new();
+        let rule = id_rule(target);
+        let nrule = name_rule(target);
+        for m in &part {
+            match role(m).as_ref() {
+                "system" => return Ok(None),
+                "assistant" => {
+                    for b in blocks(m).iter().filter(|b| btype(b) == "toolCall") {
+                        let id = b.str_of("id").unwrap_or_default().to_string();
+                        let k = call_key(m, &id);
+                        // An id or name the kept part mapped another one to:
+                        // the whole conversion would have mapped that one elsewhere.
+                        if rule.accepts(&k) && self.ids.taken_by_other(&k) {
+                            return Ok(None);
+                        }
+                        let name = b.str_of("name").unwrap_or_default();
+                        if nrule.accepts(&name) && self.ids.names().taken_by_other(&name) {
+                            return Ok(None);
+                        }
+                        if let Some((c, _)) = id.split_once('|') {
+                            calls.insert(c.to_string());
+                        }
+                        calls.insert(k);
+                        calls.insert(id);
+                    }
+                }
+                "toolResult" => {
+                    let id = m.str_of("toolCallId").unwrap_or_default();
+                    let by_name = m.get("syntheticId").and_then(J::as_bool) == Some(true);
+                    let known = calls.contains(id.as_ref())
+                        || id.split_once('|').is_some_and(|(c, _)| calls.contains(c));
+                    if !known && !by_name {
+                        return Ok(None);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // The id map is changed in place, noted so that it can be taken back
+        // (a part not kept, a request's own part).
+        self.ids.begin();
+        let r = self.rules_and_encoding(part, target, opts, closed);
+        if r.is_none() {
+            self.ids.rollback();
+        }
+        Ok(r)
+    }
+
+    /// [`RequestCache::convert_part`] after its checks of the input.
+    fn rules_and_encoding(
+        &mut self,
+        part: Vec<J>,
+        target: Provider,
+        opts: &ToOptions,
+        closed: bool,
+    ) -> Option<Part> {
+        let mut l_rep = CompatibilityReport::new();
+        let mut t_rep = CompatibilityReport::new();
+        let out = transform::apply_parts(
+            part,
+            target,
+            opts.model.as_deref(),
+            Some(&mut l_rep),
+            &mut t_rep,
+            true,
+            &mut self.ids,
+        );
+        // A part after the kept ones starts with its assistant turn (were it
+        // left out, what follows could join the kept part's last message).
+        if self.done > 0 && out.first().is_none_or(|m| role(m) != "assistant") {
+            return None;
+        }
+        // A kept part ends with every call answered and not with an assistant
+        // message (the end of a conversation has rules of its own).
+        if closed
+            && (t_rep.has("calls_pending_at_end")
+                || out.last().is_none_or(|m| role(m) == "assistant"))
+        {
+            return None;
+        }
+        // What the target refuses (FORMAT.md §15.4, rules 12–15): images are
+        // repaired message by message, but their steps come after every
+        // message's rules, so a part that needs one is not kept; a model
+        // turn first gets a user turn before it: converted whole.
+        let mut out = out;
+        let mut m_rep = CompatibilityReport::new();
+        for (i, m) in out.iter_mut().enumerate() {
+            super::refuse::media(m, i, target, &mut m_rep);
+        }
+        if !m_rep.steps.is_empty() {
+            return None;
+        }
+        if self.transformed == 0
+            && matches!(target, Provider::Anthropic | Provider::Google)
+            && out
+                .iter()
+                .find(|m| role(m) != "system")
+                .is_some_and(|m| role(m) == "assistant")
+        {
+            return None;
+        }
+        let turn = self.turn.scan(&out);
+        // Made-up call ids are kept unique across the conversation.
+        let mut synthetic = Vec::new();
+        for m in out.iter().filter(|m| role(m) == "assistant") {
+            for b in blocks(m).iter() {
+                if btype(b) == "toolCall" && b.get("syntheticId").is_some() {
+                    let id = b.str_of("id").unwrap_or_default().to_string();
+                    if self.synthetic.contains(&id) {
+                        return None;
+                    }
+                    synthetic.push(id);
+                }
+            }
+        }
+        let mut e_rep = CompatibilityReport::new();
+        let items = encode::encode_part(target, &out, opts.model.clone(), &mut e_rep)?;
+        Some(Part {
+            items,
+            turn,
+            synthetic,
+            transformed: out.len(),
+            l_rep,
+            t_rep,
+            e_rep,
+        })
+    }
+}
+
+/// The final assistant turn as [`super::refuse::thinking_turn`] finds it,
+/// followed part after part (a run of user and result messages never
+/// crosses a cut: every part after the first starts with an assistant turn).
+#[derive(Debug, Default, Clone, Copy)]
+struct TurnScan {
+    /// A final turn started (an assistant message after the last user turn without results).
+    started: bool,
+    /// Its first message starts with a thinking block.
+    thinking_first: bool,
+    /// Tool results came after its start.
+    results: bool,
+}
+
+impl TurnScan {
+    fn scan(mut self, out: &[J]) -> TurnScan {
+        let mut i = 0;
+        while i < out.len() {
+            match role(&out[i]).as_ref() {
+                "assistant" => {
+                    if !self.started {
+                        self.started = true;
+                        self.thinking_first = blocks(&out[i])
+                            .first()
+                            .is_some_and(|b| btype(b) == "thinking");
+                        self.results = false;
+                    }
+                    i += 1;
+                }
+                "system" => i += 1,
+                _ => {
+                    let mut results = false;
+                    while i < out.len() && role(&out[i]) != "assistant" {
+                        results |= role(&out[i]) == "toolResult";
+                        i += 1;
+                    }
+                    if !results {
+                        self.started = false;
+                    } else if self.started {
+                        self.results = true;
+                    }
+                }
+            }
+        }
+        self
+    }
+
+    /// Whether the rule would rewrite the final turn.
+    fn rewritten(&self) -> bool {
+        self.started && !self.thinking_first && self.results
+    }
+}
+
+/// `r` with its message indexes moved by `by` (a part's indexes count from its start).
+fn shifted(mut r: CompatibilityReport, by: usize) -> CompatibilityReport {
+    for s in &mut r.steps {
+        if let Some(i) = &mut s.message {
+            *i += by;
+        }
+    }
+    r
+}
+
+/// A part's rules' report with its indexes moved: input messages by `inputs`,
+/// except the one step that counts the rules' output (`outputs` before it).
+fn shifted_rules(mut r: CompatibilityReport, inputs: usize, outputs: usize) -> CompatibilityReport {
+    for s in &mut r.steps {
+        if let Some(i) = &mut s.message {
+            *i += if s.code == "trailing_whitespace_trimmed" {
+                outputs
+            } else {
+                inputs
+            };
+        }
+    }
+    r
+}
+
+/// `(target, original)` pairs of an id or name map.
+type IdPairs = Vec<(String, String)>;
+
+/// A conversation that grows message by message, and its request for one
+/// target (`RequestBuilder` in the bindings): each [`RequestBuilder::build`]
+/// converts only the messages after the kept part.
+#[derive(Debug)]
+pub struct RequestBuilder {
+    target: Provider,
+    opts: ToOptions,
+    messages: Vec<String>,
+    cache: RequestCache,
+    /// The last build's maps (its report is asked of the cache when wanted).
+    maps: Option<(IdPairs, IdPairs)>,
+}
+
+impl RequestBuilder {
+    /// `options` as `toProvider` takes them (JSON text).
+    pub fn new(target: &str, options: Option<&str>) -> Result<Self> {
+        let mut cache = RequestCache::new();
+        cache.lean = true;
+        Ok(RequestBuilder {
+            target: Provider::parse(target)?,
+            opts: ToOptions::from_json(options)?,
+            messages: Vec::new(),
+            cache,
+            maps: None,
+        })
+    }
+
+    /// Appends canonical messages: a JSON array of them, or one message.
+    /// Returns how many the conversation holds.
+    pub fn push_json(&mut self, text: &str) -> Result<usize> {
+        let added = match parse(text, "the messages")? {
+            J::Arr(a) => a,
+            one => vec![one],
+        };
+        check_messages(&added, self.messages.len())?;
+        self.messages.extend(added.iter().map(J::text));
+        Ok(self.messages.len())
+    }
+
+    /// Messages in the conversation.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// Messages whose conversion is kept from the last build.
+    pub fn kept(&self) -> usize {
+        self.cache.kept()
+    }
+
+    /// The request body for the whole conversation (what `toProvider` gives
+    /// for it); [`RequestBuilder::meta_json`] then has its report and maps.
+    pub fn build(&mut self) -> Result<String> {
+        let texts: Vec<&str> = self.messages.iter().map(String::as_str).collect();
+        let c = self.cache.convert(&texts, self.target, &self.opts)?;
+        let body = self.cache.write(&c.request, self.target);
+        self.maps = Some((c.id_map, c.name_map));
+        Ok(body)
+    }
+
+    /// `{report, idMap, nameMap}` of the last build (JSON; the whole report).
+    pub fn meta_json(&self) -> Result<String> {
+        let Some((ids, names)) = &self.maps else {
+            return Err(crate::Error::invalid_input("nothing was built yet"));
+        };
+        let Some(report) = self.cache.full_report() else {
+            return Err(crate::Error::invalid_input("nothing was built yet"));
+        };
+        let rep =
+            serde_json::to_string(&report).map_err(|e| crate::Error::internal(e.to_string()))?;
+        Ok(format!(
+            "{{\"report\":{rep},\"idMap\":{},\"nameMap\":{}}}",
+            super::id_map_json(ids).text(),
+            super::id_map_json(names).text()
+        ))
+    }
+}

@@ -1,0 +1,382 @@
+//! Requests built step after step through a `RequestCache` are the requests a
+//! whole conversion gives: body bytes, report, id and name maps, for every
+//! prefix of every conformance case and of a long generated agent
+//! conversation, for every target.
+
+use std::path::PathBuf;
+
+use forkpoint_core::normalize::incremental::RequestCache;
+use forkpoint_core::normalize::{self, J, Provider, ToOptions};
+
+fn whole(msgs: &[&str], p: Provider, opts: &ToOptions) -> Result<(String, String), String> {
+    let all = msgs
+        .iter()
+        .map(|m| normalize::parse(m, "a message"))
+        .collect::<Result<Vec<J>, _>>()
+        .map_err(|e| e.message.clone())?;
+    let c = normalize::convert(all, p, opts).map_err(|e| e.message.clone())?;
+    Ok((c.request.text(), meta(&c)))
+}
+
+fn meta(c: &normalize::Converted) -> String {
+    format!(
+        "{}\n{:?}\n{:?}",
+        serde_json::to_string(&c.report).unwrap(),
+        c.id_map,
+        c.name_map
+    )
+}
+
+/// Converts every prefix of `msgs` step after step with one cache per target
+/// and compares with the whole conversion; returns the cache hits.
+fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let mut hits = 0;
+    for (n, p) in Provider::ALL.into_iter().enumerate() {
+        let mut cache = RequestCache::new();
+        // Half the targets with lean reports: the whole report is then asked for.
+        cache.lean = n % 2 == 1;
+        for k in 1..=texts.len() {
+            let want = whole(&texts[..k], p, opts);
+            let got = cache
+                .convert(&texts[..k], p, opts)
+                .map(|mut c| {
+                    if cache.lean {
+                        c.report = cache.full_report().unwrap();
+                    } else {
+                        assert_eq!(Some(&c.report), cache.full_report().as_ref());
+                    }
+                    (cache.write(&c.request, p), meta(&c))
+                })
+                .map_err(|e| e.message.clone());
+            match (&want, &got) {
+                (Ok((wb, wm)), Ok((gb, gm))) => {
+                    if gb != wb {
+                        let at = gb
+                            .bytes()
+                            .zip(wb.bytes())
+                            .take_while(|(a, b)| a == b)
+                            .count();
+                        let from = at.saturating_sub(300);
+                        panic!(
+                            "{name} → {} after {k} messages: body differs at {at}\n got: {}\nwant: {}",
+                            p.name(),
+                            gb.get(from..(at + 200).min(gb.len())).unwrap_or(""),
+                            wb.get(from..(at + 200).min(wb.len())).unwrap_or("")
+                        );
+                    }
+                    assert_eq!(gb, wb, "{name} → {} after {k} messages: body", p.name());
+                    if gm != wm {
+                        let at = gm
+                            .bytes()
+                            .zip(wm.bytes())
+                            .take_while(|(a, b)| a == b)
+                            .count();
+                        let from = at.saturating_sub(200);
+                        panic!(
+                            "{name} → {} after {k} messages: report differs at {at}\n got: {}\nwant: {}",
+                            p.name(),
+                            gm.get(from..(at + 300).min(gm.len())).unwrap_or(""),
+                            wm.get(from..(at + 300).min(wm.len())).unwrap_or("")
+                        );
+                    }
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!("{name} → {} after {k}: {want:?} vs {got:?}", p.name()),
+            }
+        }
+        hits += cache.hits;
+    }
+    hits
+}
+
+#[test]
+fn cached_requests_equal_whole_conversions_for_every_conformance_case() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/providers");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut cases = 0;
+    for f in &files {
+        let case = J::parse(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let from = case.str_of("from").unwrap_or_default().to_string();
+        let input = case.get("input").cloned().unwrap_or(J::Null).text();
+        let canonical = if from == "canonical" {
+            input
+        } else {
+            match normalize::from_provider(&input, &from) {
+                Ok(c) => c,
+                Err(_) => continue,
+            }
+        };
+        let mut opts = ToOptions::from_json(case.get("options").map(J::text).as_deref()).unwrap();
+        let Ok(msgs) = normalize::read_input(&canonical, &mut opts) else {
+            continue;
+        };
+        let msgs: Vec<String> = msgs.iter().map(J::text).collect();
+        check_steps(&f.display().to_string(), &msgs, &opts);
+        cases += 1;
+    }
+    assert!(cases >= 40, "only {cases} cases ran");
+}
+
+/// An agent's conversation: user turns, assistant turns from several
+/// providers with thinking, parallel calls (ids the targets must map, names
+/// with dots), results (some errors, one with an image), a steering user
+/// message between results, an aborted turn.
+fn agent_conversation(turns: usize) -> Vec<String> {
+    let apis = [
+        ("anthropic-messages", "anthropic", "claude-x"),
+        ("openai-responses", "openai", "gpt-x"),
+        ("openai-completions", "openai", "gpt-y"),
+        ("google-generative-ai", "google", "gemini-2.5-pro"),
+    ];
+    let mut out = vec![r#"{"role":"user","content":"start the task","timestamp":1}"#.to_string()];
+    for t in 0..turns {
+        let (api, provider, model) = apis[t % apis.len()];
+        let id1 = format!("call.{t}|item:{t}");
+        let id2 = format!("toolu_{t:02}");
+        let stop = if t % 11 == 7 { "aborted" } else { "toolUse" };
+        out.push(format!(
+            r#"{{"role":"assistant","api":"{api}","provider":"{provider}","model":"{model}","stopReason":"{stop}","content":[{{"type":"thinking","thinking":"plan {t}","thinkingSignature":"sig{t}"}},{{"type":"text","text":"step {t} "}},{{"type":"toolCall","id":"{id1}","name":"fs.read","arguments":{{"path":"/a/{t}","n":1.10}}}},{{"type":"toolCall","id":"{id2}","name":"bash","arguments":{{"cmd":"ls"}}}}]}}"#
+        ));
+        if stop == "aborted" {
+            out.push(format!(r#"{{"role":"user","content":"try again {t}"}}"#));
+            continue;
+        }
+        out.push(format!(
+            r#"{{"role":"toolResult","toolCallId":"{id1}","toolName":"fs.read","content":[{{"type":"text","text":"file {t}"}}],"isError":false}}"#
+        ));
+        if t % 5 == 3 {
+            out.push(format!(r#"{{"role":"user","content":"steer {t}"}}"#));
+        }
+        let img = if t % 4 == 1 {
+            r#",{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}"#
+        } else {
+            ""
+        };
+        out.push(format!(
+            r#"{{"role":"toolResult","toolCallId":"{id2}","toolName":"bash","content":[{{"type":"text","text":"out {t}"}}{img}],"isError":{}}}"#,
+            t % 3 == 0
+        ));
+    }
+    out
+}
+
+#[test]
+fn cached_requests_equal_whole_conversions_step_after_step() {
+    let msgs = agent_conversation(24);
+    let tools = J::parse(
+        r#"[{"name":"fs.read","description":"read","parameters":{"type":"object"}},{"name":"bash","parameters":{"type":"object"}}]"#,
+    )
+    .unwrap();
+    for model in [None, Some("gemini-3-pro"), Some("claude-x")] {
+        let opts = ToOptions {
+            model: model.map(str::to_string),
+            system: Some(J::s("be brief")),
+            tools: tools.as_arr().cloned(),
+            pairing: true,
+            ..Default::default()
+        };
+        let hits = check_steps("agent conversation", &msgs, &opts);
+        // Most steps reuse the kept part (every target, every step after the first turn).
+        assert!(
+            hits as usize > 3 * msgs.len(),
+            "{model:?}: only {hits} hits"
+        );
+    }
+}
+
+#[test]
+fn the_kept_part_follows_the_conversation_and_a_changed_message_is_noticed() {
+    let msgs = agent_conversation(40);
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let mut cache = RequestCache::new();
+    for k in 1..=texts.len() {
+        cache
+            .convert(&texts[..k], Provider::Anthropic, &opts)
+            .unwrap();
+        // Everything before the last assistant message (at most a turn of 5 messages) is kept.
+        if k > 10 {
+            assert!(cache.kept() + 6 >= k, "kept {} of {k}", cache.kept());
+        }
+    }
+    // The last kept message replaced: noticed, converted whole (and right).
+    let mut changed: Vec<String> = msgs.clone();
+    let at = cache.kept() - 1;
+    changed[at] = changed[at].replace("out ", "OUT ");
+    let texts: Vec<&str> = changed.iter().map(String::as_str).collect();
+    let misses = cache.misses;
+    let c = cache.convert(&texts, Provider::Anthropic, &opts).unwrap();
+    assert_eq!(cache.misses, misses + 1);
+    assert!(
+        cache
+            .write(&c.request, Provider::Anthropic)
+            .contains("OUT ")
+    );
+    // Other options: not the kept part of the first.
+    let other = ToOptions {
+        model: Some("claude-x".into()),
+        pairing: true,
+        ..Default::default()
+    };
+    let hits = cache.hits;
+    let c = cache.convert(&texts, Provider::Anthropic, &other).unwrap();
+    assert_eq!(cache.hits, hits);
+    let (want, _) = whole(&texts, Provider::Anthropic, &other).unwrap();
+    assert_eq!(cache.write(&c.request, Provider::Anthropic), want);
+}
+
+#[test]
+fn a_conversation_that_cannot_be_cut_is_converted_whole_and_right() {
+    // A system message in every turn joins the system prompt (Anthropic,
+    // Gemini): no part is kept alone, every request is converted whole.
+    let mut msgs = agent_conversation(6);
+    let mut with_system = Vec::new();
+    for m in msgs.drain(..) {
+        if m.contains("\"role\":\"assistant\"") {
+            with_system.push(r#"{"role":"system","content":"note"}"#.to_string());
+        }
+        with_system.push(m);
+    }
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    check_steps("system messages", &with_system, &opts);
+    let texts: Vec<&str> = with_system.iter().map(String::as_str).collect();
+    let mut cache = RequestCache::new();
+    for k in 1..=texts.len() {
+        cache
+            .convert(&texts[..k], Provider::Anthropic, &opts)
+            .unwrap();
+    }
+    assert_eq!(cache.hits, 0);
+}
+
+/// A small deterministic generator (no dependency): xorshift64.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// A random conversation of the shapes the rules treat apart: calls answered,
+/// unanswered, answered twice, answered after a user message, results without
+/// a call, made-up (Gemini) ids repeating, ids and names the targets map,
+/// aborted and empty turns, empty texts, pi roles, images, system messages.
+fn random_conversation(rng: &mut Rng, len: usize) -> Vec<String> {
+    let origins = [
+        ("anthropic-messages", "anthropic", "claude-x"),
+        ("openai-responses", "openai", "gpt-x"),
+        ("openai-completions", "openai", "gpt-y"),
+        ("google-generative-ai", "google", "gemini-2.5-pro"),
+    ];
+    let mut out = vec![r#"{"role":"user","content":"go"}"#.to_string()];
+    let mut open: Vec<(String, bool)> = Vec::new();
+    let mut n = 0;
+    while out.len() < len {
+        n += 1;
+        match rng.below(12) {
+            0..=3 => {
+                let (api, provider, model) = origins[rng.below(4) as usize];
+                let stop = match rng.below(10) {
+                    0 => "aborted",
+                    1 => "error",
+                    _ => "toolUse",
+                };
+                let mut blocks = Vec::new();
+                if rng.below(2) == 0 {
+                    blocks.push(format!(r#"{{"type":"thinking","thinking":"t{n}","thinkingSignature":"s{n}"}}"#));
+                }
+                if rng.below(3) == 0 {
+                    blocks.push(r#"{"type":"text","text":""}"#.to_string());
+                }
+                blocks.push(format!(r#"{{"type":"text","text":"a{n} "}}"#));
+                open.clear();
+                for c in 0..rng.below(3) {
+                    let synthetic = rng.below(4) == 0;
+                    let id = match rng.below(4) {
+                        0 => format!("call_{c}"),
+                        1 => format!("c.{n}.{c}|it_{n}"),
+                        2 => format!("toolu_{n}_{c}"),
+                        _ => format!("x:{n}:{c}"),
+                    };
+                    let name = if rng.below(2) == 0 { "fs.read" } else { "bash" };
+                    let syn = if synthetic { r#","syntheticId":true"# } else { "" };
+                    blocks.push(format!(r#"{{"type":"toolCall","id":"{id}","name":"{name}","arguments":{{"n":{c}}}{syn}}}"#));
+                    open.push((id, synthetic));
+                }
+                out.push(format!(
+                    r#"{{"role":"assistant","api":"{api}","provider":"{provider}","model":"{model}","stopReason":"{stop}","content":[{}]}}"#,
+                    blocks.join(",")
+                ));
+            }
+            4..=7 => {
+                let (id, synthetic) = match (open.is_empty(), rng.below(8)) {
+                    (_, 0) | (true, _) => (format!("nowhere_{n}"), false),
+                    _ => open.remove(rng.below(open.len() as u64) as usize),
+                };
+                let img = if rng.below(5) == 0 {
+                    r#",{"type":"image","data":"QUJD","mimeType":"image/png"}"#
+                } else {
+                    ""
+                };
+                let syn = if synthetic { r#","syntheticId":true"# } else { "" };
+                out.push(format!(
+                    r#"{{"role":"toolResult","toolCallId":"{id}","toolName":"bash","content":[{{"type":"text","text":"r{n}"}}{img}],"isError":{}{syn}}}"#,
+                    rng.below(3) == 0
+                ));
+            }
+            8 | 9 => out.push(format!(r#"{{"role":"user","content":"u{n}"}}"#)),
+            10 => out.push(format!(
+                r#"{{"role":"bashExecution","command":"ls","output":"o{n}","exitCode":0,"cancelled":false,"truncated":false,"timestamp":{n}}}"#
+            )),
+            _ => {
+                if rng.below(4) == 0 {
+                    out.push(format!(r#"{{"role":"system","content":"s{n}"}}"#));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn random_conversations_step_after_step_equal_whole_conversions() {
+    let seed = std::env::var("FORKPOINT_RANDOM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x9e37_79b9_7f4a_7c15u64);
+    let rounds = std::env::var("FORKPOINT_RANDOM_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24);
+    let mut rng = Rng(seed);
+    for round in 0..rounds {
+        let msgs = random_conversation(&mut rng, 40);
+        let model = match round % 3 {
+            0 => None,
+            1 => Some("gemini-3-pro".to_string()),
+            _ => Some("gpt-x".to_string()),
+        };
+        let opts = ToOptions {
+            model,
+            pairing: true,
+            ..Default::default()
+        };
+        check_steps(&format!("random conversation {round}"), &msgs, &opts);
+    }
+}
