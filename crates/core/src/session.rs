@@ -182,12 +182,19 @@ fn merge_chunks(
             })
             .collect();
         let base = out.entries.len() as u32;
-        for mut rec in o.entries {
+        let mut entries = o.entries;
+        for rec in &mut entries {
             rec.line += line_base;
             if rec.setting != 0 {
                 rec.setting = remap.get(rec.setting as usize).copied().unwrap_or(0);
             }
-            out.entries.push(rec);
+        }
+        if out.entries.is_empty() {
+            // The first chunk's records become the list: not copied, and not
+            // held twice while the file's largest allocations are alive.
+            out.entries = entries;
+        } else {
+            out.entries.append(&mut entries);
         }
         for (i, m) in o.migrated {
             out.migrated.insert(base + i, m);
