@@ -204,8 +204,12 @@ pub struct LineProcessor {
     pub interner: Interner,
     /// The provider and model (raw JSON) of the last assistant message, and
     /// their interned index.
-    last_model: Option<(Option<Box<str>>, Option<Box<str>>, u32)>,
+    last_model: Option<LastModel>,
 }
+
+/// The raw JSON provider and model of an assistant message, and their
+/// interned index.
+type LastModel = (Option<Box<str>>, Option<Box<str>>, u32);
 
 impl LineProcessor {
     /// A processor for a file read from its start.
