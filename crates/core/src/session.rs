@@ -124,7 +124,13 @@ fn next_newline(b: &[u8], i: usize) -> Option<usize> {
 /// 64-bit words (memchr's portable search, what WebAssembly without SIMD
 /// gets, steps in `usize`: 32 bits there).
 #[cfg(target_arch = "wasm32")]
-fn next_newline(b: &[u8], mut i: usize) -> Option<usize> {
+fn next_newline(b: &[u8], i: usize) -> Option<usize> {
+    next_newline_words(b, i)
+}
+
+/// [`next_newline`] for WebAssembly (also built for the tests).
+#[cfg(any(target_arch = "wasm32", test))]
+fn next_newline_words(b: &[u8], mut i: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const NL: u64 = ONES * b'\n' as u64;
     // High bit of each `\n` byte (only the lowest set bit is exact).
@@ -918,5 +924,34 @@ impl Session {
     /// Takes the parts a writer needs.
     pub fn into_parts(self) -> (Header, Vec<EntryRec>, IdIndex, Tree) {
         (self.header, self.entries, self.idx, self.tree)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newline_search_in_words_finds_every_newline() {
+        // Newlines at every position of runs up to 40 bytes, among bytes that
+        // borrow (0, 0x09, 0x0b) and high bytes, from every start.
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut b: Vec<u8> = (0..len)
+                    .map(|k| [b'a', 0, 0x09, 0x0b, 0xff, 0x8a][k % 6])
+                    .collect();
+                if at < len {
+                    b[at] = b'\n';
+                    if at + 2 < len {
+                        b[at + 2] = b'\n';
+                    }
+                }
+                for start in 0..=len {
+                    let want = memchr::memchr(b'\n', &b[start..]).map(|k| start + k);
+                    assert_eq!(next_newline_words(&b, start), want, "{len} {at} {start}");
+                }
+            }
+        }
+        assert_eq!(next_newline_words(b"abc", 7), None);
     }
 }
