@@ -102,6 +102,18 @@ test(`[${BACKEND}] lone surrogates and raw numbers survive`, () => {
   assert.deepEqual(u.getEntries()[3].extra, 'escaped key');
 });
 
+test(`[${BACKEND}] raw non-ASCII text comes back as written in the context`, () => {
+  // Latin-1, past U+00FF, astral, a key and a value; the addon hands the
+  // context over as \u escapes, which must parse to the same text.
+  const content = 'é ÿ Ā — 中文 😀 \u0080\u07ff\u0800\uffff \u{10FFFF} "q" \\ end';
+  const lines = [
+    { type: 'session', version: 3, id: 's', timestamp: '2025-01-01T00:00:00.000Z', cwd: '/' },
+    { type: 'message', id: 'a', parentId: null, timestamp: '2025-01-01T00:00:00.000Z', message: { role: 'user', content, 'clé ✓': 'ü', timestamp: 1 } },
+  ];
+  const s = fromJsonl(new TextEncoder().encode(lines.map((l) => JSON.stringify(l)).join('\n') + '\n'));
+  assert.deepEqual(s.getSessionContext().messages, [lines[1].message]);
+});
+
 test(`[${BACKEND}] gzip and CRLF`, () => {
   const gz = fromJsonl(fixtureBytes('branches.jsonl.gz'));
   assert.equal(gz.getMetadata().gzip, true);

@@ -258,16 +258,30 @@ pub fn join_array<S: AsRef<str>>(items: &[S]) -> String {
 impl Context<'_> {
     /// The whole context as `{"messages":[…],"thinkingLevel":…,"model":…}`.
     pub fn to_json(&self) -> String {
-        let mut out = String::from("{\"messages\":");
-        out.push_str(&join_array(&self.messages));
-        out.push_str(",\"thinkingLevel\":");
-        out.push_str(if self.thinking_level.is_empty() {
+        let thinking = if self.thinking_level.is_empty() {
             "null"
         } else {
             &self.thinking_level
-        });
+        };
+        let model = self.model.as_deref().unwrap_or("null");
+        // One buffer of the exact size: a long context is not copied again
+        // (nor held twice) on its way into the object.
+        let len = self.messages.iter().map(|m| m.len() + 1).sum::<usize>()
+            + thinking.len()
+            + model.len()
+            + 48;
+        let mut out = String::with_capacity(len);
+        out.push_str("{\"messages\":[");
+        for (i, m) in self.messages.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(m);
+        }
+        out.push_str("],\"thinkingLevel\":");
+        out.push_str(thinking);
         out.push_str(",\"model\":");
-        out.push_str(self.model.as_deref().unwrap_or("null"));
+        out.push_str(model);
         out.push('}');
         out
     }

@@ -121,12 +121,11 @@ fn parse_envelope_inner(
             env.msg = MessageFields::default();
             while let Some(k) = inner.next_key()? {
                 let v = inner.skip_value()?;
-                let kname = if k.escaped {
-                    json::decode_escaped(k.inner(line))
+                if k.escaped {
+                    env.msg.set(&json::decode_escaped(k.inner(line)), v);
                 } else {
-                    k.inner(line).to_string()
-                };
-                env.msg.set(&kname, v);
+                    env.msg.set(k.inner(line), v);
+                }
             }
             r.resume_after(&inner);
             Value {
@@ -222,12 +221,11 @@ pub fn parse_message_fields(
         let mut v = r.skip_value()?;
         v.start += span.start;
         v.end += span.start;
-        let name = if key.escaped {
-            json::decode_escaped(key.inner(sub))
+        if key.escaped {
+            out.set(&json::decode_escaped(key.inner(sub)), v);
         } else {
-            key.inner(sub).to_string()
-        };
-        out.set(&name, v);
+            out.set(key.inner(sub), v);
+        }
     }
     Ok(out)
 }

@@ -149,15 +149,54 @@ pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of `w` is `"`, `\` or a control character (< 0x20).
-#[inline]
-fn has_string_special(w: u64) -> bool {
+/// A mask with the high bit of each byte of `w` that is `"`, `\\` or a control
+/// character (< 0x20) set; 0 when there is none. Bytes after the first such
+/// byte (in memory order) may be flagged wrongly (borrows carry upward), so
+/// only the lowest set bit counts.
+#[inline(always)]
+fn string_special_mask(w: u64) -> u64 {
     let q = w ^ (ONES * b'"' as u64);
     let bs = w ^ (ONES * b'\\' as u64);
-    let zero_q = q.wrapping_sub(ONES) & !q & HIGH;
-    let zero_bs = bs.wrapping_sub(ONES) & !bs & HIGH;
-    let ctrl = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    (zero_q | zero_bs | ctrl) != 0
+    let zero_q = q.wrapping_sub(ONES) & !q;
+    let zero_bs = bs.wrapping_sub(ONES) & !bs;
+    let ctrl = w.wrapping_sub(ONES * 0x20) & !w;
+    (zero_q | zero_bs | ctrl) & HIGH
+}
+
+/// Whether any byte of `w` is `"`, `\\` or a control character (< 0x20).
+#[cfg(test)]
+fn has_string_special(w: u64) -> bool {
+    string_special_mask(w) != 0
+}
+
+/// The index of the first `"`, `\\` or control character at or after `i`
+/// (`b.len()` when there is none). Eight bytes at a time; the position inside
+/// a word comes from its mask, so the bytes before a special one are not
+/// looked at again.
+#[inline(always)]
+fn find_string_special(b: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = b.get(i..i + 16) {
+        let (lo, hi) = chunk.split_at(8);
+        let (Ok(lo), Ok(hi)) = (<[u8; 8]>::try_from(lo), <[u8; 8]>::try_from(hi)) else {
+            break;
+        };
+        let m = string_special_mask(u64::from_le_bytes(lo));
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        let m = string_special_mask(u64::from_le_bytes(hi));
+        if m != 0 {
+            return i + 8 + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 16;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            return i;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// Scans a string literal starting at the opening quote `b[i]`. Returns the index
@@ -169,38 +208,36 @@ pub fn scan_string(b: &[u8], i: usize) -> Res<(usize, bool)> {
     let mut i = i + 1;
     let mut escaped = false;
     loop {
-        while let Some(chunk) = b.get(i..i + 8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(chunk);
-            if has_string_special(u64::from_le_bytes(w)) {
-                break;
-            }
-            i += 8;
-        }
+        i = find_string_special(b, i);
         match b.get(i) {
             None => return Err(syntax(i, "closing '\"' of a string")),
             Some(b'"') => return Ok((i + 1, escaped)),
             Some(b'\\') => {
                 escaped = true;
-                match b.get(i + 1) {
-                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                    Some(b'u') => {
-                        for k in 2..6 {
-                            match b.get(i + k) {
-                                Some(c) if c.is_ascii_hexdigit() => {}
-                                _ => return Err(syntax(i + k, "four hex digits after \\u")),
-                            }
-                        }
-                        i += 6;
-                    }
-                    _ => return Err(syntax(i + 1, "a valid escape character after '\\'")),
-                }
+                i = escape_end(b, i)?;
             }
-            Some(&c) if c < 0x20 => {
+            Some(_) => {
                 return Err(syntax(i, "no raw control characters inside a string"));
             }
-            Some(_) => i += 1,
         }
+    }
+}
+
+/// The index after the escape sequence whose backslash is at `b[i]`.
+#[inline]
+fn escape_end(b: &[u8], i: usize) -> Res<usize> {
+    match b.get(i + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
+        Some(b'u') => {
+            for k in 2..6 {
+                match b.get(i + k) {
+                    Some(c) if c.is_ascii_hexdigit() => {}
+                    _ => return Err(syntax(i + k, "four hex digits after \\u")),
+                }
+            }
+            Ok(i + 6)
+        }
+        _ => Err(syntax(i + 1, "a valid escape character after '\\'")),
     }
 }
 
@@ -977,6 +1014,39 @@ mod tests {
         let lit = str_literal(s);
         assert_eq!(lit, "\"q\\\"b\\\\n\\n\\u0001é\"");
         assert_eq!(decode_escaped(&lit[1..lit.len() - 1]), s);
+    }
+
+    #[test]
+    fn finds_the_first_special_byte_at_every_position() {
+        let naive = |b: &[u8], i: usize| {
+            (i..b.len())
+                .find(|&k| b[k] == b'"' || b[k] == b'\\' || b[k] < 0x20)
+                .unwrap_or(b.len())
+        };
+        // Every special byte at every position of a 40-byte run, with a second
+        // special byte (a borrow source) after it, and bytes around 0x20 and 0x80.
+        for special in [b'"', b'\\', 0u8, 0x1f, b'\n'] {
+            for len in 0..40 {
+                for at in 0..=len {
+                    let mut b: Vec<u8> = (0..len)
+                        .map(|k| [b'a', 0x20, 0x7f, 0x80, 0xff, b'#', b']'][k % 7])
+                        .collect();
+                    if at < len {
+                        b[at] = special;
+                        if at + 1 < len {
+                            b[at + 1] = 0;
+                        }
+                    }
+                    for start in 0..=len.min(9) {
+                        assert_eq!(
+                            find_string_special(&b, start),
+                            naive(&b, start),
+                            "{special} {len} {at} {start}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

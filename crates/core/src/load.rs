@@ -199,9 +199,17 @@ pub struct LineProcessor {
     pub missing_final_newline: bool,
     /// Lines are not numbered (lazy loads read from the middle of files).
     unnumbered: bool,
-    /// Setting values seen so far.
+    /// Setting values seen so far (replace it only before the first line:
+    /// `last_model` holds an index into it).
     pub interner: Interner,
+    /// The provider and model (raw JSON) of the last assistant message, and
+    /// their interned index.
+    last_model: Option<LastModel>,
 }
+
+/// The raw JSON provider and model of an assistant message, and their
+/// interned index.
+type LastModel = (Option<Box<str>>, Option<Box<str>>, u32);
 
 impl LineProcessor {
     /// A processor for a file read from its start.
@@ -223,6 +231,7 @@ impl LineProcessor {
             missing_final_newline: false,
             unnumbered: false,
             interner: Interner::default(),
+            last_model: None,
         }
     }
 
@@ -641,8 +650,20 @@ impl LineProcessor {
                         .intern(&model_json(env.provider, env.model_id, src))
                 }
                 EntryKind::Message if role == Role::Assistant => {
-                    self.interner
-                        .intern(&model_json(env.msg.provider, env.msg.model, src))
+                    let (p, m) = (env.msg.provider, env.msg.model);
+                    let raw = |v: Option<json::Value>| v.map(|v| v.raw(src));
+                    match &self.last_model {
+                        // Most assistant messages name the model the one before did.
+                        Some((lp, lm, i)) if lp.as_deref() == raw(p) && lm.as_deref() == raw(m) => {
+                            *i
+                        }
+                        _ => {
+                            let i = self.interner.intern(&model_json(p, m, src));
+                            self.last_model =
+                                Some((raw(p).map(Into::into), raw(m).map(Into::into), i));
+                            i
+                        }
+                    }
                 }
                 _ => 0,
             };

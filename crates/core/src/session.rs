@@ -51,6 +51,9 @@ struct LoadStats {
 /// Files smaller than this are scanned on one thread.
 const PARALLEL_MIN_BYTES: usize = 4 << 20;
 
+/// About how many bytes of lines one call of [`Scan::lines`] gets on one thread.
+const SCAN_BATCH_BYTES: usize = 1 << 20;
+
 /// Entries found in a range of lines.
 #[derive(Debug, Default)]
 struct ChunkOut {
@@ -67,7 +70,9 @@ struct Scan<'a> {
 
 impl Scan<'_> {
     /// Feeds the lines in `[start, end)` (which start and end at line boundaries)
-    /// to `proc`, collecting entries into `out`.
+    /// to `proc`, collecting entries into `out`. Never inlined: each batch is a
+    /// call of its own (see [`SCAN_BATCH_BYTES`]).
+    #[inline(never)]
     fn lines(
         &self,
         start: usize,
@@ -97,8 +102,7 @@ impl Scan<'_> {
                 }
                 Ok(())
             };
-        for nl in memchr::memchr_iter(b'\n', &tb[start..]) {
-            let le = start + nl;
+        while let Some(le) = next_newline(tb, ls) {
             one(ls, le, true, proc)?;
             ls = le + 1;
         }
@@ -107,6 +111,49 @@ impl Scan<'_> {
         }
         Ok(())
     }
+}
+
+/// The index of the first `\n` at or after `i`.
+#[cfg(not(target_arch = "wasm32"))]
+#[inline]
+fn next_newline(b: &[u8], i: usize) -> Option<usize> {
+    memchr::memchr(b'\n', b.get(i..)?).map(|k| i + k)
+}
+
+/// The index of the first `\n` at or after `i`, sixteen bytes a step in two
+/// 64-bit words (memchr's portable search, what WebAssembly without SIMD
+/// gets, steps in `usize`: 32 bits there).
+#[cfg(target_arch = "wasm32")]
+fn next_newline(b: &[u8], i: usize) -> Option<usize> {
+    next_newline_words(b, i)
+}
+
+/// [`next_newline`] for WebAssembly (also built for the tests).
+#[cfg(any(target_arch = "wasm32", test))]
+fn next_newline_words(b: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const NL: u64 = ONES * b'\n' as u64;
+    // High bit of each `\n` byte (only the lowest set bit is exact).
+    let mask = |w: [u8; 8]| {
+        let x = u64::from_le_bytes(w) ^ NL;
+        x.wrapping_sub(ONES) & !x & (ONES << 7)
+    };
+    while let Some(chunk) = b.get(i..i + 16) {
+        let (lo, hi) = chunk.split_at(8);
+        let (Ok(lo), Ok(hi)) = (<[u8; 8]>::try_from(lo), <[u8; 8]>::try_from(hi)) else {
+            break;
+        };
+        let m = mask(lo);
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        let m = mask(hi);
+        if m != 0 {
+            return Some(i + 8 + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 16;
+    }
+    memchr::memchr(b'\n', b.get(i..)?).map(|k| i + k)
 }
 
 /// `threads + 1` boundaries splitting `[pos, len)` at line starts.
@@ -182,12 +229,19 @@ fn merge_chunks(
             })
             .collect();
         let base = out.entries.len() as u32;
-        for mut rec in o.entries {
+        let mut entries = o.entries;
+        for rec in &mut entries {
             rec.line += line_base;
             if rec.setting != 0 {
                 rec.setting = remap.get(rec.setting as usize).copied().unwrap_or(0);
             }
-            out.entries.push(rec);
+        }
+        if out.entries.is_empty() {
+            // The first chunk's records become the list: not copied, and not
+            // held twice while the file's largest allocations are alive.
+            out.entries = entries;
+        } else {
+            out.entries.append(&mut entries);
         }
         for (i, m) in o.migrated {
             out.migrated.insert(base + i, m);
@@ -341,8 +395,20 @@ impl Session {
             });
             merge_chunks(&mut proc, &mut out, chunks, opts).map_err(with_path)?;
         } else {
-            scan.lines(pos, text.len(), &mut proc, &mut out)
-                .map_err(with_path)?;
+            // In batches of lines: a WebAssembly engine swaps optimized code in
+            // only between calls, so one call over the whole file would run its
+            // loop in the engine's baseline tier from start to end.
+            let tb = text.as_bytes();
+            let mut a = pos;
+            while a < text.len() {
+                let guess = a + SCAN_BATCH_BYTES;
+                let b = match tb.get(guess..) {
+                    Some(rest) => memchr::memchr(b'\n', rest).map_or(tb.len(), |i| guess + i + 1),
+                    None => tb.len(),
+                };
+                scan.lines(a, b, &mut proc, &mut out).map_err(with_path)?;
+                a = b;
+            }
         }
         proc.finish(file_size).map_err(with_path)?;
         let ChunkOut { entries, migrated } = out;
@@ -858,5 +924,34 @@ impl Session {
     /// Takes the parts a writer needs.
     pub fn into_parts(self) -> (Header, Vec<EntryRec>, IdIndex, Tree) {
         (self.header, self.entries, self.idx, self.tree)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newline_search_in_words_finds_every_newline() {
+        // Newlines at every position of runs up to 40 bytes, among bytes that
+        // borrow (0, 0x09, 0x0b) and high bytes, from every start.
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut b: Vec<u8> = (0..len)
+                    .map(|k| [b'a', 0, 0x09, 0x0b, 0xff, 0x8a][k % 6])
+                    .collect();
+                if at < len {
+                    b[at] = b'\n';
+                    if at + 2 < len {
+                        b[at + 2] = b'\n';
+                    }
+                }
+                for start in 0..=len {
+                    let want = memchr::memchr(b'\n', &b[start..]).map(|k| start + k);
+                    assert_eq!(next_newline_words(&b, start), want, "{len} {at} {start}");
+                }
+            }
+        }
+        assert_eq!(next_newline_words(b"abc", 7), None);
     }
 }

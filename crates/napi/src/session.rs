@@ -115,12 +115,17 @@ impl NativeSession {
     }
 
     /// The context from `leafId` (default: the current leaf) as JSON.
-    #[napi]
-    pub fn context_json(&self, leaf_id: Option<String>, llm: Option<bool>) -> napi::Result<String> {
+    #[napi(ts_return_type = "string")]
+    pub fn context_json(
+        &self,
+        leaf_id: Option<String>,
+        llm: Option<bool>,
+    ) -> napi::Result<crate::util::JsonText> {
         json_or_throw(
             self.inner
                 .context_json(leaf_id.as_deref(), llm.unwrap_or(false)),
         )
+        .map(crate::util::ascii_json_text)
     }
 
     /// The context from `leafId` as a request for `target` (`toProvider`'s

@@ -490,3 +490,52 @@ fn regressions() {
     // walking past the context for settings).
     check(3_291_403_921_742_751_310, 104);
 }
+
+/// A file of several MiB is scanned in batches of lines on one thread: a bad
+/// line on either side of a batch boundary is reported at its own line and
+/// offset, and a clean file loads whole, as with the threads' split.
+#[test]
+fn batched_scan_reports_the_line_across_batch_boundaries() {
+    use forkpoint_core::{ErrorCode, LoadOptions, Session};
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#;
+    // 96 entries of about 64 KiB: 6 MiB, so several batch boundaries.
+    let filler = "x\\n\\\"é".repeat(64 * 1024 / 8);
+    let mut lines = vec![header.to_string()];
+    let mut parent = "null".to_string();
+    for i in 0..96 {
+        lines.push(format!(
+            r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2025-01-01T00:00:00.000Z","message":{{"role":"user","content":"{filler}","timestamp":1}}}}"#
+        ));
+        parent = format!("\"e{i}\"");
+    }
+    let text = |lines: &[String]| {
+        let mut b = lines.join("\n").into_bytes();
+        b.push(b'\n');
+        b
+    };
+    let opts = LoadOptions::default();
+    let s = Session::from_bytes_split(text(&lines), &opts, None, 1, usize::MAX).unwrap();
+    assert_eq!(s.len(), 96);
+    assert_eq!(s.leaf_id(), Some("e95"));
+    assert_eq!(s.context(None).unwrap().messages.len(), 96);
+    for bad in [15, 16, 17, 33, 60, 95] {
+        let mut damaged = lines.clone();
+        // Line `bad + 1` (1-based) gets a raw control character inside a string.
+        damaged[bad] = damaged[bad].replacen("x\\n", "x\u{1}", 1);
+        let offset: usize = damaged[..bad].iter().map(|l| l.len() + 1).sum();
+        for threads in [1, 2] {
+            let e = Session::from_bytes_split(text(&damaged), &opts, None, threads, 0).unwrap_err();
+            assert_eq!(
+                e.code,
+                ErrorCode::CorruptedData,
+                "line {bad} threads {threads}"
+            );
+            assert_eq!(e.line, Some(bad as u64 + 1), "line {bad} threads {threads}");
+            assert_eq!(
+                e.offset,
+                Some(offset as u64),
+                "line {bad} threads {threads}"
+            );
+        }
+    }
+}
