@@ -89,7 +89,9 @@ pub fn pricing(v: &Value) -> Result<Pricing> {
 /// The shortest time between two writes of a stream's pieces: a piece waits
 /// at most this long (plus one write) to be durable, and a stream that sends
 /// a piece every millisecond costs a write per this many ms, not per piece.
-pub const STREAM_COMMIT_INTERVAL_MS: u32 = 10;
+/// 13 ms: a durable piece within 15 ms at the 99th percentile (the write
+/// itself takes well under 2 ms), with a quarter fewer fsyncs than 10 ms.
+pub const STREAM_COMMIT_INTERVAL_MS: u32 = 13;
 
 /// What a client of wire format `api` needs besides the core:
 /// `{api, piApi, vendor, baseURL, baseVars, authHeader, authPrefix, keyVars, commitIntervalMs}`.
