@@ -21,6 +21,7 @@ use std::collections::HashSet;
 use super::canon::{Provider, blocks, btype, role};
 use super::ids::{IdMap, fnv64};
 use super::jv::J;
+use super::refuse::TurnScan;
 use super::report::CompatibilityReport;
 use super::transform::{self, call_key, id_rule, name_rule};
 use super::{Converted, ToOptions, check_messages, encode, parse, prepare};
@@ -515,7 +516,7 @@ impl RequestCache {
         {
             return None;
         }
-        let turn = self.turn.scan(&out);
+        let turn = self.turn.scan(&out, self.transformed);
         // Made-up call ids are kept unique across the conversation.
         let mut synthetic = Vec::new();
         for m in out.iter().filter(|m| role(m) == "assistant") {
@@ -540,58 +541,6 @@ impl RequestCache {
             t_rep,
             e_rep,
         })
-    }
-}
-
-/// The final assistant turn as [`super::refuse::thinking_turn`] finds it,
-/// followed part after part (a run of user and result messages never
-/// crosses a cut: every part after the first starts with an assistant turn).
-#[derive(Debug, Default, Clone, Copy)]
-struct TurnScan {
-    /// A final turn started (an assistant message after the last user turn without results).
-    started: bool,
-    /// Its first message starts with a thinking block.
-    thinking_first: bool,
-    /// Tool results came after its start.
-    results: bool,
-}
-
-impl TurnScan {
-    fn scan(mut self, out: &[J]) -> TurnScan {
-        let mut i = 0;
-        while i < out.len() {
-            match role(&out[i]).as_ref() {
-                "assistant" => {
-                    if !self.started {
-                        self.started = true;
-                        self.thinking_first = blocks(&out[i])
-                            .first()
-                            .is_some_and(|b| btype(b) == "thinking");
-                        self.results = false;
-                    }
-                    i += 1;
-                }
-                "system" => i += 1,
-                _ => {
-                    let mut results = false;
-                    while i < out.len() && role(&out[i]) != "assistant" {
-                        results |= role(&out[i]) == "toolResult";
-                        i += 1;
-                    }
-                    if !results {
-                        self.started = false;
-                    } else if self.started {
-                        self.results = true;
-                    }
-                }
-            }
-        }
-        self
-    }
-
-    /// Whether the rule would rewrite the final turn.
-    fn rewritten(&self) -> bool {
-        self.started && !self.thinking_first && self.results
     }
 }
 

@@ -234,28 +234,62 @@ pub fn thinking_turn(out: &mut Vec<J>, rep: &mut CompatibilityReport) {
 /// The index of the first message of the final assistant turn, if the
 /// conversation ends in one.
 fn final_turn_start(out: &[J]) -> Option<usize> {
-    let mut start = None;
-    let mut i = 0;
-    while i < out.len() {
-        match role(&out[i]).as_ref() {
-            "assistant" => {
-                start.get_or_insert(i);
-                i += 1;
-            }
-            "system" => i += 1,
-            _ => {
-                let mut results = false;
-                while i < out.len() && role(&out[i]) != "assistant" {
-                    results |= role(&out[i]) == "toolResult";
+    TurnScan::default().scan(out, 0).start
+}
+
+/// The final assistant turn, found message after message: [`TurnScan::scan`]
+/// goes on from where an earlier part of the same conversation left it, as
+/// long as no run of user and result messages is cut (a request converted in
+/// parts cuts before assistant messages only, [`super::incremental`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct TurnScan {
+    /// Where the final turn starts (an assistant message after the last user
+    /// turn that holds no tool results).
+    pub start: Option<usize>,
+    /// Its first message starts with a thinking block.
+    pub thinking_first: bool,
+    /// Tool results came after its start.
+    pub results: bool,
+}
+
+impl TurnScan {
+    /// Goes on over `out`, whose first message is the conversation's `offset`-th.
+    pub(crate) fn scan(mut self, out: &[J], offset: usize) -> TurnScan {
+        let mut i = 0;
+        while i < out.len() {
+            match role(&out[i]).as_ref() {
+                "assistant" => {
+                    if self.start.is_none() {
+                        self.start = Some(offset + i);
+                        self.thinking_first = blocks(&out[i])
+                            .first()
+                            .is_some_and(|b| btype(b) == "thinking");
+                        self.results = false;
+                    }
                     i += 1;
                 }
-                if !results {
-                    start = None;
+                "system" => i += 1,
+                _ => {
+                    let mut results = false;
+                    while i < out.len() && role(&out[i]) != "assistant" {
+                        results |= role(&out[i]) == "toolResult";
+                        i += 1;
+                    }
+                    if !results {
+                        self.start = None;
+                    } else if self.start.is_some() {
+                        self.results = true;
+                    }
                 }
             }
         }
+        self
     }
-    start
+
+    /// Whether [`thinking_turn`] would rewrite the final turn.
+    pub(crate) fn rewritten(&self) -> bool {
+        self.start.is_some() && !self.thinking_first && self.results
+    }
 }
 
 fn call_text(b: &J) -> String {
