@@ -200,9 +200,20 @@ export function makeHosts(n, { prefix = 'fp' } = {}) {
       partition: () => {
         ip(['link', 'set', h.veth, 'down']);
       },
-      /** Links the host again (returns when the link is up). */
+      /** Links the host again (returns when both ends are up and no failed neighbour entry is left). */
       heal: () => {
         ip(['link', 'set', h.veth, 'up']);
+        // The carrier comes back on both ends a moment later, and a
+        // neighbour entry that failed during the partition answers "No route
+        // to host" until it expires: wait for both ends (at most 5 s), then
+        // forget the entries.
+        const until = Date.now() + 5000;
+        const up = (args) => /state UP/.test(ip(args, { check: false }).stdout);
+        while (Date.now() < until && !(up(['-o', 'link', 'show', 'dev', h.veth]) && up(['-n', h.name, '-o', 'link', 'show', 'dev', 'eth0']))) {
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+        }
+        ip(['neigh', 'flush', 'dev', h.veth], { check: false });
+        ip(['-n', h.name, 'neigh', 'flush', 'dev', 'eth0'], { check: false });
       },
     })),
     cleanup,
