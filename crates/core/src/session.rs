@@ -20,7 +20,7 @@ pub struct Session {
     /// sit in skipped or torn lines; it is replaced there by `?`, byte for byte.
     /// The file's own bytes are kept in `original` when they differ from `text`
     /// (gzip, or invalid UTF-8), so export is byte-identical.
-    text: String,
+    text: std::sync::Arc<String>,
     original: Option<Vec<u8>>,
     header: Header,
     entries: Vec<EntryRec>,
@@ -450,7 +450,7 @@ impl Session {
             file_size,
         };
         Ok(Session {
-            text,
+            text: std::sync::Arc::new(text),
             original,
             header,
             entries,
@@ -536,6 +536,11 @@ impl Session {
     /// The session as JSONL text (decompressed for gzip; invalid UTF-8 in skipped
     /// or torn lines shows as `?`).
     pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The text, shared: parsed trees of its messages point into it.
+    pub fn shared_text(&self) -> &std::sync::Arc<String> {
         &self.text
     }
 

@@ -162,7 +162,7 @@ fn js_stable(v: &J) -> bool {
             match n.parse::<f64>() {
                 Ok(f) => {
                     (f == 0.0 && n == "0" || (1e-6..1e21).contains(&f.abs()))
-                        && format!("{f}") == *n
+                        && format!("{f}") == **n
                 }
                 Err(_) => false,
             }

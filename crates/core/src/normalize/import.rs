@@ -471,7 +471,7 @@ fn num_u64(v: Option<&J>) -> u64 {
 }
 
 fn num(n: u64) -> J {
-    J::Num(n.to_string())
+    J::Num(n.to_string().into())
 }
 
 /// A pi `Usage` (costs are unknown: zeros).
@@ -525,7 +525,7 @@ fn tool_call_ids(msg: &J) -> HashSet<String> {
 /// Sets `timestamp` (ms) on a decoded message.
 fn stamp(msg: &mut J, ts: &str) {
     if let Some(ms) = iso_to_ms(ts) {
-        msg.set("timestamp", J::Num(ms.to_string()));
+        msg.set("timestamp", J::Num(ms.to_string().into()));
     }
 }
 

@@ -11,18 +11,28 @@ use crate::json::{self, decode_escaped, hex4, push_escaped, scan_number, scan_st
 
 /// Text shared with the document it was parsed from: a parsed tree points
 /// into one copy of the input (no allocation per string), and cloning a tree
-/// copies no text.
+/// copies no text. The names the codecs know (keys, roles, block types) are
+/// static instead: reading or comparing one never touches the document, and
+/// cloning or dropping one counts no references.
 #[derive(Clone)]
-pub struct S {
-    buf: Arc<str>,
-    start: usize,
-    end: usize,
+pub enum S {
+    Known(&'static str),
+    /// `buf[start..end]` (offsets of 32 bits keep a tree's nodes small; a
+    /// document past 4 GiB is copied before it is parsed).
+    Shared {
+        buf: Arc<String>,
+        start: u32,
+        end: u32,
+    },
 }
 
 impl std::ops::Deref for S {
     type Target = str;
     fn deref(&self) -> &str {
-        self.buf.get(self.start..self.end).unwrap_or("")
+        match self {
+            S::Known(k) => k,
+            S::Shared { buf, start, end } => buf.get(*start as usize..*end as usize).unwrap_or(""),
+        }
     }
 }
 
@@ -33,6 +43,18 @@ impl PartialEq for S {
 }
 
 impl Eq for S {}
+
+impl PartialEq<str> for S {
+    fn eq(&self, other: &str) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&str> for S {
+    fn eq(&self, other: &&str) -> bool {
+        **self == **other
+    }
+}
 
 impl std::fmt::Debug for S {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -48,25 +70,195 @@ impl std::fmt::Display for S {
 
 impl From<&str> for S {
     fn from(s: &str) -> S {
-        let buf: Arc<str> = s.into();
-        S {
-            end: buf.len(),
-            buf,
-            start: 0,
+        match known(s) {
+            Some(k) => S::Known(k),
+            None => S::owned(s.to_string()),
         }
     }
 }
 
 impl From<String> for S {
     fn from(s: String) -> S {
-        let buf: Arc<str> = s.into();
-        S {
-            end: buf.len(),
-            buf,
-            start: 0,
+        match known(&s) {
+            Some(k) => S::Known(k),
+            None => S::owned(s),
         }
     }
 }
+
+impl S {
+    fn owned(s: String) -> S {
+        match u32::try_from(s.len()) {
+            Ok(end) => S::Shared {
+                end,
+                buf: Arc::new(s),
+                start: 0,
+            },
+            // Past 4 GiB: the text no tree of this size could hold.
+            Err(_) => S::Known(""),
+        }
+    }
+
+    /// `src[start..end]`: a known name, or shared with `src`.
+    fn of(src: &Arc<String>, start: usize, end: usize) -> Option<S> {
+        let text = src.get(start..end)?;
+        Some(match known(text) {
+            Some(k) => S::Known(k),
+            None => S::Shared {
+                buf: src.clone(),
+                start: u32::try_from(start).ok()?,
+                end: u32::try_from(end).ok()?,
+            },
+        })
+    }
+
+    /// The length of the escaped text, without reading it.
+    fn raw_len(&self) -> usize {
+        match self {
+            S::Known(k) => k.len(),
+            S::Shared { start, end, .. } => (end - start) as usize,
+        }
+    }
+}
+
+macro_rules! known_names {
+    ($($name:literal),* $(,)?) => {
+        /// The static copy of a name the codecs know.
+        fn known(text: &str) -> Option<&'static str> {
+            if text.len() > 24 {
+                return None;
+            }
+            match text {
+                $($name => Some($name),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+// Keys of the canonical form and of the four providers' requests, and the
+// values they compare: roles, block types, stop reasons, APIs, providers.
+known_names![
+    "api",
+    "args",
+    "arguments",
+    "audio",
+    "auto",
+    "budget_tokens",
+    "cacheRead",
+    "cacheWrite",
+    "cache_control",
+    "call_id",
+    "content",
+    "contentString",
+    "contents",
+    "cost",
+    "data",
+    "details",
+    "detail",
+    "document",
+    "encrypted_content",
+    "error",
+    "errorMessage",
+    "file",
+    "fileData",
+    "file_data",
+    "file_id",
+    "filename",
+    "fileUri",
+    "format",
+    "function",
+    "functionCall",
+    "functionDeclarations",
+    "functionResponse",
+    "function_call",
+    "function_call_output",
+    "id",
+    "image",
+    "image_url",
+    "inlineData",
+    "input",
+    "inputString",
+    "input_image",
+    "input_text",
+    "isError",
+    "media_type",
+    "message",
+    "messages",
+    "mimeType",
+    "model",
+    "name",
+    "original",
+    "output",
+    "output_text",
+    "parts",
+    "provider",
+    "raw",
+    "reasoning",
+    "redacted",
+    "redacted_thinking",
+    "refusal",
+    "response",
+    "responseId",
+    "role",
+    "signature",
+    "source",
+    "stopReason",
+    "summary",
+    "summary_text",
+    "system",
+    "text",
+    "textSignature",
+    "thinking",
+    "thinkingSignature",
+    "thought",
+    "thoughtSignature",
+    "timestamp",
+    "toolCall",
+    "toolCallId",
+    "toolName",
+    "tool_call_id",
+    "tool_calls",
+    "tool_use",
+    "tool_use_id",
+    "tool_result",
+    "tools",
+    "total",
+    "totalTokens",
+    "type",
+    "url",
+    "usage",
+    "user",
+    "vendor",
+    "assistant",
+    "toolResult",
+    "developer",
+    "tool",
+    "unknown",
+    "bashExecution",
+    "custom",
+    "branchSummary",
+    "compactionSummary",
+    "base64",
+    "stop",
+    "toolUse",
+    "length",
+    "aborted",
+    "end_turn",
+    "anthropic",
+    "openai",
+    "google",
+    "anthropic-messages",
+    "openai-completions",
+    "openai-responses",
+    "google-generative-ai",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/pdf",
+    "",
+];
 
 /// An object key: the escaped text between the quotes.
 pub type Key = S;
@@ -76,8 +268,8 @@ pub type Key = S;
 pub enum J {
     Null,
     Bool(bool),
-    /// The number's source text.
-    Num(String),
+    /// The number's source text (shared with the document it was parsed from).
+    Num(S),
     /// The escaped text between the quotes (shared: cloning a tree copies no text).
     Str(S),
     Arr(Vec<J>),
@@ -95,16 +287,43 @@ pub struct ParseError {
 impl J {
     /// Parses one JSON document (depth limit 512, as JSON.parse-compatible input).
     pub fn parse(text: &str) -> Result<J, ParseError> {
-        let b = text.as_bytes();
-        let shared: Arc<str> = text.into();
+        J::parse_owned(text.to_string())
+    }
+
+    /// [`J::parse`] of text the tree may keep: strings point into it, nothing is copied.
+    pub fn parse_owned(text: String) -> Result<J, ParseError> {
+        let end = text.len();
+        J::parse_shared(&Arc::new(text), 0, end)
+    }
+
+    /// [`J::parse`] of `buf[start..end]`: the tree shares `buf` (a session's
+    /// text, say) instead of copying the document.
+    pub fn parse_shared(buf: &Arc<String>, start: usize, end: usize) -> Result<J, ParseError> {
+        let Some(doc) = buf.get(start..end) else {
+            return Err(ParseError {
+                offset: 0,
+                message: "the document is not a part of its text".into(),
+            });
+        };
+        if u32::try_from(end).is_err() {
+            if u32::try_from(doc.len()).is_err() {
+                return Err(ParseError {
+                    offset: 0,
+                    message: "a document of 4 GiB or more".into(),
+                });
+            }
+            // Offsets past 4 GiB: a copy of the document alone.
+            return J::parse_owned(doc.to_string());
+        }
+        let b = &buf.as_bytes()[..end];
         // One pass that builds and checks; on failure the validating scanner
         // says where and why.
-        if let Some((v, end)) = build(b, &shared, skip_ws(b, 0), 0)
-            && skip_ws(b, end) == b.len()
+        if let Some((v, after)) = build(b, buf, skip_ws(b, start), 0)
+            && skip_ws(b, after) == end
         {
             return Ok(v);
         }
-        match json::validate(b, json::DEFAULT_MAX_DEPTH) {
+        match json::validate(doc.as_bytes(), json::DEFAULT_MAX_DEPTH) {
             Err(e) => Err(ParseError {
                 offset: e.at(),
                 message: e.describe(),
@@ -129,7 +348,7 @@ impl J {
     }
 
     pub fn num_u(n: usize) -> J {
-        J::Num(n.to_string())
+        J::Num(n.to_string().into())
     }
 
     /// The member `key` of an object.
@@ -399,8 +618,12 @@ fn unescape(k: &str) -> Cow<'_, str> {
     }
 }
 
-fn key_eq(raw: &str, key: &str) -> bool {
-    raw == key || (raw.len() > key.len() && raw.contains('\\') && decode_escaped(raw) == key)
+fn key_eq(raw: &S, key: &str) -> bool {
+    // Lengths first: a key of another length is not read (an escaped key is
+    // longer than its text).
+    let n = raw.raw_len();
+    (n == key.len() && **raw == *key)
+        || (n > key.len() && raw.contains('\\') && decode_escaped(raw) == key)
 }
 
 /// The escaped text with lone-surrogate escapes replaced by `\ufffd`, and whether any was found.
@@ -450,13 +673,13 @@ fn count_lone(raw: &str) -> usize {
 /// Builds the value at `i` (whitespace already skipped); returns it and the
 /// index after it, or `None` if the input is not JSON there (or nests deeper
 /// than the limit).
-fn build(b: &[u8], src: &Arc<str>, i: usize, depth: usize) -> Option<(J, usize)> {
+fn build(b: &[u8], src: &Arc<String>, i: usize, depth: usize) -> Option<(J, usize)> {
     let slice = |start: usize, end: usize| -> Option<S> {
         src.get(start..end)?;
-        Some(S {
+        Some(S::Shared {
             buf: src.clone(),
-            start,
-            end,
+            start: u32::try_from(start).ok()?,
+            end: u32::try_from(end).ok()?,
         })
     };
     match b.get(i)? {
@@ -474,7 +697,7 @@ fn build(b: &[u8], src: &Arc<str>, i: usize, depth: usize) -> Option<(J, usize)>
                     return None;
                 }
                 let (end, _) = scan_string(b, i).ok()?;
-                let key: Key = slice(i + 1, end - 1)?;
+                let key: Key = S::of(src, i + 1, end - 1)?;
                 let colon = skip_ws(b, end);
                 if b.get(colon) != Some(&b':') {
                     return None;
@@ -511,14 +734,14 @@ fn build(b: &[u8], src: &Arc<str>, i: usize, depth: usize) -> Option<(J, usize)>
         }
         b'"' => {
             let (end, _) = scan_string(b, i).ok()?;
-            Some((J::Str(slice(i + 1, end - 1)?), end))
+            Some((J::Str(S::of(src, i + 1, end - 1)?), end))
         }
         b't' => (b.get(i..i + 4)? == b"true").then_some((J::Bool(true), i + 4)),
         b'f' => (b.get(i..i + 5)? == b"false").then_some((J::Bool(false), i + 5)),
         b'n' => (b.get(i..i + 4)? == b"null").then_some((J::Null, i + 4)),
         _ => {
             let end = scan_number(b, i).ok()?;
-            Some((J::Num(src.get(i..end)?.to_string()), end))
+            Some((J::Num(slice(i, end)?), end))
         }
     }
 }
@@ -555,5 +778,15 @@ mod tests {
     fn errors_have_offsets() {
         let e = J::parse("{\"a\":}").unwrap_err();
         assert_eq!(e.offset, 5);
+    }
+}
+
+#[cfg(test)]
+mod size {
+    #[test]
+    fn nodes_stay_small() {
+        // Every pass of a conversion walks these: their size is its speed.
+        assert_eq!(std::mem::size_of::<super::S>(), 24);
+        assert_eq!(std::mem::size_of::<super::J>(), 32);
     }
 }

@@ -28,10 +28,12 @@ use canon::{bad, role};
 
 /// Parses JSON text given by a caller (`INVALID_INPUT` with the offset if it is not JSON).
 pub fn parse(text: &str, what: &str) -> Result<J> {
-    J::parse(text).map_err(|e| {
-        crate::Error::invalid_input(format!("{what} is not valid JSON: {}", e.message))
-            .at(None, e.offset as u64)
-    })
+    J::parse(text).map_err(|e| not_json(what, e))
+}
+
+fn not_json(what: &str, e: jv::ParseError) -> crate::Error {
+    crate::Error::invalid_input(format!("{what} is not valid JSON: {}", e.message))
+        .at(None, e.offset as u64)
 }
 
 /// Decodes a provider request fragment into a canonical conversation.
@@ -303,7 +305,12 @@ pub(crate) fn prepare(
 
 /// Reads what `toProvider` accepts: an array of messages or `{messages, system?, systemRole?, tools?}`.
 pub fn read_input(text: &str, opts: &mut ToOptions) -> Result<Vec<J>> {
-    match parse(text, "the messages")? {
+    input_messages(parse(text, "the messages")?, opts)
+}
+
+/// [`read_input`] of parsed input.
+fn input_messages(input: J, opts: &mut ToOptions) -> Result<Vec<J>> {
+    match input {
         J::Arr(a) => Ok(a),
         o @ J::Obj(_) => {
             if opts.system.is_none() {
@@ -341,11 +348,13 @@ pub fn to_provider(messages: &str, target: &str, options: Option<&str>) -> Resul
 }
 
 /// [`to_provider`] for the bindings: the request's JSON text, a newline (which
-/// compact JSON never contains), then `{report, idMap, nameMap}`.
-pub fn to_provider_lines(messages: &str, target: &str, options: Option<&str>) -> Result<String> {
+/// compact JSON never contains), then `{report, idMap, nameMap}`. The messages'
+/// text is kept by the parsed tree, not copied.
+pub fn to_provider_lines(messages: String, target: &str, options: Option<&str>) -> Result<String> {
     let p = Provider::parse(target)?;
     let mut opts = ToOptions::from_json(options)?;
-    let msgs = read_input(messages, &mut opts)?;
+    let input = J::parse_owned(messages).map_err(|e| not_json("the messages", e))?;
+    let msgs = input_messages(input, &mut opts)?;
     lines(convert(msgs, p, &opts)?)
 }
 
@@ -360,12 +369,40 @@ pub fn session_to_provider_lines(
     let p = Provider::parse(target)?;
     let opts = ToOptions::from_json(options)?;
     let ctx = session.context(leaf)?;
-    let msgs = crate::context::to_llm(&ctx.messages, crate::json::DEFAULT_MAX_DEPTH)?;
-    let msgs = msgs
-        .iter()
-        .map(|m| parse(m, "a context message"))
-        .collect::<Result<Vec<J>>>()?;
-    lines(convert(msgs, p, &opts)?)
+    lines(convert(llm_trees(session, &ctx.messages)?, p, &opts)?)
+}
+
+/// The trees of a session's context messages as pi's `convertToLlm` gives
+/// them ([`crate::context::to_llm`]): a message the LLM takes as it is is
+/// parsed where it lies in the session's text (nothing copied); the others
+/// go through `to_llm`.
+fn llm_trees(session: &crate::Session, messages: &[std::borrow::Cow<'_, str>]) -> Result<Vec<J>> {
+    let text = session.shared_text();
+    let base = text.as_ptr() as usize;
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let at = (m.as_ptr() as usize).wrapping_sub(base);
+        let tree = if at <= text.len() && text.len() - at >= m.len() {
+            J::parse_shared(text, at, at + m.len())
+        } else {
+            J::parse(m)
+        };
+        let tree = tree.map_err(|e| not_json("a context message", e))?;
+        if !tree.is_obj() {
+            continue; // not an object: pi's switch falls through to undefined
+        }
+        if matches!(
+            tree.str_of("role").as_deref(),
+            Some("user" | "assistant" | "toolResult")
+        ) {
+            out.push(tree);
+            continue;
+        }
+        for t in crate::context::to_llm(std::slice::from_ref(m), crate::json::DEFAULT_MAX_DEPTH)? {
+            out.push(parse(&t, "a context message")?);
+        }
+    }
+    Ok(out)
 }
 
 fn lines(c: Converted) -> Result<String> {

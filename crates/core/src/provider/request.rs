@@ -111,14 +111,14 @@ fn budget(t: &ThinkingOption) -> Result<Option<u32>> {
 }
 
 fn num(n: impl ToString) -> J {
-    J::Num(n.to_string())
+    J::Num(n.to_string().into())
 }
 
 fn float(f: f64) -> Result<J> {
     if !f.is_finite() {
         return Err(Error::invalid_input("temperature must be a finite number"));
     }
-    Ok(J::Num(serde_json::Value::from(f).to_string()))
+    Ok(J::Num(serde_json::Value::from(f).to_string().into()))
 }
 
 /// Builds the streaming request for `api`: `messages` are canonical messages

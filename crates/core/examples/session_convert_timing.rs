@@ -1,0 +1,31 @@
+//! Times `session.toProvider` in Rust (development aid; `npm run bench` is the
+//! real benchmark): `session_convert_timing FILE TARGET`.
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let bytes = std::fs::read(&args[0]).expect("read");
+    let s = forkpoint_core::Session::from_bytes_threads(bytes, &Default::default(), None, 2)
+        .expect("load");
+    let target = args.get(1).map(String::as_str).unwrap_or("anthropic");
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let c = s.context(None).expect("context");
+        let t1 = Instant::now();
+        drop(c);
+        let out = forkpoint_core::normalize::session_to_provider_lines(&s, None, target, None)
+            .expect("convert");
+        let t2 = Instant::now();
+        let ascii = out.is_ascii();
+        let t3 = Instant::now();
+        drop(out);
+        let t4 = Instant::now();
+        eprintln!(
+            "context {:?} | to_provider_lines {:?} | is_ascii {ascii} {:?} | drop {:?}",
+            t1 - t0,
+            t2 - t1,
+            t3 - t2,
+            t4 - t3
+        );
+    }
+}
