@@ -137,8 +137,14 @@ test(`[${BACKEND}] MessageNormalizer: the seed API, one message at a time`, () =
 
 test(`[${BACKEND}] checkCompatibility lists what a pair may lose; errors have codes`, () => {
   const { SessionMigrator } = pkg;
+  // The same provider: only the repairs made for it too, nothing an origin owns.
   const same = SessionMigrator.checkCompatibility('google', 'google');
-  assert.deepEqual(same, { compatible: true, warnings: [], lossyFields: [], steps: [] });
+  const sameCodes = same.steps.map((s) => s.code);
+  for (const c of ['image_type_unsupported', 'leading_user_turn_added', 'orphan_tool_result_dropped']) assert.ok(sameCodes.includes(c), c);
+  for (const c of ['thinking_to_text', 'signature_dropped', 'tool_error_flag_lost']) assert.ok(!sameCodes.includes(c), c);
+  const toAnthropic = SessionMigrator.checkCompatibility('openai', 'anthropic').steps.map((s) => s.code);
+  for (const c of ['tool_calls_to_text', 'leading_user_turn_added', 'mime_type_derived', 'image_type_unsupported']) assert.ok(toAnthropic.includes(c), c);
+  assert.ok(SessionMigrator.checkCompatibility('anthropic', 'openai-responses').steps.some((s) => s.code === 'filename_extension_added'));
   const r = SessionMigrator.checkCompatibility('anthropic', 'openai');
   assert.equal(r.compatible, false);
   for (const f of ['thinking', 'thinkingSignature', 'isError']) assert.ok(r.lossyFields.includes(f), f);
