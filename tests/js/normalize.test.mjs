@@ -276,3 +276,25 @@ test(`[${BACKEND}] requestBuilder: each build is the request toProvider gives fo
   throwsCode(assert, () => pkg.requestBuilder('nope'), 'INVALID_INPUT');
   throwsCode(assert, () => pkg.requestBuilder('openai').push([{ content: 'no role' }]), 'INVALID_INPUT');
 });
+
+test(`[${BACKEND}] objects nested too deeply for JSON are INVALID_INPUT (not INTERNAL), and nothing is kept`, () => {
+  const nest = (n, array) => {
+    let v = array ? [] : {};
+    for (let i = 0; i < n; i++) v = array ? [v] : { a: v };
+    return v;
+  };
+  for (const deep of [nest(100_000, false), nest(100_000, true)]) {
+    const msgs = [{ role: 'user', content: [{ type: 'text', text: 'hi', extra: deep }] }];
+    const e = throwsCode(assert, () => pkg.toProvider(msgs, 'openai'), 'INVALID_INPUT');
+    assert.match(e.message, /nested too deeply/);
+    throwsCode(assert, () => pkg.toProvider([{ role: 'user', content: 'hi' }], 'anthropic', { tools: [{ name: 'f', parameters: deep }] }), 'INVALID_INPUT');
+    throwsCode(assert, () => pkg.fromProvider({ messages: [{ role: 'user', content: 'x', deep }] }, 'anthropic'), 'INVALID_INPUT');
+    throwsCode(assert, () => pkg.MessageNormalizer.normalize({ role: 'user', content: 'x', deep }, 'openai'), 'INVALID_INPUT');
+    const b = pkg.requestBuilder('anthropic');
+    assert.equal(b.push([{ role: 'user', content: 'first' }]), 1);
+    throwsCode(assert, () => b.push(msgs), 'INVALID_INPUT');
+    throwsCode(assert, () => b.push(msgs[0]), 'INVALID_INPUT');
+    // The builder holds what it held.
+    assert.deepEqual(b.build().request.messages, [{ role: 'user', content: 'first' }]);
+  }
+});

@@ -147,6 +147,11 @@ export const cases = [
       await assert.rejectsCode(store.deleteSession('missing'), 'NOT_FOUND');
       await assert.rejectsCode(store.appendEntry(kept.id, { type: 'message', parentId: 'nope', message: { role: 'user', content: 'x' } }), 'NOT_FOUND');
       await assert.rejectsCode(store.appendEntry(kept.id, { noType: 1 }), 'INVALID_INPUT');
+      // Nested deeper than JSON.stringify can go: INVALID_INPUT, not a crash.
+      let deep = {};
+      for (let i = 0; i < 100_000; i++) deep = { a: deep };
+      const de = await assert.rejectsCode(store.appendEntry(kept.id, { type: 'custom', customType: 'deep', data: deep }), 'INVALID_INPUT');
+      assert.ok(/nested too deeply/.test(de.message), de.message);
       await assert.rejectsCode(store.moveLeaf(kept.id, 'nope'), 'NOT_FOUND');
       const list = await store.listSessions();
       assert.deepEqual(

@@ -36,6 +36,7 @@ import {
   type AgentBackend,
   type NativeAgentLike,
   type Redactor,
+  toJson,
 } from '@forkpoint/shared';
 import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName, ToProviderOptions } from '@forkpoint/types';
 
@@ -306,7 +307,7 @@ function wasm(): WasmBackend {
 /** Bytes read per slice of a `Blob`. */
 const BLOB_CHUNK = 8 << 20;
 
-const json = (o: unknown): string | null => (o === undefined ? null : JSON.stringify(o));
+const json = (o: unknown): string | null => (o === undefined ? null : toJson(o));
 
 /** A loaded session (the same API as `SessionLoader` in the Node package). */
 export class Session extends SessionView {
@@ -401,7 +402,7 @@ export async function importSession(
 ): Promise<{ session: Session; summary: ImportSummary; text: string }> {
   const bytes = await readSource(source, {});
   const id = opts.id ?? (opts.copy ? globalThis.crypto.randomUUID() : null);
-  const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString(), JSON.stringify(opts)));
+  const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString(), toJson(opts)));
   const nl = out.indexOf('\n');
   const summary = JSON.parse(out.slice(0, nl)) as ImportSummary;
   const text = out.slice(nl + 1);
@@ -547,7 +548,7 @@ export class IndexedDbStore {
         maxCompressionRatio: opts.maxCompressionRatio,
       };
       const progress = opts.onProgress ? (bytes: number, total: number) => opts.onProgress?.({ phase: 'write', bytes, total }) : null;
-      const out = await this.native.importSession(bytes, JSON.stringify(o), globalThis.crypto.randomUUID(), Date.now(), opts.signal ?? null, progress);
+      const out = await this.native.importSession(bytes, toJson(o), globalThis.crypto.randomUUID(), Date.now(), opts.signal ?? null, progress);
       return (JSON.parse(out) as { info: StoredSessionInfo }).info;
     });
   }
@@ -583,8 +584,8 @@ export class IndexedDbStore {
   async loadSession(id: string, opts: (LoadOptions | LazyOptions) & { lazy?: boolean } = {}): Promise<Session | LazySession> {
     const { lazy, ...rest } = opts;
     await this.settled();
-    if (lazy) return new LazySession(await callAsync(() => this.native.loadLazy(id, JSON.stringify(rest))));
-    return Session.fromNative(await callAsync(() => this.native.loadSession(id, JSON.stringify(rest))));
+    if (lazy) return new LazySession(await callAsync(() => this.native.loadLazy(id, toJson(rest))));
+    return Session.fromNative(await callAsync(() => this.native.loadSession(id, toJson(rest))));
   }
 
   /** Removes a session with its checkpoints and event log. Throws `NOT_FOUND`. */
@@ -599,7 +600,7 @@ export class IndexedDbStore {
 
   /** Appends an entry at the current leaf (or `parentId`); resolves to its id once stored. */
   appendEntry(id: string, entry: NewEntry): Promise<string> {
-    return this.serial(() => this.native.appendEntry(id, JSON.stringify(entry), Date.now()));
+    return this.serial(() => this.native.appendEntry(id, toJson(entry, 'the entry'), Date.now()));
   }
 
   /**
@@ -673,7 +674,7 @@ export class IndexedDbStore {
       let seq = opts.eventSeq ?? null;
       const log = this.logs.get(id)?.log;
       if (seq === null && log) seq = (await (await log).lastBookmark())?.seq ?? null;
-      const o = JSON.stringify({ ...opts, eventSeq: seq });
+      const o = toJson({ ...opts, eventSeq: seq });
       return JSON.parse(await this.native.saveCheckpoint(id, o, globalThis.crypto.randomUUID(), Date.now())) as Checkpoint;
     });
   }
@@ -754,7 +755,7 @@ export interface IndexedDbAgentStoreOptions {
  */
 export function redactSecrets<T>(value: T): T {
   if (value === undefined) return value;
-  return JSON.parse(call(() => wasm().redactSecretsJson(JSON.stringify(value)))) as T;
+  return JSON.parse(call(() => wasm().redactSecretsJson(toJson(value)))) as T;
 }
 
 /**
