@@ -279,13 +279,13 @@ export const SessionMigrator = {
       if (typeof source === 'string') parts.push(call(() => m.push(source)));
       else {
         const blob = source instanceof Uint8Array ? new Blob([source as Uint8Array<ArrayBuffer>]) : source;
-        const step = opts.stepBytes ?? BLOB_CHUNK;
-        for (let off = 0; off < blob.size; off += step) {
-          const bytes = new Uint8Array(await blob.slice(off, off + step).arrayBuffer());
-          const text = call(() => decoder.decode(bytes, { stream: off + step < blob.size }));
+        const size = blobSize(blob);
+        await readBlobSlices(blob, size, opts.stepBytes ?? BLOB_CHUNK, (bytes, off) => {
+          const end = off + bytes.byteLength;
+          const text = call(() => decoder.decode(bytes, { stream: end < size }));
           parts.push(call(() => m.push(text)));
-          opts.onProgress?.({ bytesRead: Math.min(off + step, blob.size), totalBytes: total, messagesChanged: m.messagesChanged });
-        }
+          opts.onProgress?.({ bytesRead: end, totalBytes: total, messagesChanged: m.messagesChanged });
+        });
       }
       parts.push(call(() => m.finish()));
       const r = JSON.parse(call(() => m.resultJson())) as { report: CompatibilityReport; idMap: Record<string, string> };
@@ -306,6 +306,57 @@ function wasm(): WasmBackend {
 
 /** Bytes read per slice of a `Blob`. */
 const BLOB_CHUNK = 8 << 20;
+
+/**
+ * Bytes set aside up front for a `Blob`, at most: its `size` is only a claim,
+ * so a larger one grows as its slices arrive instead of being reserved whole.
+ */
+const RESERVE_MAX = 64 << 20;
+
+/** A `Blob`'s `size`, checked: a byte count (a safe integer ≥ 0), else `INVALID_INPUT`. */
+function blobSize(blob: Blob): number {
+  const size = (blob as { size?: unknown }).size;
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) {
+    throw new ForkpointError({ code: 'INVALID_INPUT', message: `the Blob's size (${String(size)}) is not a byte count` });
+  }
+  return size;
+}
+
+/**
+ * Reads `size` bytes of a `Blob` in slices of `step`, handing each to
+ * `onSlice` with its offset. A slice that gives fewer or more bytes than the
+ * size promised — a `Blob` whose `size` is wrong, or a file that changed while
+ * it was read — ends the read with `INVALID_INPUT`; a slice that cannot be
+ * read at all is `IO`.
+ */
+async function readBlobSlices(
+  blob: Blob,
+  size: number,
+  step: number,
+  onSlice: (bytes: Uint8Array, off: number) => void,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (!Number.isSafeInteger(step) || step <= 0) {
+    throw new ForkpointError({ code: 'INVALID_INPUT', message: `the slice size (${String(step)}) must be a positive whole number of bytes` });
+  }
+  for (let off = 0; off < size; off += step) {
+    if (signal?.aborted) throw new ForkpointError({ code: 'ABORTED', message: 'the import was aborted; nothing of it was stored' });
+    const want = Math.min(step, size - off);
+    let part: Uint8Array;
+    try {
+      part = new Uint8Array(await blob.slice(off, off + want).arrayBuffer());
+    } catch (e) {
+      throw new ForkpointError({ code: 'IO', message: `reading the Blob at byte ${off} failed: ${e instanceof Error ? e.message : String(e)}` });
+    }
+    if (part.byteLength !== want) {
+      throw new ForkpointError({
+        code: 'INVALID_INPUT',
+        message: `the Blob gave ${part.byteLength} byte(s) at offset ${off} where its size (${size}) promised ${want}: its size is wrong, or it changed while it was read`,
+      });
+    }
+    onSlice(part, off);
+  }
+}
 
 const json = (o: unknown): string | null => (o === undefined ? null : toJson(o));
 
@@ -343,15 +394,14 @@ export class Session extends SessionView {
 
   /** Loads a session from a `File` or `Blob`, reading it in slices. */
   static async fromBlob(blob: Blob, opts?: LoadOptions): Promise<Session> {
+    const size = blobSize(blob);
     const b = call(() => new (wasm().NativeSessionBuilder)());
     try {
-      // One buffer of the blob's size: the slices are copied in once, not
-      // again each time a growing buffer moves.
-      b.reserve(blob.size);
-      for (let off = 0; off < blob.size; off += BLOB_CHUNK) {
-        const chunk = new Uint8Array(await blob.slice(off, off + BLOB_CHUNK).arrayBuffer());
-        call(() => b.push(chunk));
-      }
+      // One buffer of the blob's size (up to RESERVE_MAX: the size is a claim
+      // until the slices are read): the slices are copied in once, not again
+      // each time a growing buffer moves.
+      b.reserve(Math.min(size, RESERVE_MAX));
+      await readBlobSlices(blob, size, BLOB_CHUNK, (chunk) => call(() => b.push(chunk)));
       const name = (blob as { name?: unknown }).name;
       return new Session(call(() => b.finish(json(opts), typeof name === 'string' ? name : null)));
     } finally {
@@ -712,14 +762,30 @@ export class IndexedDbStore {
 async function readSource(source: Blob | Uint8Array | string, opts: Pick<StoreImportOptions, 'signal' | 'onProgress'>): Promise<Uint8Array> {
   if (typeof source === 'string') return new TextEncoder().encode(source);
   if (source instanceof Uint8Array) return source;
-  const out = new Uint8Array(source.size);
-  for (let off = 0; off < source.size; off += BLOB_CHUNK) {
-    if (opts.signal?.aborted) throw new ForkpointError({ code: 'ABORTED', message: 'the import was aborted; nothing of it was stored' });
-    const part = new Uint8Array(await source.slice(off, off + BLOB_CHUNK).arrayBuffer());
-    out.set(part, off);
-    opts.onProgress?.({ phase: 'read', bytes: off + part.byteLength, total: source.size });
+  const size = blobSize(source);
+  // One buffer of the claimed size only up to RESERVE_MAX; a larger Blob is
+  // joined once every slice has come (its size then proven).
+  const out = size <= RESERVE_MAX ? new Uint8Array(size) : null;
+  const parts: Uint8Array[] = [];
+  await readBlobSlices(
+    source,
+    size,
+    BLOB_CHUNK,
+    (part, off) => {
+      if (out) out.set(part, off);
+      else parts.push(part);
+      opts.onProgress?.({ phase: 'read', bytes: off + part.byteLength, total: size });
+    },
+    opts.signal,
+  );
+  if (out) return out;
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.byteLength;
   }
-  return out;
+  return all;
 }
 
 // ---------------------------------------------------------------------------
