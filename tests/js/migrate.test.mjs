@@ -248,3 +248,33 @@ test(`[${BACKEND}] a Codex rollout with user turns only in event_msg user_messag
   assert.equal(users.length, 3, users.join(' | '));
   assert.deepEqual(users.slice(1), ['list the files', 'thanks']);
 });
+
+// A Blob-like object whose `size` claims more bytes than its slices give ends
+// with INVALID_INPUT (no endless loop, no buffer of the claimed size).
+test('[wasm] Session.fromBlob and SessionMigrator.migrate: a Blob that lies about its size is INVALID_INPUT', async () => {
+  const bytes = readFileSync(fixturesDir + 'branches.jsonl');
+  class Lying extends Blob {
+    get size() {
+      return 1e12;
+    }
+  }
+  const fakes = [
+    new Lying([bytes]),
+    { size: 1e12, slice: () => new Blob([]) },
+    { size: bytes.length + 1, slice: (a, b) => new Blob([bytes.subarray(a, b)]) },
+    { size: 1e12, slice: () => ({ arrayBuffer: async () => new ArrayBuffer(0) }), stream: () => new Blob([]).stream() },
+  ];
+  for (const blob of fakes) {
+    const t0 = Date.now();
+    const e = await rejectsCode(assert, web.Session.fromBlob(blob), 'INVALID_INPUT');
+    assert.match(e.message, /promised/);
+    await rejectsCode(assert, web.SessionMigrator.migrate(blob, 'anthropic', 'openai'), 'INVALID_INPUT');
+    assert.ok(Date.now() - t0 < 5000, 'ends at the first short slice');
+  }
+  for (const size of [Infinity, -1, 1.5, NaN, '12']) {
+    const e = await rejectsCode(assert, web.Session.fromBlob({ size, slice: () => new Blob([]) }), 'INVALID_INPUT');
+    assert.match(e.message, /not a byte count/);
+  }
+  // An honest Blob still loads, in slices.
+  assert.equal((await web.Session.fromBlob(new Blob([bytes]))).entryCount, fromJsonl(bytes).entryCount);
+});

@@ -182,3 +182,15 @@ test('listSessions reads headers and tails and reports non-sessions', async () =
   assert.ok(!existsSync(join(dir, 'branches.jsonl.idx.json')), 'listing writes nothing');
   await rejectsCode(assert, listSessions(join(dir, 'nope')), 'NOT_FOUND');
 });
+
+test('SessionWriter.append: an entry nested too deeply for JSON is INVALID_INPUT and the file is unchanged', async () => {
+  const path = join(tmp(), 's.jsonl');
+  const w = await SessionWriter.open(path, { cwd: '/project' });
+  await w.append({ type: 'message', message: { role: 'user', content: 'first', timestamp: 1 } });
+  const before = readFileSync(path);
+  let deep = [];
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  await assert.rejects(w.append({ type: 'custom', customType: 'deep', data: deep }), (e) => e.code === 'INVALID_INPUT' && /nested too deeply/.test(e.message));
+  assert.ok(readFileSync(path).equals(before));
+  await w.close();
+});

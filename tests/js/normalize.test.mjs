@@ -137,8 +137,14 @@ test(`[${BACKEND}] MessageNormalizer: the seed API, one message at a time`, () =
 
 test(`[${BACKEND}] checkCompatibility lists what a pair may lose; errors have codes`, () => {
   const { SessionMigrator } = pkg;
+  // The same provider: only the repairs made for it too, nothing an origin owns.
   const same = SessionMigrator.checkCompatibility('google', 'google');
-  assert.deepEqual(same, { compatible: true, warnings: [], lossyFields: [], steps: [] });
+  const sameCodes = same.steps.map((s) => s.code);
+  for (const c of ['image_type_unsupported', 'leading_user_turn_added', 'orphan_tool_result_dropped']) assert.ok(sameCodes.includes(c), c);
+  for (const c of ['thinking_to_text', 'signature_dropped', 'tool_error_flag_lost']) assert.ok(!sameCodes.includes(c), c);
+  const toAnthropic = SessionMigrator.checkCompatibility('openai', 'anthropic').steps.map((s) => s.code);
+  for (const c of ['tool_calls_to_text', 'leading_user_turn_added', 'mime_type_derived', 'image_type_unsupported']) assert.ok(toAnthropic.includes(c), c);
+  assert.ok(SessionMigrator.checkCompatibility('anthropic', 'openai-responses').steps.some((s) => s.code === 'filename_extension_added'));
   const r = SessionMigrator.checkCompatibility('anthropic', 'openai');
   assert.equal(r.compatible, false);
   for (const f of ['thinking', 'thinkingSignature', 'isError']) assert.ok(r.lossyFields.includes(f), f);
@@ -269,4 +275,26 @@ test(`[${BACKEND}] requestBuilder: each build is the request toProvider gives fo
   }
   throwsCode(assert, () => pkg.requestBuilder('nope'), 'INVALID_INPUT');
   throwsCode(assert, () => pkg.requestBuilder('openai').push([{ content: 'no role' }]), 'INVALID_INPUT');
+});
+
+test(`[${BACKEND}] objects nested too deeply for JSON are INVALID_INPUT (not INTERNAL), and nothing is kept`, () => {
+  const nest = (n, array) => {
+    let v = array ? [] : {};
+    for (let i = 0; i < n; i++) v = array ? [v] : { a: v };
+    return v;
+  };
+  for (const deep of [nest(100_000, false), nest(100_000, true)]) {
+    const msgs = [{ role: 'user', content: [{ type: 'text', text: 'hi', extra: deep }] }];
+    const e = throwsCode(assert, () => pkg.toProvider(msgs, 'openai'), 'INVALID_INPUT');
+    assert.match(e.message, /nested too deeply/);
+    throwsCode(assert, () => pkg.toProvider([{ role: 'user', content: 'hi' }], 'anthropic', { tools: [{ name: 'f', parameters: deep }] }), 'INVALID_INPUT');
+    throwsCode(assert, () => pkg.fromProvider({ messages: [{ role: 'user', content: 'x', deep }] }, 'anthropic'), 'INVALID_INPUT');
+    throwsCode(assert, () => pkg.MessageNormalizer.normalize({ role: 'user', content: 'x', deep }, 'openai'), 'INVALID_INPUT');
+    const b = pkg.requestBuilder('anthropic');
+    assert.equal(b.push([{ role: 'user', content: 'first' }]), 1);
+    throwsCode(assert, () => b.push(msgs), 'INVALID_INPUT');
+    throwsCode(assert, () => b.push(msgs[0]), 'INVALID_INPUT');
+    // The builder holds what it held.
+    assert.deepEqual(b.build().request.messages, [{ role: 'user', content: 'first' }]);
+  }
 });

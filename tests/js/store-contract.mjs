@@ -147,6 +147,22 @@ export const cases = [
       await assert.rejectsCode(store.deleteSession('missing'), 'NOT_FOUND');
       await assert.rejectsCode(store.appendEntry(kept.id, { type: 'message', parentId: 'nope', message: { role: 'user', content: 'x' } }), 'NOT_FOUND');
       await assert.rejectsCode(store.appendEntry(kept.id, { noType: 1 }), 'INVALID_INPUT');
+      // Nested deeper than JSON.stringify can go: INVALID_INPUT, not a crash.
+      let deep = {};
+      for (let i = 0; i < 100_000; i++) deep = { a: deep };
+      const de = await assert.rejectsCode(store.appendEntry(kept.id, { type: 'custom', customType: 'deep', data: deep }), 'INVALID_INPUT');
+      assert.ok(/nested too deeply/.test(de.message), de.message);
+      // A Blob whose size claims more than its slices give: INVALID_INPUT, not a
+      // loop over a terabyte or a buffer of that size.
+      class Lying extends Blob {
+        get size() {
+          return 1e12;
+        }
+      }
+      const le = await assert.rejectsCode(store.importSession(new Lying([await bytes('compactions.jsonl')])), 'INVALID_INPUT');
+      assert.ok(/promised/.test(le.message), le.message);
+      await assert.rejectsCode(store.importSession({ size: 1e12, slice: () => new Blob([]) }), 'INVALID_INPUT');
+      await assert.rejectsCode(store.importSession({ size: Infinity, slice: () => new Blob([]) }), 'INVALID_INPUT');
       await assert.rejectsCode(store.moveLeaf(kept.id, 'nope'), 'NOT_FOUND');
       const list = await store.listSessions();
       assert.deepEqual(

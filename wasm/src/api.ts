@@ -36,6 +36,7 @@ import {
   type AgentBackend,
   type NativeAgentLike,
   type Redactor,
+  toJson,
 } from '@forkpoint/shared';
 import type { CompatibilityReport, ImportSummary, LimitOptions, MigrationProgress, ProviderName, ToProviderOptions } from '@forkpoint/types';
 
@@ -278,13 +279,13 @@ export const SessionMigrator = {
       if (typeof source === 'string') parts.push(call(() => m.push(source)));
       else {
         const blob = source instanceof Uint8Array ? new Blob([source as Uint8Array<ArrayBuffer>]) : source;
-        const step = opts.stepBytes ?? BLOB_CHUNK;
-        for (let off = 0; off < blob.size; off += step) {
-          const bytes = new Uint8Array(await blob.slice(off, off + step).arrayBuffer());
-          const text = call(() => decoder.decode(bytes, { stream: off + step < blob.size }));
+        const size = blobSize(blob);
+        await readBlobSlices(blob, size, opts.stepBytes ?? BLOB_CHUNK, (bytes, off) => {
+          const end = off + bytes.byteLength;
+          const text = call(() => decoder.decode(bytes, { stream: end < size }));
           parts.push(call(() => m.push(text)));
-          opts.onProgress?.({ bytesRead: Math.min(off + step, blob.size), totalBytes: total, messagesChanged: m.messagesChanged });
-        }
+          opts.onProgress?.({ bytesRead: end, totalBytes: total, messagesChanged: m.messagesChanged });
+        });
       }
       parts.push(call(() => m.finish()));
       const r = JSON.parse(call(() => m.resultJson())) as { report: CompatibilityReport; idMap: Record<string, string> };
@@ -306,7 +307,58 @@ function wasm(): WasmBackend {
 /** Bytes read per slice of a `Blob`. */
 const BLOB_CHUNK = 8 << 20;
 
-const json = (o: unknown): string | null => (o === undefined ? null : JSON.stringify(o));
+/**
+ * Bytes set aside up front for a `Blob`, at most: its `size` is only a claim,
+ * so a larger one grows as its slices arrive instead of being reserved whole.
+ */
+const RESERVE_MAX = 64 << 20;
+
+/** A `Blob`'s `size`, checked: a byte count (a safe integer ≥ 0), else `INVALID_INPUT`. */
+function blobSize(blob: Blob): number {
+  const size = (blob as { size?: unknown }).size;
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) {
+    throw new ForkpointError({ code: 'INVALID_INPUT', message: `the Blob's size (${String(size)}) is not a byte count` });
+  }
+  return size;
+}
+
+/**
+ * Reads `size` bytes of a `Blob` in slices of `step`, handing each to
+ * `onSlice` with its offset. A slice that gives fewer or more bytes than the
+ * size promised — a `Blob` whose `size` is wrong, or a file that changed while
+ * it was read — ends the read with `INVALID_INPUT`; a slice that cannot be
+ * read at all is `IO`.
+ */
+async function readBlobSlices(
+  blob: Blob,
+  size: number,
+  step: number,
+  onSlice: (bytes: Uint8Array, off: number) => void,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (!Number.isSafeInteger(step) || step <= 0) {
+    throw new ForkpointError({ code: 'INVALID_INPUT', message: `the slice size (${String(step)}) must be a positive whole number of bytes` });
+  }
+  for (let off = 0; off < size; off += step) {
+    if (signal?.aborted) throw new ForkpointError({ code: 'ABORTED', message: 'the import was aborted; nothing of it was stored' });
+    const want = Math.min(step, size - off);
+    let part: Uint8Array;
+    try {
+      part = new Uint8Array(await blob.slice(off, off + want).arrayBuffer());
+    } catch (e) {
+      throw new ForkpointError({ code: 'IO', message: `reading the Blob at byte ${off} failed: ${e instanceof Error ? e.message : String(e)}` });
+    }
+    if (part.byteLength !== want) {
+      throw new ForkpointError({
+        code: 'INVALID_INPUT',
+        message: `the Blob gave ${part.byteLength} byte(s) at offset ${off} where its size (${size}) promised ${want}: its size is wrong, or it changed while it was read`,
+      });
+    }
+    onSlice(part, off);
+  }
+}
+
+const json = (o: unknown): string | null => (o === undefined ? null : toJson(o));
 
 /** A loaded session (the same API as `SessionLoader` in the Node package). */
 export class Session extends SessionView {
@@ -342,15 +394,14 @@ export class Session extends SessionView {
 
   /** Loads a session from a `File` or `Blob`, reading it in slices. */
   static async fromBlob(blob: Blob, opts?: LoadOptions): Promise<Session> {
+    const size = blobSize(blob);
     const b = call(() => new (wasm().NativeSessionBuilder)());
     try {
-      // One buffer of the blob's size: the slices are copied in once, not
-      // again each time a growing buffer moves.
-      b.reserve(blob.size);
-      for (let off = 0; off < blob.size; off += BLOB_CHUNK) {
-        const chunk = new Uint8Array(await blob.slice(off, off + BLOB_CHUNK).arrayBuffer());
-        call(() => b.push(chunk));
-      }
+      // One buffer of the blob's size (up to RESERVE_MAX: the size is a claim
+      // until the slices are read): the slices are copied in once, not again
+      // each time a growing buffer moves.
+      b.reserve(Math.min(size, RESERVE_MAX));
+      await readBlobSlices(blob, size, BLOB_CHUNK, (chunk) => call(() => b.push(chunk)));
       const name = (blob as { name?: unknown }).name;
       return new Session(call(() => b.finish(json(opts), typeof name === 'string' ? name : null)));
     } finally {
@@ -401,7 +452,7 @@ export async function importSession(
 ): Promise<{ session: Session; summary: ImportSummary; text: string }> {
   const bytes = await readSource(source, {});
   const id = opts.id ?? (opts.copy ? globalThis.crypto.randomUUID() : null);
-  const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString(), JSON.stringify(opts)));
+  const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString(), toJson(opts)));
   const nl = out.indexOf('\n');
   const summary = JSON.parse(out.slice(0, nl)) as ImportSummary;
   const text = out.slice(nl + 1);
@@ -547,7 +598,7 @@ export class IndexedDbStore {
         maxCompressionRatio: opts.maxCompressionRatio,
       };
       const progress = opts.onProgress ? (bytes: number, total: number) => opts.onProgress?.({ phase: 'write', bytes, total }) : null;
-      const out = await this.native.importSession(bytes, JSON.stringify(o), globalThis.crypto.randomUUID(), Date.now(), opts.signal ?? null, progress);
+      const out = await this.native.importSession(bytes, toJson(o), globalThis.crypto.randomUUID(), Date.now(), opts.signal ?? null, progress);
       return (JSON.parse(out) as { info: StoredSessionInfo }).info;
     });
   }
@@ -583,8 +634,8 @@ export class IndexedDbStore {
   async loadSession(id: string, opts: (LoadOptions | LazyOptions) & { lazy?: boolean } = {}): Promise<Session | LazySession> {
     const { lazy, ...rest } = opts;
     await this.settled();
-    if (lazy) return new LazySession(await callAsync(() => this.native.loadLazy(id, JSON.stringify(rest))));
-    return Session.fromNative(await callAsync(() => this.native.loadSession(id, JSON.stringify(rest))));
+    if (lazy) return new LazySession(await callAsync(() => this.native.loadLazy(id, toJson(rest))));
+    return Session.fromNative(await callAsync(() => this.native.loadSession(id, toJson(rest))));
   }
 
   /** Removes a session with its checkpoints and event log. Throws `NOT_FOUND`. */
@@ -599,7 +650,7 @@ export class IndexedDbStore {
 
   /** Appends an entry at the current leaf (or `parentId`); resolves to its id once stored. */
   appendEntry(id: string, entry: NewEntry): Promise<string> {
-    return this.serial(() => this.native.appendEntry(id, JSON.stringify(entry), Date.now()));
+    return this.serial(() => this.native.appendEntry(id, toJson(entry, 'the entry'), Date.now()));
   }
 
   /**
@@ -673,7 +724,7 @@ export class IndexedDbStore {
       let seq = opts.eventSeq ?? null;
       const log = this.logs.get(id)?.log;
       if (seq === null && log) seq = (await (await log).lastBookmark())?.seq ?? null;
-      const o = JSON.stringify({ ...opts, eventSeq: seq });
+      const o = toJson({ ...opts, eventSeq: seq });
       return JSON.parse(await this.native.saveCheckpoint(id, o, globalThis.crypto.randomUUID(), Date.now())) as Checkpoint;
     });
   }
@@ -711,14 +762,30 @@ export class IndexedDbStore {
 async function readSource(source: Blob | Uint8Array | string, opts: Pick<StoreImportOptions, 'signal' | 'onProgress'>): Promise<Uint8Array> {
   if (typeof source === 'string') return new TextEncoder().encode(source);
   if (source instanceof Uint8Array) return source;
-  const out = new Uint8Array(source.size);
-  for (let off = 0; off < source.size; off += BLOB_CHUNK) {
-    if (opts.signal?.aborted) throw new ForkpointError({ code: 'ABORTED', message: 'the import was aborted; nothing of it was stored' });
-    const part = new Uint8Array(await source.slice(off, off + BLOB_CHUNK).arrayBuffer());
-    out.set(part, off);
-    opts.onProgress?.({ phase: 'read', bytes: off + part.byteLength, total: source.size });
+  const size = blobSize(source);
+  // One buffer of the claimed size only up to RESERVE_MAX; a larger Blob is
+  // joined once every slice has come (its size then proven).
+  const out = size <= RESERVE_MAX ? new Uint8Array(size) : null;
+  const parts: Uint8Array[] = [];
+  await readBlobSlices(
+    source,
+    size,
+    BLOB_CHUNK,
+    (part, off) => {
+      if (out) out.set(part, off);
+      else parts.push(part);
+      opts.onProgress?.({ phase: 'read', bytes: off + part.byteLength, total: size });
+    },
+    opts.signal,
+  );
+  if (out) return out;
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.byteLength;
   }
-  return out;
+  return all;
 }
 
 // ---------------------------------------------------------------------------
@@ -754,7 +821,7 @@ export interface IndexedDbAgentStoreOptions {
  */
 export function redactSecrets<T>(value: T): T {
   if (value === undefined) return value;
-  return JSON.parse(call(() => wasm().redactSecretsJson(JSON.stringify(value)))) as T;
+  return JSON.parse(call(() => wasm().redactSecretsJson(toJson(value)))) as T;
 }
 
 /**

@@ -2,7 +2,7 @@
  * The durable agent in Node: the shared `Agent` driver over a crash-safe
  * `JSONStore` (the agent machine and the file store live in the Rust core).
  */
-import { ForkpointError, call, callAsync } from '@forkpoint/shared';
+import { ForkpointError, call, callAsync, toJson } from '@forkpoint/shared';
 import type { AgentBackend, NativeAgentLike, Redactor } from '@forkpoint/shared';
 import { resolve } from 'node:path';
 import * as native from '../native/binding.js';
@@ -85,7 +85,7 @@ export interface JSONStoreOptions {
  */
 export function redactSecrets<T>(value: T): T {
   if (value === undefined) return value;
-  return JSON.parse(call(() => native.redactSecretsJson(JSON.stringify(value)))) as T;
+  return JSON.parse(call(() => native.redactSecretsJson(toJson(value)))) as T;
 }
 
 /**

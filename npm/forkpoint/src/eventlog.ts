@@ -1,5 +1,5 @@
 import type { EventLogOptions } from '@forkpoint/types';
-import { EventLog as SharedEventLog, callAsync } from '@forkpoint/shared';
+import { EventLog as SharedEventLog, callAsync, toJson } from '@forkpoint/shared';
 import type { NativeEventLogLike } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
 
@@ -14,7 +14,7 @@ export class EventLog extends SharedEventLog {
    * index beside it (`<file>.idx.json`) is rebuilt when missing or stale.
    */
   static async open(path: string, opts?: EventLogOptions): Promise<EventLog> {
-    const o = opts === undefined ? undefined : JSON.stringify(opts);
+    const o = opts === undefined ? undefined : toJson(opts);
     return new EventLog(await callAsync(() => native.NativeEventLog.open(path, o)));
   }
 

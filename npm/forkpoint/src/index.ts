@@ -17,14 +17,14 @@ import type {
   WriterOpenReport,
   WriterOptions,
 } from '@forkpoint/types';
-import { LazyView, SessionView, call, callAsync } from '@forkpoint/shared';
+import { LazyView, SessionView, call, callAsync, toJson } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
 
 export { ForkpointError, EventBus } from '@forkpoint/shared';
 export type { SessionBranch, ContextOptions, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from '@forkpoint/shared';
 export type * from '@forkpoint/types';
 
-const json = (o: unknown): string | undefined => (o === undefined ? undefined : JSON.stringify(o));
+const json = (o: unknown): string | undefined => (o === undefined ? undefined : toJson(o));
 
 /** A session file loaded whole (in milliseconds, even for very large files). */
 export class SessionLoader extends SessionView {
@@ -136,7 +136,7 @@ export class SessionWriter {
 
   /** Appends an entry; resolves to its id once it is on disk. */
   append(entry: NewEntry): Promise<string> {
-    return callAsync(() => this.native.append(JSON.stringify(entry)));
+    return callAsync(() => this.native.append(toJson(entry, 'the entry')));
   }
 
   /** Moves the current leaf to `id` (`null`: before the first entry) with a durable `leaf` entry. */

@@ -9,7 +9,7 @@ import { dirname, basename, join } from 'node:path';
 import { open } from 'node:fs/promises';
 import { constants as fsc } from 'node:fs';
 import { constants as bufc } from 'node:buffer';
-import { createNormalizer, callAsync, call, ForkpointError, requestBuilderOf, type RequestBuilder } from '@forkpoint/shared';
+import { createNormalizer, callAsync, call, ForkpointError, requestBuilderOf, type RequestBuilder, toJson } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
 
 const api = createNormalizer(native);
@@ -164,7 +164,7 @@ export async function importSession(source: string | Uint8Array, opts: ImportOpt
         dst,
         opts.format ?? 'auto',
         opts.id ?? (opts.copy ? randomUUID() : null),
-        JSON.stringify(opts),
+        toJson(opts),
         opts.overwrite ?? false,
       ),
     ),

@@ -4,7 +4,7 @@
  * runs over it as over `JSONStore`; the storage lives in the Rust core
  * (`forkpoint-pg`), driven on the addon's thread pool.
  */
-import { ForkpointError, call, callAsync } from '@forkpoint/shared';
+import { ForkpointError, call, callAsync, toJson } from '@forkpoint/shared';
 import type { AgentBackend, NativeAgentLike, Redactor } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
 import type { AgentBytes, StoredAgentMeta } from './agent.js';
@@ -78,7 +78,7 @@ export class PostgresStore implements AgentBackend {
       throw new ForkpointError({ code: 'INVALID_INPUT', message: 'PostgresStore: redact is a function (value, where) => value' });
     }
     const { redact, ...rest } = o;
-    const n = await callAsync(() => native.NativeStore.openPostgres(JSON.stringify(rest)));
+    const n = await callAsync(() => native.NativeStore.openPostgres(toJson(rest)));
     return new PostgresStore(n, o.schema ?? 'forkpoint', redact);
   }
 

@@ -9,7 +9,7 @@
  * browsers (over IndexedDB).
  */
 import type { AgentEvent, AgentEventType, AgentMessage, AgentMeta, AgentModelRef, ErrorCode, ModelDelta, Permission as MetaPermission, Bookmark, Breakpoint, Channel, CheckpointInfo, ToolCallRecord, ToolCallState } from '@forkpoint/types';
-import { ForkpointError, call, callAsync, toForkpointError } from './errors.js';
+import { ForkpointError, call, callAsync, toForkpointError, toJson } from './errors.js';
 import { ENDS_ON_ABORT, isStreamingProvider } from './provider.js';
 import type { StreamingProvider, WireRequest } from './provider.js';
 import { EventBus } from './events.js';
@@ -172,7 +172,7 @@ export class ToolRegistry {
 
   /** @internal The specs the agent machine decides with (JSON). */
   specsJson(): string {
-    return JSON.stringify(
+    return toJson(
       [...this.tools.values()].map((t) => ({
         name: t.name,
         description: t.description ?? '',
@@ -558,7 +558,7 @@ export class Agent {
       systemPrompt: config.systemPrompt ?? template?.systemPrompt ?? null,
       metadata: config.metadata ?? {},
     };
-    const n = await deps.store.createAgent(JSON.stringify(meta), deps.toolRegistry.specsJson());
+    const n = await deps.store.createAgent(toJson(meta), deps.toolRegistry.specsJson());
     const agent = new Agent(n, provider, deps);
     agent.log.pump();
     return agent;
@@ -633,7 +633,7 @@ export class Agent {
       if (config.metadata) changes.metadata = config.metadata;
       agent = new Agent(n, provider, deps);
       const out = JSON.parse(
-        await callAsync(() => n.resume(JSON.stringify({ strategy: opts.strategy ?? 'manual', changes, autoRun: !!opts.autoRun }))),
+        await callAsync(() => n.resume(toJson({ strategy: opts.strategy ?? 'manual', changes, autoRun: !!opts.autoRun }))),
       ) as { step: StepOut };
       agent.carryOut(out.step);
     } catch (e) {
@@ -646,7 +646,7 @@ export class Agent {
   // -- the driver ------------------------------------------------------------
 
   private query<T>(q: Record<string, unknown>): T {
-    return JSON.parse(call(() => this.n.query(JSON.stringify(q)))) as T;
+    return JSON.parse(call(() => this.n.query(toJson(q)))) as T;
   }
 
   /** Loads the whole session (once) before a query that needs the history. */
@@ -665,7 +665,7 @@ export class Agent {
   private async input(i: Record<string, unknown>): Promise<StepOut> {
     let text: string;
     try {
-      text = await callAsync(() => this.n.input(JSON.stringify(i)));
+      text = await callAsync(() => this.n.input(toJson(i)));
     } catch (e) {
       this.fenced(e);
       throw e;
@@ -756,7 +756,7 @@ export class Agent {
     let answer: unknown = reply;
     if (this.deps.store.redact) {
       // Stored filtered; this process runs the tools with what the model wrote.
-      const m = JSON.parse(call(() => this.n.completeReply(JSON.stringify(reply)))) as { content: Array<Record<string, unknown>> };
+      const m = JSON.parse(call(() => this.n.completeReply(toJson(reply)))) as { content: Array<Record<string, unknown>> };
       this.liveInputs.clear();
       m.content = m.content.map((b) => {
         if (b?.type !== 'toolCall') return b;
@@ -1000,7 +1000,7 @@ export class Agent {
     if (!threw) {
       value = this.redact(value, { ...where, isError: false });
       try {
-        const text = value === undefined ? 'null' : JSON.stringify(value);
+        const text = value === undefined ? 'null' : toJson(value);
         outcome = { kind: 'value', value: text ?? 'null' };
       } catch (e) {
         outcome = { kind: 'notJson', message: String((e as Error)?.message ?? e) };
@@ -1162,7 +1162,7 @@ export class Agent {
     const provider = Agent.providerOf(model, this.deps);
     let text: string;
     try {
-      text = await callAsync(() => this.n.changeMeta(JSON.stringify({ model: refOf(provider) })));
+      text = await callAsync(() => this.n.changeMeta(toJson({ model: refOf(provider) })));
     } catch (e) {
       this.fenced(e);
       throw e;

@@ -77,3 +77,23 @@ export async function callAsync<T>(f: () => Promise<T>): Promise<T> {
     throw toForkpointError(e);
   }
 }
+
+/**
+ * `JSON.stringify` for values a caller hands over to the native side. A value
+ * nested too deeply for the JavaScript stack, a cycle or a BigInt is
+ * `INVALID_INPUT` (naming `what`), thrown before anything is sent or stored.
+ */
+export function toJson(value: unknown, what = 'the value'): string {
+  try {
+    return JSON.stringify(value);
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    if (e instanceof RangeError && /call stack/i.test(message)) {
+      throw new ForkpointError({ code: 'INVALID_INPUT', message: `${what} is nested too deeply to be converted to JSON (${message})` });
+    }
+    if (e instanceof RangeError) {
+      throw new ForkpointError({ code: 'INVALID_INPUT', message: `${what} is too large to be converted to JSON (${message})` });
+    }
+    throw new ForkpointError({ code: 'INVALID_INPUT', message: `${what} cannot be converted to JSON: ${message}` });
+  }
+}

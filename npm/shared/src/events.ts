@@ -1,5 +1,5 @@
 import type { Bookmark, Channel, EventFilter, EventLogInfo } from '@forkpoint/types';
-import { call, callAsync } from './errors.js';
+import { call, callAsync, toJson } from './errors.js';
 
 /** What the napi and wasm builds expose for an event log. */
 export interface NativeEventLogLike {
@@ -106,7 +106,7 @@ export class EventLog {
   /** Appends an event; resolves to its bookmark once it is durable. */
   async append(event: NewEvent): Promise<Bookmark> {
     try {
-      return JSON.parse(await callAsync(() => this.native.append(JSON.stringify(event)))) as Bookmark;
+      return JSON.parse(await callAsync(() => this.native.append(toJson(event)))) as Bookmark;
     } finally {
       this.pump();
     }
@@ -125,7 +125,7 @@ export class EventLog {
 
   private async read(since: number | null, until: number | null, opts: EventFilter): Promise<LoggedEvent[]> {
     const native = this.native;
-    const filter = JSON.stringify(opts);
+    const filter = toJson(opts);
     if (!native.reader) return JSON.parse(await callAsync(() => native.readJson(since, until, filter))) as LoggedEvent[];
     // In parts: the addon reads ahead on its own thread while this one parses.
     const reader = call(() => native.reader!(since, until, filter));
@@ -286,7 +286,7 @@ export class EventBus {
   subscribe(opts: SubscribeOptions = {}): AsyncIterableIterator<BookmarkedEvent> {
     const log = this.log;
     const native = log.native;
-    const filter = JSON.stringify({ channels: opts.channels, kinds: opts.kinds });
+    const filter = toJson({ channels: opts.channels, kinds: opts.kinds });
     const [kind, seq] = opts.since === undefined ? ['live', null] : opts.since === null ? ['start', null] : ['after', seqOf(opts.since)];
     const id = call(() => native.subscribe(filter, kind, seq));
     let closed = false;

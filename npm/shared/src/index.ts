@@ -1,4 +1,4 @@
-export { ForkpointError, toForkpointError, call, callAsync } from './errors.js';
+export { ForkpointError, toForkpointError, call, callAsync, toJson } from './errors.js';
 export { SessionView, LazyView } from './session.js';
 export type { NativeSessionLike, NativeLazyLike, SessionBranch, ContextOptions } from './session.js';
 export { EventLog, EventBus } from './events.js';

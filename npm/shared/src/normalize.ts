@@ -14,7 +14,7 @@ import type {
   ProviderName,
   ToProviderOptions,
 } from '@forkpoint/types';
-import { call, ForkpointError } from './errors.js';
+import { call, ForkpointError, toJson } from './errors.js';
 
 /** The native functions (napi or wasm) behind the API. */
 export interface NativeNormalizerLike {
@@ -72,7 +72,7 @@ const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uD
  */
 function text(v: unknown, what: string): string {
   if (v === undefined || v === null) throw new ForkpointError({ code: 'INVALID_INPUT', message: `${what} is missing` });
-  const t = typeof v === 'string' ? v : JSON.stringify(v);
+  const t = typeof v === 'string' ? v : toJson(v, what);
   const wellFormed = (t as unknown as { isWellFormed?: () => boolean }).isWellFormed?.() ?? t.search(LONE) === -1;
   return wellFormed ? t : t.replace(LONE, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
 }

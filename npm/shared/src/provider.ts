@@ -9,7 +9,7 @@
  * every piece is an event, durable as it arrives. Outside one, `complete()`
  * decodes with a standalone decoder and returns the assistant message.
  */
-import { ForkpointError, call, toForkpointError } from './errors.js';
+import { ForkpointError, call, toForkpointError, toJson } from './errors.js';
 import type { AssistantReply, CompleteOptions, ModelProvider, ModelRef, ModelRequest } from './agent.js';
 
 /** The wire formats (the `toProvider` targets). */
@@ -301,14 +301,14 @@ export function createProviders(native: NativeProviderLike) {
       /** Outside an agent: the request encoded by the core, the answer decoded by it. */
       async complete(request: ModelRequest, o: CompleteOptions): Promise<AssistantReply> {
         const signal = o?.signal ?? new AbortController().signal;
-        const optionsJson = JSON.stringify({ ...options, model: opts.model });
+        const optionsJson = toJson({ ...options, model: opts.model });
         const req = JSON.parse(
           call(() =>
-            native.buildProviderRequestJson(api, optionsJson, request.system ?? null, JSON.stringify(request.messages), JSON.stringify(request.tools ?? [])),
+            native.buildProviderRequestJson(api, optionsJson, request.system ?? null, toJson(request.messages), toJson(request.tools ?? [])),
           ),
         ) as WireRequest & { nameMap: Record<string, string> };
-        const nameMap = JSON.stringify(req.nameMap ?? {});
-        const pricing = opts.pricing ? JSON.stringify(opts.pricing) : null;
+        const nameMap = toJson(req.nameMap ?? {});
+        const pricing = opts.pricing ? toJson(opts.pricing) : null;
         for (let attempt = 0; ; attempt++) {
           const dec = new native.NativeStreamDecoder(api, name, opts.model);
           call(() => dec.configure(nameMap, pricing));

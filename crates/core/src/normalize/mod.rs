@@ -503,33 +503,65 @@ pub fn denormalize_message(
     Ok(o.text())
 }
 
-/// `SessionMigrator.checkCompatibility`: what moving any conversation from
-/// `source` to `target` may lose, before looking at one.
+/// `SessionMigrator.checkCompatibility`: every step a conversion of messages
+/// from `source` (the provider they were recorded with) to `target` may take,
+/// before looking at one — each with the lossy flag the conversion gives it.
+/// The same provider lists the repairs made for it too (rules 6, 12–15 of
+/// FORMAT.md §15.4: a request that breaks them would be rejected).
 pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityReport> {
     let s = Provider::parse(source)?;
     let t = Provider::parse(target)?;
     let mut r = CompatibilityReport::new();
-    if s == t {
-        return Ok(r);
-    }
     use Provider::*;
-    r.lossy(
-        "thinking_to_text",
+    let other = s != t;
+    let (sn, tn) = (s.name(), t.name());
+    let to_ag = matches!(t, Anthropic | Google);
+    let from_chat = matches!(s, OpenAi | Responses);
+
+    // pi's own messages (a session's), rules 1–2.
+    r.step(
+        "pi_message_converted",
         None,
-        "thinking",
-        format!(
-            "{}'s reasoning is sent to {} as plain text (or left out when empty)",
-            s.name(),
-            t.name()
-        ),
+        "pi's bashExecution, custom and summary messages are sent as user messages".into(),
+    );
+    r.step(
+        "excluded_from_context",
+        None,
+        "messages marked excludeFromContext are not sent".into(),
     );
     r.lossy(
-        "signature_dropped",
+        "aborted_turn_dropped",
         None,
-        "thinkingSignature",
-        "reasoning signatures and encrypted reasoning only verify with their origin".into(),
+        "message",
+        "assistant turns that ended with an error or were aborted are not sent".into(),
     );
-    if s == Anthropic {
+    // Rules 3–4: what only verifies with its origin.
+    if other {
+        r.lossy(
+            "thinking_to_text",
+            None,
+            "thinking",
+            format!("{sn}'s reasoning is sent to {tn} as plain text (or left out when empty)"),
+        );
+        r.lossy(
+            "signature_dropped",
+            None,
+            "thinkingSignature",
+            "reasoning signatures and encrypted reasoning only verify with their origin".into(),
+        );
+        r.lossy(
+            "thinking_dropped",
+            None,
+            "thinkingSignature",
+            "empty thinking kept only for its signature is left out".into(),
+        );
+        r.step(
+            "thinking_dropped",
+            None,
+            "empty thinking without a signature is left out".into(),
+        );
+    }
+    if other && s == Anthropic {
         r.lossy(
             "redacted_thinking_dropped",
             None,
@@ -537,7 +569,7 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             "redacted thinking cannot be sent elsewhere".into(),
         );
     }
-    if s == Responses {
+    if other && s == Responses {
         r.lossy(
             "reasoning_item_dropped",
             None,
@@ -545,7 +577,7 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             "Responses reasoning items (encrypted_content) are not sent elsewhere".into(),
         );
     }
-    if matches!(s, Responses | Google) {
+    if other && matches!(s, Responses | Google) {
         r.lossy(
             "signature_dropped",
             None,
@@ -553,7 +585,7 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             "message ids / text signatures belong to their origin".into(),
         );
     }
-    if s == Google {
+    if other && s == Google {
         r.lossy(
             "signature_dropped",
             None,
@@ -561,65 +593,241 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             "Gemini thought signatures on calls belong to their model".into(),
         );
     }
-    if matches!(t, OpenAi | Responses) && matches!(s, Anthropic | Google) {
+    if other {
+        r.lossy(
+            "server_tool_dropped",
+            None,
+            "serverTool",
+            format!("{sn}'s server-tool blocks cannot be replayed to {tn}"),
+        );
+        r.lossy(
+            "unknown_block_dropped",
+            None,
+            "unknown",
+            "blocks of types this version does not know are kept only for their origin".into(),
+        );
+        r.warn_step(
+            "provider_fields_dropped",
+            None,
+            format!("{sn}-specific fields (cache_control, citations, detail, …) are not sent"),
+        );
+        r.lossy(
+            "tool_dropped",
+            None,
+            "tools",
+            format!("{sn}'s hosted tools have no {tn} equivalent"),
+        );
+        r.lossy(
+            "lone_surrogates_replaced",
+            None,
+            "text",
+            "lone UTF-16 surrogates outside opaque values are replaced with U+FFFD".into(),
+        );
+    }
+    // Rule 5: ids and names.
+    r.step(
+        "tool_call_id_mapped",
+        None,
+        format!("tool-call ids that {tn} does not accept are mapped (reversibly)"),
+    );
+    if other {
+        r.step(
+            "tool_name_mapped",
+            None,
+            format!("tool names that {tn} does not accept are mapped (reversibly)"),
+        );
+    }
+    // Rule 6: pairing.
+    r.step(
+        "tool_result_moved",
+        None,
+        "results that come after a user message move up to their calls".into(),
+    );
+    r.warn_step(
+        "missing_tool_result_filled",
+        None,
+        "calls without a result get an error result \"No result provided\"".into(),
+    );
+    r.lossy(
+        "orphan_tool_result_dropped",
+        None,
+        "toolResult",
+        "results for no waiting call are left out".into(),
+    );
+    r.lossy(
+        "duplicate_tool_result_dropped",
+        None,
+        "toolResult",
+        "a second result for the same call is left out".into(),
+    );
+    r.warn_step(
+        "calls_pending_at_end",
+        None,
+        "calls still waiting for results at the end are reported".into(),
+    );
+    if s == Google {
+        r.step(
+            "tool_result_paired_by_name",
+            None,
+            "Gemini results without an id pair with a call by name and position".into(),
+        );
+    }
+    if from_chat {
+        r.step(
+            "tool_result_name_filled",
+            None,
+            format!("{sn} results carry no tool name: they take their call's"),
+        );
+    }
+    if t == Google && other {
+        r.step(
+            "tool_results_reordered",
+            None,
+            "function responses are put in the order of their calls".into(),
+        );
+    }
+    // Rules 7–8.
+    if matches!(t, OpenAi | Responses) {
         r.lossy(
             "tool_error_flag_lost",
             None,
             "isError",
-            format!("{} has no error flag on tool results", t.name()),
+            format!("{tn} has no error flag on tool results"),
         );
     }
-    if t == OpenAi {
-        r.warn_step(
-            "tool_result_image_moved",
-            None,
-            "images in tool results move to a user message after the tool messages".into(),
-        );
-    }
-    if matches!(t, Anthropic | Google) && matches!(s, OpenAi | Responses) {
-        r.lossy(
-            "system_hoisted",
-            None,
-            "system position",
-            "system/developer messages inside the conversation join the system prompt".into(),
-        );
+    if to_ag && from_chat {
         r.warn_step(
             "invalid_arguments_wrapped",
             None,
             "arguments that are not a JSON object are sent as {\"invalid_arguments\": text}".into(),
         );
     }
+    if (t == OpenAi || t == Google) && other {
+        r.warn_step(
+            "tool_result_image_moved",
+            None,
+            format!("images in tool results move to a user message after them ({tn})"),
+        );
+    }
+    // Rule 9.
+    if other || to_ag {
+        r.step(
+            "empty_text_dropped",
+            None,
+            "empty text blocks are left out".into(),
+        );
+        r.step(
+            "empty_turn_dropped",
+            None,
+            "assistant turns with nothing left to send are left out".into(),
+        );
+    }
+    if other {
+        r.lossy(
+            "empty_turn_dropped",
+            None,
+            "message",
+            format!("assistant turns whose only content was {sn}-specific are left out"),
+        );
+    }
+    if to_ag {
+        r.step(
+            "empty_message_dropped",
+            None,
+            format!("messages with no content are left out ({tn} rejects them)"),
+        );
+    }
+    if t == Anthropic {
+        r.step(
+            "trailing_whitespace_trimmed",
+            None,
+            "a final assistant message ending in whitespace is trimmed".into(),
+        );
+    }
+    // Rule 10.
+    if to_ag && (from_chat || (t == Google && s == Anthropic)) {
+        r.lossy(
+            "system_hoisted",
+            None,
+            "system position",
+            "system/developer messages inside the conversation join the system prompt".into(),
+        );
+        r.step(
+            "system_hoisted",
+            None,
+            "system/developer messages before the conversation join the system prompt".into(),
+        );
+    }
+    if t == Google && other {
+        r.step(
+            "thought_signature_sentinel",
+            None,
+            "Gemini 3 targets get the placeholder signature on the first call of a turn".into(),
+        );
+    }
+    if matches!(t, Responses | Google) && other {
+        r.step(
+            "text_joined",
+            None,
+            format!("text blocks {tn} takes as one string are joined"),
+        );
+    }
+    // Media and documents (encoding, rules 12–13).
+    if other {
+        r.lossy(
+            "image_dropped",
+            None,
+            "image",
+            format!("images {tn} cannot take in their form are left out"),
+        );
+        r.lossy(
+            "document_dropped",
+            None,
+            "document",
+            format!("documents {tn} cannot take in their form are left out"),
+        );
+    }
+    if t != Anthropic {
+        r.lossy(
+            "document_title_dropped",
+            None,
+            "document.title",
+            format!("document titles are not sent to {tn}"),
+        );
+    }
+    if matches!(t, OpenAi | Responses) {
+        r.step(
+            "filename_extension_added",
+            None,
+            format!("{tn} reads a file's type from its name: PDFs get .pdf"),
+        );
+    }
+    r.lossy(
+        "image_type_unsupported",
+        None,
+        "image",
+        format!("images of a type {tn} does not accept become a text placeholder"),
+    );
     r.step(
-        "tool_call_id_mapped",
+        "mime_type_derived",
         None,
-        format!(
-            "tool-call ids that {} does not accept are mapped (reversibly)",
-            t.name()
-        ),
+        format!("image types {tn} knows under another name or needs are derived"),
     );
-    r.lossy(
-        "server_tool_dropped",
-        None,
-        "serverTool",
-        format!(
-            "{}'s server-tool blocks cannot be replayed to {}",
-            s.name(),
-            t.name()
-        ),
-    );
-    r.lossy(
-        "unknown_block_dropped",
-        None,
-        "unknown",
-        "blocks of types this version does not know are kept only for their origin".into(),
-    );
-    r.warn_step(
-        "provider_fields_dropped",
-        None,
-        format!(
-            "{}-specific fields (cache_control, citations, detail, …) are not sent",
-            s.name()
-        ),
-    );
+    // Rules 14–15.
+    if t == Anthropic {
+        r.lossy(
+            "tool_calls_to_text",
+            None,
+            "toolCall",
+            "with thinking on, the calls of a final turn without thinking are sent as text".into(),
+        );
+    }
+    if to_ag {
+        r.warn_step(
+            "leading_user_turn_added",
+            None,
+            format!("{tn} needs a user turn before the first assistant turn"),
+        );
+    }
     Ok(r)
 }

@@ -259,3 +259,126 @@ fn provider_conformance_suite() {
         failures.join("\n")
     );
 }
+
+/// The providers a step of a conversion comes from: the source provider of a
+/// provider case; for a canonical case the origin (`api`) of the message the
+/// step concerns, else every origin the case holds, else any provider.
+fn step_sources(from: &str, canonical: &J, step: &J) -> Vec<Provider> {
+    if from != "canonical" {
+        return Provider::parse(from).into_iter().collect();
+    }
+    let msgs = canonical
+        .get("messages")
+        .and_then(J::as_arr)
+        .cloned()
+        .unwrap_or_default();
+    let api = |m: &J| m.str_of("api").and_then(|a| Provider::parse(&a).ok());
+    let at = step
+        .get("message")
+        .and_then(|n| n.text().parse::<usize>().ok())
+        .and_then(|n| msgs.get(n))
+        .and_then(api);
+    if let Some(p) = at {
+        return vec![p];
+    }
+    let mut all: Vec<Provider> = msgs.iter().filter_map(api).collect();
+    all.dedup();
+    if all.is_empty() {
+        Provider::ALL.to_vec()
+    } else {
+        all
+    }
+}
+
+/// `checkCompatibility(source, target)` lists every code (with its lossy flag)
+/// that converting the conformance cases from `source` to `target` gives —
+/// directly, and on the way home from every target — so the list cannot fall
+/// behind the rules.
+#[test]
+fn check_compatibility_lists_every_step_the_cases_give() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir())
+        .expect("tests/fixtures/providers")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let listed = |s: Provider, t: Provider| -> Vec<(String, bool)> {
+        normalize::check_compatibility(s.name(), t.name())
+            .unwrap()
+            .steps
+            .into_iter()
+            .map(|st| (st.code, st.lossy))
+            .collect()
+    };
+    let mut missing = std::collections::BTreeSet::new();
+    let mut seen = 0;
+    let mut check = |from: &str, canonical: &J, target: Provider, out: &J, case: &str| {
+        let steps = out
+            .pointer("/report/steps")
+            .and_then(J::as_arr)
+            .cloned()
+            .unwrap_or_default();
+        for st in steps {
+            let code = st.str_of("code").unwrap_or_default().to_string();
+            let lossy = st.get("lossy").and_then(J::as_bool) == Some(true);
+            for s in step_sources(from, canonical, &st) {
+                seen += 1;
+                if !listed(s, target).contains(&(code.clone(), lossy)) {
+                    missing.insert(format!(
+                        "{} → {}: {code} (lossy {lossy}), e.g. {case}",
+                        s.name(),
+                        target.name()
+                    ));
+                }
+            }
+        }
+    };
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let case = J::parse(&std::fs::read_to_string(f).unwrap()).unwrap();
+        if case.get("error").is_some() {
+            continue;
+        }
+        let from = case.str_of("from").unwrap_or_default().to_string();
+        let input = case.get("input").cloned().unwrap_or(J::Null);
+        let options = case.get("options");
+        let canonical = if from == "canonical" {
+            input.text()
+        } else {
+            normalize::from_provider(&input.text(), &from).unwrap()
+        };
+        let canonical_j = J::parse(&canonical).unwrap();
+        let mut outputs = J::Obj(vec![]);
+        for t in Provider::ALL {
+            let out = normalize::to_provider(&canonical, t.name(), options.map(J::text).as_deref())
+                .unwrap_or_else(|e| panic!("{name} → {}: {}", t.name(), e.message));
+            let out = J::parse(&out).unwrap();
+            check(&from, &canonical_j, t, &out, &name);
+            outputs.set(t.name(), out);
+        }
+        // The way home: each target's request read back and converted again.
+        for via in Provider::ALL {
+            let request = outputs.get(via.name()).and_then(|o| o.get("request"));
+            let back = normalize::from_provider(&request.unwrap().text(), via.name()).unwrap();
+            let back_j = J::parse(&back).unwrap();
+            for t in Provider::ALL {
+                if let Some(out) = round_trip(&outputs, via.name(), t.name(), options) {
+                    check(
+                        via.name(),
+                        &back_j,
+                        t,
+                        &out,
+                        &format!("{name} via {}", via.name()),
+                    );
+                }
+            }
+        }
+    }
+    assert!(seen > 100, "only {seen} steps seen");
+    assert!(
+        missing.is_empty(),
+        "{} step(s) missing from checkCompatibility:\n{}",
+        missing.len(),
+        missing.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
