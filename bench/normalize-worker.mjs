@@ -15,7 +15,11 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { baseline } from './normalize-baseline.mjs';
 
-const [mode, target, contextFile, sessionFile, fraction] = process.argv.slice(2);
+const [modeArg, target, contextFile, sessionFile, fraction] = process.argv.slice(2);
+// MODE-bytes: the body as UTF-8 bytes, as it is sent (plain JS: Buffer.from of
+// the JSON text, what fetch does with a string body; forkpoint: bodyBytes).
+const bytes = modeArg.endsWith('-bytes');
+const mode = bytes ? modeArg.slice(0, -'-bytes'.length) : modeArg;
 const require = createRequire(import.meta.url);
 let convert;
 if (mode.endsWith('-step')) {
@@ -41,13 +45,13 @@ if (mode.endsWith('-step')) {
 }
 if (mode.endsWith('-text')) {
   const text = readFileSync(contextFile, 'utf8');
-  if (mode === 'js-text') convert = () => JSON.stringify(baseline[target](JSON.parse(text)));
+  if (mode === 'js-text') convert = () => (bytes ? Buffer.from : (x) => x)(JSON.stringify(baseline[target](JSON.parse(text))));
   else if (mode === 'napi-text') {
     const f = require('forkpoint');
-    convert = () => f.toProvider(text, target).body;
+    convert = () => (bytes ? f.toProvider(text, target).bodyBytes : f.toProvider(text, target).body);
   } else {
     const w = await import('forkpoint-web');
-    convert = () => w.toProvider(text, target).body;
+    convert = () => (bytes ? w.toProvider(text, target).bodyBytes : w.toProvider(text, target).body);
   }
 } else {
   let session;
@@ -57,11 +61,11 @@ if (mode.endsWith('-text')) {
   } else {
     session = await require('forkpoint').SessionLoader.open(sessionFile);
   }
-  if (mode === 'js-session') convert = () => JSON.stringify(baseline[target](session.getLlmContext()));
-  else convert = () => session.toProvider(target).body;
+  if (mode === 'js-session') convert = () => (bytes ? Buffer.from : (x) => x)(JSON.stringify(baseline[target](session.getLlmContext())));
+  else convert = () => (bytes ? session.toProvider(target).bodyBytes : session.toProvider(target).body);
 }
 const t0 = process.hrtime.bigint();
 const body = convert();
 const ms = Number(process.hrtime.bigint() - t0) / 1e6;
 const { maxRSS } = process.resourceUsage();
-console.log(JSON.stringify({ ms, bodyBytes: Buffer.byteLength(body), rssPeakKb: maxRSS }));
+console.log(JSON.stringify({ ms, bodyBytes: typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, rssPeakKb: maxRSS }));

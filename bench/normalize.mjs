@@ -53,7 +53,8 @@ function measure(mode, target, fraction) {
 }
 
 const TARGETS = ['anthropic', 'openai', 'openai-responses', 'google'];
-const MODES = ['js-session', 'napi-session', 'wasm-session', 'js-text', 'napi-text', 'wasm-text'];
+const BODY_MODES = ['js-session', 'napi-session', 'wasm-session', 'js-text', 'napi-text', 'wasm-text'];
+const MODES = [...BODY_MODES, ...BODY_MODES.map((m) => `${m}-bytes`)];
 const label = {
   'js-session': 'plain JS: getLlmContext(), map, JSON.stringify',
   'napi-session': 'forkpoint addon: session.toProvider()',
@@ -61,8 +62,14 @@ const label = {
   'js-text': 'plain JS: JSON.parse, map, JSON.stringify',
   'napi-text': 'forkpoint addon: toProvider(context text)',
   'wasm-text': 'forkpoint wasm: toProvider(context text)',
+  'js-session-bytes': 'plain JS: getLlmContext(), map, stringify, UTF-8',
+  'napi-session-bytes': 'forkpoint addon: session.toProvider().bodyBytes',
+  'wasm-session-bytes': 'forkpoint wasm: session.toProvider().bodyBytes',
+  'js-text-bytes': 'plain JS: JSON.parse, map, stringify, UTF-8',
+  'napi-text-bytes': 'forkpoint addon: toProvider(text).bodyBytes',
+  'wasm-text-bytes': 'forkpoint wasm: toProvider(text).bodyBytes',
 };
-const BASE = { 'js-session': 'js-session', 'napi-session': 'js-session', 'wasm-session': 'js-session', 'js-text': 'js-text', 'napi-text': 'js-text', 'wasm-text': 'js-text' };
+const baseOf = (m) => (m.includes('session') ? 'js-session' : 'js-text') + (m.endsWith('-bytes') ? '-bytes' : '');
 const ONLY = process.env.BENCH_NORMALIZE_ONLY; // 'step': only the incremental case
 const rows = [];
 if (ONLY !== 'step') {
@@ -83,12 +90,13 @@ const lpad = (s, n) => String(s).padStart(n);
 const out = [];
 out.push(`conversion benchmark — ${new Date().toISOString()} — context of a ${MB} MB generated session: ${messages} messages, ${(ctxBytes / 2 ** 20).toFixed(1)} MiB of JSON; median of ${RUNS} fresh processes`);
 out.push('');
-out.push('from a loaded session (loading not timed): the context of its current leaf → request body text; from the context as JSON text → request body text');
+out.push('from a loaded session (loading not timed): the context of its current leaf → request body; from the context as JSON text → request body;');
+out.push('the body as a string (text), or as the UTF-8 bytes that are sent (bytes: plain JS encodes its string as fetch does, forkpoint gives bodyBytes)');
 out.push('');
 out.push(`${pad('target', 18)}${pad('converter', 48)}${lpad('ms', 9)}${lpad('MB/s', 8)}${lpad('vs JS', 8)}${lpad('body MiB', 10)}${lpad('peak RSS MB', 13)}`);
 for (const t of TARGETS) {
   for (const r of rows.filter((x) => x.target === t)) {
-    const js = rows.find((x) => x.target === t && x.mode === BASE[r.mode]);
+    const js = rows.find((x) => x.target === t && x.mode === baseOf(r.mode));
     if (r.error) {
       out.push(`${pad(t, 18)}${pad(label[r.mode], 48)}  failed: ${r.error}`);
       continue;
@@ -98,7 +106,35 @@ for (const t of TARGETS) {
   }
   out.push('');
 }
-if (rows.length) out.push('MB/s: MiB of context JSON per second. vs JS: the plain-JS time of the same starting point divided by this one.');
+if (rows.length) {
+  out.push('MB/s: MiB of context JSON per second. vs JS: the plain-JS time of the same starting point and body form divided by this one.');
+  out.push('');
+  out.push('Goals (worst target):');
+  const ok = (r) => r && !r.error;
+  const ratios = (mode) => TARGETS.map((t) => {
+    const r = rows.find((x) => x.target === t && x.mode === mode);
+    const js = rows.find((x) => x.target === t && x.mode === baseOf(mode));
+    return ok(r) && ok(js) ? js.ms / r.ms : NaN;
+  });
+  const wasmVsAddon = (form) => TARGETS.map((t) => {
+    const w = rows.find((x) => x.target === t && x.mode === `wasm-${form}`);
+    const n = rows.find((x) => x.target === t && x.mode === `napi-${form}`);
+    return ok(w) && ok(n) ? w.ms / n.ms : NaN;
+  });
+  const goal = (what, xs, want, atLeast) => {
+    const worst = atLeast ? Math.min(...xs) : Math.max(...xs);
+    const met = atLeast ? worst >= want : worst <= want;
+    out.push(`  ${what}: ${xs.map((x) => `${x.toFixed(2)}×`).join(' / ')} (goal ${atLeast ? '≥' : '≤'} ${want}×) — ${met ? 'met' : 'NOT met'}`);
+  };
+  for (const form of ['', '-bytes']) {
+    const f = form ? 'bytes' : 'text';
+    goal(`addon from a loaded session vs plain JS, body ${f}`, ratios(`napi-session${form}`), 3, true);
+    goal(`addon from context text vs plain JS, body ${f}`, ratios(`napi-text${form}`), 1.5, true);
+    goal(`wasm / addon time from a loaded session, body ${f}`, wasmVsAddon(`session${form}`), 1.5, false);
+    goal(`wasm / addon time from context text, body ${f}`, wasmVsAddon(`text${form}`), 1.5, false);
+  }
+  out.push('  (targets in the order ' + TARGETS.join(', ') + ')');
+}
 out.push('');
 out.push('the next request of a growing conversation (requestBuilder: push the new messages, build; body as bytes): step N converts everything once and keeps it, step N+1 converts what came after the last kept assistant turn');
 out.push('');

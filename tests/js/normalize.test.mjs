@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { BACKEND, pkg, fixturesDir, throwsCode } from './helpers.mjs';
+import { BACKEND, pkg, fixturesDir, throwsCode, fromJsonl } from './helpers.mjs';
 
 const dir = fixturesDir + 'providers/';
 const cases = readdirSync(dir)
@@ -297,4 +297,45 @@ test(`[${BACKEND}] objects nested too deeply for JSON are INVALID_INPUT (not INT
     // The builder holds what it held.
     assert.deepEqual(b.build().request.messages, [{ role: 'user', content: 'first' }]);
   }
+});
+
+test(`[${BACKEND}] text crosses the boundary unchanged: ASCII, Latin-1, BMP, astral, escapes, surrogate pairs at every piece edge; body and bodyBytes agree`, () => {
+  const pair = '\u{1F600}';
+  const texts = [
+    'plain ASCII "quoted" \\ back',
+    'Latin-1: héllo ñ ©',
+    'BMP: → 中文 ─',
+    `astral: ${pair} 𝄞`,
+    'escapes: \u0000 \u001f \u2028 \t\n',
+    // UTF-16 is copied out and transcoded in pieces of 65,536 code units: pairs
+    // must not be cut at a piece's edge, wherever it falls.
+    pair.repeat(40000),
+    'a' + pair.repeat(40000),
+    'ab' + pair.repeat(70000) + 'z',
+  ];
+  for (const t of texts) {
+    const head = [...t].slice(0, 20).join('');
+    const request = { messages: [{ role: 'user', content: t }, { role: 'assistant', content: `echo ${head}` }] };
+    const want = JSON.stringify(request);
+    for (const input of [want, pkg.fromProvider(want, 'openai')]) {
+      const out = pkg.toProvider(input, 'openai');
+      // (no diff of texts this long in the output)
+      assert.ok(out.body === want, `${head}: body`);
+      assert.ok(out.bodyBytes instanceof Uint8Array);
+      assert.ok(Buffer.from(out.bodyBytes).equals(Buffer.from(want)), `${head}: bodyBytes`);
+      assert.ok(JSON.stringify(out.request) === want, `${head}: request`);
+      assert.equal(out.report.compatible, true);
+    }
+  }
+  // The same from a loaded session (its own native decoder in the Node addon).
+  const line = (o) => JSON.stringify(o) + '\n';
+  const jsonl =
+    line({ type: 'session', version: 3, id: 's1', timestamp: '2026-01-01T00:00:00.000Z', cwd: '/' }) +
+    texts.map((t, i) => line({ type: 'message', id: `e${i}`, parentId: i ? `e${i - 1}` : null, timestamp: '2026-01-01T00:00:00.000Z', message: { role: 'user', content: t, timestamp: 1 } })).join('');
+  const s = fromJsonl(Buffer.from(jsonl));
+  const viaSession = s.toProvider('anthropic');
+  const viaText = pkg.toProvider(s.getLlmContext(), 'anthropic');
+  assert.ok(viaSession.body === viaText.body);
+  assert.ok(Buffer.from(viaSession.bodyBytes).equals(Buffer.from(viaText.body)));
+  assert.ok(viaSession.body.includes(pair.repeat(100)));
 });

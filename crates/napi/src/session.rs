@@ -129,14 +129,15 @@ impl NativeSession {
     }
 
     /// The context from `leafId` as a request for `target` (`toProvider`'s
-    /// output format: the request's JSON, a newline, `{report, idMap, nameMap}`).
-    #[napi(ts_return_type = "string")]
-    pub fn to_provider_json(
+    /// output format: the request's JSON, a newline, `{report, idMap, nameMap}`,
+    /// as UTF-8 bytes).
+    #[napi]
+    pub fn to_provider_bytes(
         &self,
         leaf_id: Option<String>,
         target: String,
         options: Option<String>,
-    ) -> napi::Result<crate::util::JsonText> {
+    ) -> napi::Result<napi::bindgen_prelude::Buffer> {
         crate::util::guard(|| {
             forkpoint_core::normalize::session_to_provider_lines(
                 &self.inner,
@@ -144,8 +145,22 @@ impl NativeSession {
                 &target,
                 options.as_deref(),
             )
-            .map(crate::util::json_text)
+            .map(|s| s.into_bytes().into())
         })
+    }
+
+    /// UTF-8 bytes (a request body) as a string, made faster than `TextDecoder` does.
+    #[napi(ts_return_type = "string")]
+    pub fn text_of_bytes(
+        &self,
+        bytes: napi::bindgen_prelude::Uint8Array,
+    ) -> napi::Result<
+        napi::bindgen_prelude::Either<
+            napi::bindgen_prelude::Latin1String,
+            napi::bindgen_prelude::Utf16String,
+        >,
+    > {
+        crate::util::js_text_of(&bytes)
     }
 
     /// The current leaf.

@@ -12,14 +12,18 @@ pub fn from_provider_json(request: &str, provider: &str) -> Result<String, JsErr
     normalize::from_provider(request, provider).map_err(err)
 }
 
-/// `toProvider`: canonical messages → the request's JSON, a newline, `{report, idMap}` (JSON).
-#[wasm_bindgen(js_name = toProviderJson)]
-pub fn to_provider_json(
-    messages: &str,
+/// `toProvider`: canonical messages → the request's JSON, a newline, then
+/// `{report, idMap, nameMap}`, as UTF-8 bytes (the body is sent as bytes; a
+/// string is made of it only when asked for).
+#[wasm_bindgen(js_name = toProviderBytes)]
+pub fn to_provider_bytes(
+    messages: String,
     target: &str,
     options: Option<String>,
-) -> Result<String, JsError> {
-    normalize::to_provider_lines(messages, target, options.as_deref()).map_err(err)
+) -> Result<Vec<u8>, JsError> {
+    normalize::to_provider_lines(messages, target, options.as_deref())
+        .map(String::into_bytes)
+        .map_err(err)
 }
 
 /// A conversation that grows, and its request for one target

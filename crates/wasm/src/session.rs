@@ -100,20 +100,22 @@ impl NativeSession {
     }
 
     /// The context from `leafId` as a request for `target` (`toProvider`'s
-    /// output format: the request's JSON, a newline, `{report, idMap, nameMap}`).
-    #[wasm_bindgen(js_name = toProviderJson)]
-    pub fn to_provider_json(
+    /// output format: the request's JSON, a newline, `{report, idMap, nameMap}`,
+    /// as UTF-8 bytes).
+    #[wasm_bindgen(js_name = toProviderBytes)]
+    pub fn to_provider_bytes(
         &self,
         leaf_id: Option<String>,
         target: &str,
         options: Option<String>,
-    ) -> Result<String, JsError> {
+    ) -> Result<Vec<u8>, JsError> {
         forkpoint_core::normalize::session_to_provider_lines(
             &self.inner,
             leaf_id.as_deref(),
             target,
             options.as_deref(),
         )
+        .map(String::into_bytes)
         .map_err(err)
     }
 

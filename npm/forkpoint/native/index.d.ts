@@ -222,9 +222,12 @@ export declare class NativeSession {
   contextJson(leafId?: string | undefined | null, llm?: boolean | undefined | null): string
   /**
    * The context from `leafId` as a request for `target` (`toProvider`'s
-   * output format: the request's JSON, a newline, `{report, idMap, nameMap}`).
+   * output format: the request's JSON, a newline, `{report, idMap, nameMap}`,
+   * as UTF-8 bytes).
    */
-  toProviderJson(leafId: string | undefined | null, target: string, options?: string | undefined | null): string
+  toProviderBytes(leafId: string | undefined | null, target: string, options?: string | undefined | null): Buffer
+  /** UTF-8 bytes (a request body) as a string, made faster than `TextDecoder` does. */
+  textOfBytes(bytes: Uint8Array): string
   /** The current leaf. */
   leafId(): string | null
   /** The file's bytes exactly as read (still compressed for gzip). */
@@ -429,5 +432,12 @@ export declare function providerRetryWaitMs(attempt: number, retryAfter: string 
  */
 export declare function redactSecretsJson(json: string): string
 
-/** `toProvider`: canonical messages → the request's JSON, a newline, `{report, idMap}` (JSON). */
-export declare function toProviderJson(messages: string, target: string, options?: string | undefined | null): string
+/** UTF-8 bytes (a request body) as a string, made faster than `TextDecoder` does. */
+export declare function textOfBytes(bytes: Uint8Array): string
+
+/**
+ * `toProvider`: canonical messages → the request's JSON, a newline, then
+ * `{report, idMap, nameMap}`, as UTF-8 bytes (the body is sent as bytes; a
+ * string is made of it only when asked for).
+ */
+export declare function toProviderBytes(messages: string, target: string, options?: string | undefined | null): Buffer

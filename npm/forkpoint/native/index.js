@@ -858,4 +858,5 @@ module.exports.providerDefaultsJson = nativeBinding.providerDefaultsJson
 module.exports.providerHttpFailureJson = nativeBinding.providerHttpFailureJson
 module.exports.providerRetryWaitMs = nativeBinding.providerRetryWaitMs
 module.exports.redactSecretsJson = nativeBinding.redactSecretsJson
-module.exports.toProviderJson = nativeBinding.toProviderJson
+module.exports.textOfBytes = nativeBinding.textOfBytes
+module.exports.toProviderBytes = nativeBinding.toProviderBytes

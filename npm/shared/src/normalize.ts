@@ -19,7 +19,10 @@ import { call, ForkpointError, toJson } from './errors.js';
 /** The native functions (napi or wasm) behind the API. */
 export interface NativeNormalizerLike {
   fromProviderJson(request: string, provider: string): string;
-  toProviderJson(messages: string, target: string, options?: string | null): string;
+  /** The request's JSON, a newline, then `{report, idMap, nameMap}`, as UTF-8 bytes. */
+  toProviderBytes(messages: string, target: string, options?: string | null): Uint8Array;
+  /** UTF-8 bytes as a string (the Node addon's is faster than `TextDecoder`); `TextDecoder` where absent. */
+  textOfBytes?(bytes: Uint8Array): string;
   normalizeMessageJson(message: string, provider: string): string;
   denormalizeMessageJson(normalized: string, provider: string, model?: string | null): string;
   checkCompatibilityJson(source: string, target: string): string;
@@ -41,8 +44,10 @@ export interface ProviderConversion {
   idMap: Record<string, string>;
   /** Target tool name → original name, for every name that had to change. */
   nameMap: Record<string, string>;
-  /** `request` as the exact JSON text (number spellings kept). */
+  /** `request` as the exact JSON text (number spellings kept); made from `bodyBytes` on first use. */
   body: string;
+  /** `body` as UTF-8 bytes, as it is sent (`fetch(url, { body: bodyBytes })`): no string is made unless `body` is read. */
+  bodyBytes: Uint8Array;
 }
 
 /** What `fromProvider` returns. */
@@ -95,27 +100,57 @@ export interface Normalizer {
 }
 
 
-/** @internal The native output of a conversion: the request's JSON, a newline (compact JSON has none), then `{report, idMap, nameMap}`. */
-export function parseConversion(out: string): ProviderConversion {
-  const nl = out.indexOf('\n');
-  const body = out.slice(0, nl);
-  const meta = JSON.parse(out.slice(nl + 1)) as Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'>;
-  // `request` is parsed on first use: a caller that sends `body` never pays for it.
+type ConversionMeta = Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'>;
+
+/** @internal UTF-8 bytes as a string, with the native decoder when there is one. */
+export function decoderOf(native: { textOfBytes?(bytes: Uint8Array): string }): (bytes: Uint8Array) => string {
+  if (native.textOfBytes) {
+    const f = native.textOfBytes.bind(native);
+    return (bytes) => f(bytes);
+  }
+  const d = new TextDecoder();
+  return (bytes) => d.decode(bytes);
+}
+
+/**
+ * @internal A conversion from its body's bytes and `{report, idMap, nameMap}`
+ * as JSON text; `body`, `request` and the metadata are made on first use.
+ */
+export function conversionOf(bytes: Uint8Array, metaText: () => string, decode: (bytes: Uint8Array) => string): ProviderConversion {
+  let meta: ConversionMeta | undefined;
+  const m = () => (meta ??= JSON.parse(metaText()) as ConversionMeta);
+  let body: string | undefined;
   let request: unknown;
   let parsed = false;
   return {
+    bodyBytes: bytes,
+    get body() {
+      return (body ??= decode(bytes));
+    },
     get request() {
       if (!parsed) {
-        request = JSON.parse(body);
+        request = JSON.parse(this.body);
         parsed = true;
       }
       return request;
     },
-    report: meta.report,
-    idMap: meta.idMap,
-    nameMap: meta.nameMap,
-    body,
+    get report() {
+      return m().report;
+    },
+    get idMap() {
+      return m().idMap;
+    },
+    get nameMap() {
+      return m().nameMap;
+    },
   };
+}
+
+/** @internal The native output of a conversion: the request's JSON, a newline (compact JSON has none), then `{report, idMap, nameMap}`, as UTF-8 bytes. */
+export function parseConversion(out: Uint8Array, decode: (bytes: Uint8Array) => string): ProviderConversion {
+  const nl = out.lastIndexOf(10);
+  const metaBytes = out.subarray(nl + 1);
+  return conversionOf(out.subarray(0, nl), () => decode(metaBytes), decode);
 }
 
 /** @internal Options as JSON text for the native side. */
@@ -130,6 +165,7 @@ export function providerName(v: unknown, what: string): string {
 
 /** Builds the API over `n`. */
 export function createNormalizer(n: NativeNormalizerLike): Normalizer {
+  const decode = decoderOf(n);
   const denormalizeWithReport = (
     normalized: NormalizedMessage | NormalizedMessage[] | string,
     provider: ProviderName,
@@ -141,8 +177,8 @@ export function createNormalizer(n: NativeNormalizerLike): Normalizer {
       // A `fromProvider` result: its `json` copy is not sent again (edits to `messages` count).
       const input =
         messages && typeof messages === 'object' && !Array.isArray(messages) && 'json' in messages ? { ...messages, json: undefined } : messages;
-      const out = call(() => n.toProviderJson(text(input, 'the messages'), name(target, 'the target'), opts === undefined ? null : text(opts, 'the options')));
-      return parseConversion(out);
+      const out = call(() => n.toProviderBytes(text(input, 'the messages'), name(target, 'the target'), opts === undefined ? null : text(opts, 'the options')));
+      return parseConversion(out, decode);
     },
     fromProvider(request, provider) {
       const json = call(() => n.fromProviderJson(text(request, 'the request'), name(provider, 'the provider')));
@@ -166,11 +202,8 @@ export interface NativeRequestBuilderLike {
   kept(): number;
 }
 
-/** A request built by `RequestBuilder.build`: the body's bytes, the rest on first use. */
-export interface BuiltRequest extends ProviderConversion {
-  /** `body` as UTF-8 bytes, as it is sent (no string made unless `body` is read). */
-  bodyBytes: Uint8Array;
-}
+/** A request built by `RequestBuilder.build` (the same as a `toProvider` result). */
+export type BuiltRequest = ProviderConversion;
 
 /**
  * The requests of a conversation that grows, for one target (an agent's model
@@ -183,10 +216,13 @@ export interface BuiltRequest extends ProviderConversion {
 export class RequestBuilder {
   /** @internal */
   private readonly native: NativeRequestBuilderLike;
+  /** @internal */
+  private readonly decode: (bytes: Uint8Array) => string;
 
   /** @internal */
-  constructor(native: NativeRequestBuilderLike) {
+  constructor(native: NativeRequestBuilderLike, decode: (bytes: Uint8Array) => string = decoderOf({})) {
     this.native = native;
+    this.decode = decode;
   }
 
   /** Appends canonical messages (objects, or their JSON text as an array); returns how many there are. */
@@ -204,33 +240,7 @@ export class RequestBuilder {
     const bytes = call(() => this.native.build());
     // Taken now: the next build replaces it.
     const metaText = this.native.metaJson();
-    let meta: Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'> | undefined;
-    const m = () => (meta ??= JSON.parse(metaText) as Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'>);
-    let body: string | undefined;
-    let request: unknown;
-    let parsed = false;
-    return {
-      bodyBytes: bytes,
-      get body() {
-        return (body ??= new TextDecoder().decode(bytes));
-      },
-      get request() {
-        if (!parsed) {
-          request = JSON.parse(this.body);
-          parsed = true;
-        }
-        return request;
-      },
-      get report() {
-        return m().report;
-      },
-      get idMap() {
-        return m().idMap;
-      },
-      get nameMap() {
-        return m().nameMap;
-      },
-    };
+    return conversionOf(bytes, () => metaText, this.decode);
   }
 }
 
@@ -239,6 +249,7 @@ export function requestBuilderOf(
   make: (target: string, options: string | null) => NativeRequestBuilderLike,
   target: ProviderName,
   opts?: ToProviderOptions,
+  decode: (bytes: Uint8Array) => string = decoderOf({}),
 ): RequestBuilder {
-  return new RequestBuilder(call(() => make(name(target, 'the target'), optionsText(opts))));
+  return new RequestBuilder(call(() => make(name(target, 'the target'), optionsText(opts))), decode);
 }

@@ -353,9 +353,10 @@ pub fn to_provider(messages: &str, target: &str, options: Option<&str>) -> Resul
 pub fn to_provider_lines(messages: String, target: &str, options: Option<&str>) -> Result<String> {
     let p = Provider::parse(target)?;
     let mut opts = ToOptions::from_json(options)?;
+    let size = messages.len();
     let input = J::parse_owned(messages).map_err(|e| not_json("the messages", e))?;
     let msgs = input_messages(input, &mut opts)?;
-    lines(convert(msgs, p, &opts)?)
+    lines(convert(msgs, p, &opts)?, size)
 }
 
 /// A session's context from `leaf` (default: the current leaf) as a request for
@@ -369,7 +370,8 @@ pub fn session_to_provider_lines(
     let p = Provider::parse(target)?;
     let opts = ToOptions::from_json(options)?;
     let ctx = session.context(leaf)?;
-    lines(convert(llm_trees(session, &ctx.messages)?, p, &opts)?)
+    let size = ctx.messages.iter().map(|m| m.len()).sum();
+    lines(convert(llm_trees(session, &ctx.messages)?, p, &opts)?, size)
 }
 
 /// The trees of a session's context messages as pi's `convertToLlm` gives
@@ -405,10 +407,13 @@ fn llm_trees(session: &crate::Session, messages: &[std::borrow::Cow<'_, str>]) -
     Ok(out)
 }
 
-fn lines(c: Converted) -> Result<String> {
+/// `size`: the input's length, which the body's is close to (reserved once,
+/// so a large body is not copied each time its buffer doubles).
+fn lines(c: Converted, size: usize) -> Result<String> {
     let rep =
         serde_json::to_string(&c.report).map_err(|e| crate::Error::internal(e.to_string()))?;
-    let mut out = c.request.text();
+    let mut out = String::with_capacity(size + size / 8 + rep.len() + 64);
+    c.request.write(&mut out);
     out.push('\n');
     out.push_str("{\"report\":");
     out.push_str(&rep);
