@@ -216,6 +216,18 @@ test(`[${BACKEND}] a raw lone surrogate in JSON text is kept as an escape, not s
   const x = pkg.toProvider(pkg.fromProvider(raw, 'anthropic'), 'openai');
   assert.ok(x.report.steps.some((s) => s.code === 'lone_surrogates_replaced'));
   assert.ok(x.body.includes('a\\ufffdb'));
+  // Canonical text given to toProvider: lone halves (high, low, at the end of a
+  // 65,536-unit piece the addon transcodes) reach the core as escapes, which it
+  // reports and replaces with an escaped U+FFFD for another provider (a half
+  // turned into a raw U+FFFD on the way would not be reported).
+  for (const [raw, esc] of [['a\ud83db', 'a\\ufffdb'], ['a\ude00b', 'a\\ufffdb'], ['\ud83d\ud83d\ude00', '\\ufffd\ud83d\ude00']]) {
+    for (const pad of [0, 65505, 65506, 65507, 65508]) {
+      const canon = `[{"role":"user","content":"${'x'.repeat(pad)}${raw}"}]`;
+      const o = pkg.toProvider(canon, 'anthropic');
+      assert.ok(o.body.endsWith(`${'x'.repeat(Math.min(pad, 3))}${esc}"}]}`), `${JSON.stringify(raw)} after ${pad}: ${o.body.slice(-40)}`);
+      assert.ok(o.report.steps.some((s) => s.code === 'lone_surrogates_replaced'), `${JSON.stringify(raw)} after ${pad}: reported`);
+    }
+  }
   throwsCode(assert, () => pkg.toProvider(undefined, 'openai'), 'INVALID_INPUT');
   throwsCode(assert, () => pkg.fromProvider(undefined, 'anthropic'), 'INVALID_INPUT');
   throwsCode(assert, () => pkg.toProvider([], undefined), 'INVALID_INPUT');

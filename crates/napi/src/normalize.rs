@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use forkpoint_core::normalize::{self, Provider};
 use forkpoint_core::{Error, time::ms_to_iso};
 use forkpoint_fs::migrate::FileMigration;
-use napi::bindgen_prelude::{AsyncTask, Buffer, Either, Latin1String, Uint8Array, Utf16String};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Utf16String};
 use napi::{Env, Task};
 use napi_derive::napi;
 
-use crate::util::{JsonText, guard, js_text_of, json_text, now_ms, utf8_of};
+use crate::util::{JsonText, guard, json_text, now_ms, utf8_of};
 
 /// `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON).
 #[napi(ts_return_type = "string")]
@@ -32,12 +32,6 @@ pub fn to_provider_bytes(
         normalize::to_provider_lines(utf8_of(&messages), &target, options.as_deref())
             .map(|s| s.into_bytes().into())
     })
-}
-
-/// UTF-8 bytes (a request body) as a string, made faster than `TextDecoder` does.
-#[napi(ts_return_type = "string")]
-pub fn text_of_bytes(bytes: Uint8Array) -> napi::Result<Either<Latin1String, Utf16String>> {
-    js_text_of(&bytes)
 }
 
 /// `MessageNormalizer.normalize`: one provider message → canonical message(s) (JSON).

@@ -149,20 +149,6 @@ impl NativeSession {
         })
     }
 
-    /// UTF-8 bytes (a request body) as a string, made faster than `TextDecoder` does.
-    #[napi(ts_return_type = "string")]
-    pub fn text_of_bytes(
-        &self,
-        bytes: napi::bindgen_prelude::Uint8Array,
-    ) -> napi::Result<
-        napi::bindgen_prelude::Either<
-            napi::bindgen_prelude::Latin1String,
-            napi::bindgen_prelude::Utf16String,
-        >,
-    > {
-        crate::util::js_text_of(&bytes)
-    }
-
     /// The current leaf.
     #[napi]
     pub fn leaf_id(&self) -> Option<String> {

@@ -226,8 +226,6 @@ export declare class NativeSession {
    * as UTF-8 bytes).
    */
   toProviderBytes(leafId: string | undefined | null, target: string, options?: string | undefined | null): Buffer
-  /** UTF-8 bytes (a request body) as a string, made faster than `TextDecoder` does. */
-  textOfBytes(bytes: Uint8Array): string
   /** The current leaf. */
   leafId(): string | null
   /** The file's bytes exactly as read (still compressed for gzip). */
@@ -431,9 +429,6 @@ export declare function providerRetryWaitMs(attempt: number, retryAfter: string 
  * become `[redacted]` (`INVALID_INPUT` if `json` does not parse).
  */
 export declare function redactSecretsJson(json: string): string
-
-/** UTF-8 bytes (a request body) as a string, made faster than `TextDecoder` does. */
-export declare function textOfBytes(bytes: Uint8Array): string
 
 /**
  * `toProvider`: canonical messages → the request's JSON, a newline, then

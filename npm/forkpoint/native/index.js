@@ -858,5 +858,4 @@ module.exports.providerDefaultsJson = nativeBinding.providerDefaultsJson
 module.exports.providerHttpFailureJson = nativeBinding.providerHttpFailureJson
 module.exports.providerRetryWaitMs = nativeBinding.providerRetryWaitMs
 module.exports.redactSecretsJson = nativeBinding.redactSecretsJson
-module.exports.textOfBytes = nativeBinding.textOfBytes
 module.exports.toProviderBytes = nativeBinding.toProviderBytes

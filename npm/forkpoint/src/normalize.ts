@@ -9,11 +9,11 @@ import { dirname, basename, join } from 'node:path';
 import { open } from 'node:fs/promises';
 import { constants as fsc } from 'node:fs';
 import { constants as bufc } from 'node:buffer';
-import { createNormalizer, decoderOf, callAsync, call, ForkpointError, requestBuilderOf, type RequestBuilder, toJson } from '@forkpoint/shared';
+import { createNormalizer, callAsync, call, ForkpointError, requestBuilderOf, type RequestBuilder, toJson } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
 
-const api = createNormalizer(native);
-const decodeText = decoderOf(native);
+// The addon takes toProvider's text as UTF-16 and keeps lone surrogates itself.
+const api = createNormalizer(native, { rawText: true });
 
 /** Canonical messages → a request body for `target`, with a report of every step. */
 export const toProvider = api.toProvider;
@@ -23,7 +23,7 @@ export const toProvider = api.toProvider;
  * what came after the last assistant turn of the build before.
  */
 export function requestBuilder(target: ProviderName, opts?: ToProviderOptions): RequestBuilder {
-  return requestBuilderOf((t, o) => new native.NativeRequestBuilder(t, o), target, opts, decodeText);
+  return requestBuilderOf((t, o) => new native.NativeRequestBuilder(t, o), target, opts);
 }
 /** A provider request body → canonical messages (`{system?, messages, tools?}`). */
 export const fromProvider = api.fromProvider;

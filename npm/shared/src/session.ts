@@ -12,7 +12,7 @@ import type {
   TreeRun,
 } from '@forkpoint/types';
 import { call, callAsync } from './errors.js';
-import { parseConversion, decoderOf, optionsText, providerName, type ProviderConversion } from './normalize.js';
+import { parseConversion, decodeUtf8, optionsText, providerName, type ProviderConversion } from './normalize.js';
 
 /** What both the napi and the wasm builds expose for a loaded session. */
 export interface NativeSessionLike {
@@ -27,8 +27,6 @@ export interface NativeSessionLike {
   label(id: string): string | null | undefined;
   contextJson(leafId?: string | null, llm?: boolean | null): string;
   toProviderBytes(leafId: string | null | undefined, target: string, options?: string | null): Uint8Array;
-  /** UTF-8 bytes as a string (the Node addon's is faster than `TextDecoder`); `TextDecoder` where absent. */
-  textOfBytes?(bytes: Uint8Array): string;
   leafId(): string | null | undefined;
   toBytes(): Uint8Array;
 }
@@ -159,7 +157,7 @@ export class SessionView {
     const { leafId, ...rest } = opts;
     return parseConversion(
       call(() => this.native.toProviderBytes(leafId ?? null, providerName(target, 'the target'), optionsText(Object.keys(rest).length ? rest : undefined))),
-      decoderOf(this.native),
+      decodeUtf8(),
     );
   }
 
