@@ -21,6 +21,7 @@ import {
   createNormalizer,
   createProviders,
   requestBuilderOf,
+  concatBytes,
   type RequestBuilder,
   type NativeRequestBuilderLike,
   Agent as SharedAgent,
@@ -778,14 +779,7 @@ async function readSource(source: Blob | Uint8Array | string, opts: Pick<StoreIm
     },
     opts.signal,
   );
-  if (out) return out;
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.byteLength;
-  }
-  return all;
+  return out ?? concatBytes(parts);
 }
 
 // ---------------------------------------------------------------------------

@@ -456,7 +456,7 @@ function refOf(m: ModelProvider | ModelRef): ModelRef {
 }
 
 /** The bytes of several chunks as one. */
-function concat(parts: Uint8Array[]): Uint8Array {
+export function concat(parts: Uint8Array[]): Uint8Array {
   let n = 0;
   for (const p of parts) n += p.length;
   const out = new Uint8Array(n);

@@ -5,7 +5,7 @@ export { EventLog, EventBus } from './events.js';
 export type { NativeEventLogLike, LoggedEvent, NewEvent, BookmarkedEvent, SubscribeOptions } from './events.js';
 export { createNormalizer, RequestBuilder, requestBuilderOf } from './normalize.js';
 export type { NativeNormalizerLike, NativeRequestBuilderLike, BuiltRequest, Normalizer, ProviderConversion, FromProviderResult, DenormalizedMessage, MessagesInput } from './normalize.js';
-export { Agent, ToolRegistry, TemplateRegistry, ScriptedProvider } from './agent.js';
+export { Agent, ToolRegistry, TemplateRegistry, ScriptedProvider, concat as concatBytes } from './agent.js';
 export { createProviders, isStreamingProvider } from './provider.js';
 export type { NativeProviderLike, NativeStreamDecoderLike, Pricing, ProviderApi, ProviderOptions, StreamingProvider, ThinkingOption, WireRequest } from './provider.js';
 export type {

@@ -208,14 +208,20 @@ fn round_trip(outputs: &J, via: &str, target: &str, options: Option<&J>) -> Opti
     J::parse(&conv).ok()
 }
 
-#[test]
-fn provider_conformance_suite() {
+/// The conformance cases, in name order.
+fn case_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir())
         .expect("tests/fixtures/providers")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
+    files
+}
+
+#[test]
+fn provider_conformance_suite() {
+    let files = case_files();
     assert!(files.len() >= 40, "only {} cases", files.len());
     let update = std::env::var("FORKPOINT_UPDATE_FIXTURES").is_ok_and(|v| v == "1");
     let expected_dir = dir().join("expected");
@@ -296,12 +302,7 @@ fn step_sources(from: &str, canonical: &J, step: &J) -> Vec<Provider> {
 /// behind the rules.
 #[test]
 fn check_compatibility_lists_every_step_the_cases_give() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir())
-        .expect("tests/fixtures/providers")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files = case_files();
     let listed = |s: Provider, t: Provider| -> Vec<(String, bool)> {
         normalize::check_compatibility(s.name(), t.name())
             .unwrap()
