@@ -27,7 +27,7 @@ fn main() {
     let out = c.request.text();
     let t_text = t.elapsed();
     let t = Instant::now();
-    let total = normalize::to_provider_lines(text.clone(), target.name(), None)
+    let total = normalize::to_provider_lines(text.clone(), target.name(), None, 1)
         .expect("all")
         .len();
     let t_all = t.elapsed();

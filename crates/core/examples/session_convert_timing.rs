@@ -8,13 +8,15 @@ fn main() {
     let s = forkpoint_core::Session::from_bytes_threads(bytes, &Default::default(), None, 2)
         .expect("load");
     let target = args.get(1).map(String::as_str).unwrap_or("anthropic");
+    let threads: usize = args.get(2).and_then(|t| t.parse().ok()).unwrap_or(1);
     for _ in 0..3 {
         let t0 = Instant::now();
         let c = s.context(None).expect("context");
         let t1 = Instant::now();
         drop(c);
-        let out = forkpoint_core::normalize::session_to_provider_lines(&s, None, target, None)
-            .expect("convert");
+        let out =
+            forkpoint_core::normalize::session_to_provider_lines(&s, None, target, None, threads)
+                .expect("convert");
         let t2 = Instant::now();
         let ascii = out.is_ascii();
         let t3 = Instant::now();

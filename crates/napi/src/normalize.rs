@@ -29,8 +29,13 @@ pub fn to_provider_bytes(
     options: Option<String>,
 ) -> napi::Result<Buffer> {
     guard(|| {
-        normalize::to_provider_lines(utf8_of(&messages), &target, options.as_deref())
-            .map(|s| s.into_bytes().into())
+        normalize::to_provider_lines(
+            utf8_of(&messages),
+            &target,
+            options.as_deref(),
+            forkpoint_fs::io::scan_threads(),
+        )
+        .map(|s| s.into_bytes().into())
     })
 }
 

@@ -144,6 +144,7 @@ impl NativeSession {
                 leaf_id.as_deref(),
                 &target,
                 options.as_deref(),
+                forkpoint_fs::io::scan_threads(),
             )
             .map(|s| s.into_bytes().into())
         })

@@ -114,6 +114,7 @@ impl NativeSession {
             leaf_id.as_deref(),
             target,
             options.as_deref(),
+            1,
         )
         .map(String::into_bytes)
         .map_err(err)

@@ -349,29 +349,66 @@ pub fn to_provider(messages: &str, target: &str, options: Option<&str>) -> Resul
 
 /// [`to_provider`] for the bindings: the request's JSON text, a newline (which
 /// compact JSON never contains), then `{report, idMap, nameMap}`. The messages'
-/// text is kept by the parsed tree, not copied.
-pub fn to_provider_lines(messages: String, target: &str, options: Option<&str>) -> Result<String> {
+/// text is kept by the parsed tree, not copied. With `threads` > 1 the trees
+/// are freed on another thread, after the text is made.
+pub fn to_provider_lines(
+    messages: String,
+    target: &str,
+    options: Option<&str>,
+    threads: usize,
+) -> Result<String> {
     let p = Provider::parse(target)?;
     let mut opts = ToOptions::from_json(options)?;
     let size = messages.len();
     let input = J::parse_owned(messages).map_err(|e| not_json("the messages", e))?;
     let msgs = input_messages(input, &mut opts)?;
-    lines(convert(msgs, p, &opts)?, size)
+    lines(convert(msgs, p, &opts)?, size, threads)
 }
 
 /// A session's context from `leaf` (default: the current leaf) as a request for
 /// `target`, without the context ever leaving Rust: [`to_provider_lines`]'s format.
+/// With `threads` > 1 a long context's messages are parsed on up to that many
+/// threads (the trees, in order, and any error are the same), and the trees
+/// are freed on another thread after the text is made.
 pub fn session_to_provider_lines(
     session: &crate::Session,
     leaf: Option<&str>,
     target: &str,
     options: Option<&str>,
+    threads: usize,
 ) -> Result<String> {
+    /// Below this many messages one thread parses them all.
+    const PARALLEL_MIN_MESSAGES: usize = 2048;
     let p = Provider::parse(target)?;
     let opts = ToOptions::from_json(options)?;
     let ctx = session.context(leaf)?;
     let size = ctx.messages.iter().map(|m| m.len()).sum();
-    lines(convert(llm_trees(session, &ctx.messages)?, p, &opts)?, size)
+    let trees = if threads > 1 && ctx.messages.len() >= PARALLEL_MIN_MESSAGES {
+        let per = ctx.messages.len().div_ceil(threads);
+        let parts: Vec<Result<Vec<J>>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = ctx
+                .messages
+                .chunks(per)
+                .map(|part| sc.spawn(move || llm_trees(session, part)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(crate::Error::internal("a thread parsing messages panicked"))
+                    })
+                })
+                .collect()
+        });
+        let mut all = Vec::with_capacity(ctx.messages.len());
+        for part in parts {
+            all.extend(part?);
+        }
+        all
+    } else {
+        llm_trees(session, &ctx.messages)?
+    };
+    lines(convert(trees, p, &opts)?, size, threads)
 }
 
 /// The trees of a session's context messages as pi's `convertToLlm` gives
@@ -408,8 +445,9 @@ fn llm_trees(session: &crate::Session, messages: &[std::borrow::Cow<'_, str>]) -
 }
 
 /// `size`: the input's length, which the body's is close to (reserved once,
-/// so a large body is not copied each time its buffer doubles).
-fn lines(c: Converted, size: usize) -> Result<String> {
+/// so a large body is not copied each time its buffer doubles). With `threads`
+/// > 1 the conversion is freed on another thread (nobody waits for it).
+fn lines(c: Converted, size: usize, threads: usize) -> Result<String> {
     let rep =
         serde_json::to_string(&c.report).map_err(|e| crate::Error::internal(e.to_string()))?;
     let mut out = String::with_capacity(size + size / 8 + rep.len() + 64);
@@ -422,6 +460,12 @@ fn lines(c: Converted, size: usize) -> Result<String> {
     out.push_str(",\"nameMap\":");
     out.push_str(&id_map_json(&c.name_map).text());
     out.push('}');
+    if threads > 1 {
+        // If no thread can be started the closure, and `c` with it, is dropped here.
+        let _ = std::thread::Builder::new()
+            .name("forkpoint-free".into())
+            .spawn(move || drop(c));
+    }
     Ok(out)
 }
 

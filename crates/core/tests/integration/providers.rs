@@ -383,3 +383,52 @@ fn check_compatibility_lists_every_step_the_cases_give() {
         missing.into_iter().collect::<Vec<_>>().join("\n")
     );
 }
+
+/// `session.toProvider` parsing the context on several threads gives the
+/// single thread's output byte for byte (the parts are joined in order; pi's
+/// own messages, sent as user messages, fall on both sides of a cut).
+#[test]
+fn session_to_provider_on_threads_is_the_same() {
+    let mut text = String::from(
+        r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+    );
+    text.push('\n');
+    let mut parent = String::from("null");
+    for i in 0..5000 {
+        let message = match i % 5 {
+            0 => format!(r#"{{"role":"user","content":"q{i} é 😀","timestamp":1}}"#),
+            1 => format!(
+                r#"{{"role":"assistant","api":"anthropic-messages","provider":"anthropic","model":"m","stopReason":"toolUse","timestamp":1,"content":[{{"type":"thinking","thinking":"t{i}","thinkingSignature":"sig{i}"}},{{"type":"toolCall","id":"c{i}","name":"read","arguments":{{"n":{i}.50}}}}]}}"#
+            ),
+            2 => format!(
+                r#"{{"role":"toolResult","toolCallId":"c{}","toolName":"read","content":[{{"type":"text","text":"r{i}\n"}}],"isError":false,"timestamp":1}}"#,
+                i - 1
+            ),
+            3 => format!(
+                r#"{{"role":"bashExecution","command":"ls {i}","output":"a\nb","exitCode":0,"cancelled":false,"truncated":false,"timestamp":1}}"#
+            ),
+            _ => format!(
+                r#"{{"role":"assistant","api":"openai-completions","provider":"openai","model":"g","stopReason":"stop","timestamp":1,"content":[{{"type":"text","text":"a{i}"}}]}}"#
+            ),
+        };
+        text.push_str(&format!(
+            r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{message}}}"#
+        ));
+        text.push('\n');
+        parent = format!("\"e{i}\"");
+    }
+    let s = forkpoint_core::Session::from_bytes(text.into_bytes(), &Default::default(), None)
+        .expect("session");
+    for target in ["anthropic", "openai", "openai-responses", "google"] {
+        let one = normalize::session_to_provider_lines(&s, None, target, None, 1).expect("one");
+        for threads in [2, 3, 8] {
+            let many = normalize::session_to_provider_lines(&s, None, target, None, threads)
+                .expect("many");
+            assert!(one == many, "{target} on {threads} threads differs");
+        }
+        assert!(
+            one.contains("Ran `ls 3`"),
+            "{target}: pi's bash execution is sent"
+        );
+    }
+}
