@@ -437,19 +437,18 @@ pub fn apply_parts(
                     match btype(&b).as_ref() {
                         "thinking" => {
                             let redacted = b.get("redacted").and_then(J::as_bool) == Some(true);
+                            // The signature as it is (long, and only a Responses
+                            // item is ever decoded and read).
                             let sig = b
-                                .str_of("thinkingSignature")
-                                .map(|s| s.to_string())
-                                .filter(|s| !s.is_empty());
+                                .get("thinkingSignature")
+                                .filter(|v| matches!(v, J::Str(t) if !t.is_empty()))
+                                .cloned();
                             // The raw JSON string: decoding a long text only to test it is wasteful.
                             let raw_text = b.get("thinking").cloned().unwrap_or(J::s(""));
                             let keep = same
                                 && match target {
                                     Provider::Anthropic => sig.is_some(),
-                                    Provider::Responses => sig
-                                        .as_deref()
-                                        .and_then(|s| J::parse(s).ok())
-                                        .is_some_and(|v| v.is("type", "reasoning")),
+                                    Provider::Responses => reasoning_item(sig.as_ref()),
                                     Provider::OpenAi => !redacted,
                                     Provider::Google => !redacted,
                                 };
@@ -470,7 +469,7 @@ pub fn apply_parts(
                                     ),
                                 );
                             } else if !is_blank(&raw_text) {
-                                report_signature(rep, i, sig.as_deref());
+                                report_signature(rep, i, sig.as_ref());
                                 rep.lossy(
                                     "thinking_to_text",
                                     Some(i),
@@ -483,7 +482,7 @@ pub fn apply_parts(
                                 );
                                 new_blocks.push(text_block_j(raw_text));
                             } else if sig.is_some() {
-                                report_signature(rep, i, sig.as_deref());
+                                report_signature(rep, i, sig.as_ref());
                                 rep.lossy("thinking_dropped", Some(i), "thinkingSignature", "empty thinking kept only for its signature, which the target cannot verify".into());
                             } else {
                                 rep.step(
@@ -1010,9 +1009,11 @@ fn trim_final_assistant(out: &mut [J], rep: &mut CompatibilityReport) {
 
 /// Reports the signature a block loses: a whole Responses reasoning item
 /// (`reasoning_item_dropped`) or an opaque signature (`signature_dropped`).
-fn report_signature(rep: &mut CompatibilityReport, i: usize, sig: Option<&str>) {
-    let Some(sig) = sig else { return };
-    if J::parse(sig).is_ok_and(|v| v.is("type", "reasoning")) {
+fn report_signature(rep: &mut CompatibilityReport, i: usize, sig: Option<&J>) {
+    if sig.is_none() {
+        return;
+    }
+    if reasoning_item(sig) {
         rep.lossy("reasoning_item_dropped", Some(i), "thinkingSignature", "a Responses reasoning item (and its encrypted_content) only goes back to OpenAI Responses".into());
     } else {
         rep.lossy(
@@ -1021,6 +1022,20 @@ fn report_signature(rep: &mut CompatibilityReport, i: usize, sig: Option<&str>) 
             "thinkingSignature",
             "the thinking signature only verifies with the model that produced it".into(),
         );
+    }
+}
+
+/// Whether a signature (a string value) is a Responses reasoning item's JSON.
+/// Only text that can start an object (spaces, then `{` or an escape) is decoded.
+fn reasoning_item(sig: Option<&J>) -> bool {
+    match sig {
+        Some(J::Str(raw)) if raw.trim_start_matches(' ').starts_with(['{', '\\']) => {
+            J::Str(raw.clone())
+                .as_str()
+                .and_then(|t| J::parse(&t).ok())
+                .is_some_and(|v| v.is("type", "reasoning"))
+        }
+        _ => false,
     }
 }
 
