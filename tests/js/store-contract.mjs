@@ -151,7 +151,8 @@ export const cases = [
       let deep = {};
       for (let i = 0; i < 100_000; i++) deep = { a: deep };
       const de = await assert.rejectsCode(store.appendEntry(kept.id, { type: 'custom', customType: 'deep', data: deep }), 'INVALID_INPUT');
-      assert.ok(/nested too deeply/.test(de.message), de.message);
+      // (JSON.stringify throws for it in Node; a browser with a deeper stack writes it and the core refuses it)
+      assert.ok(/nested too deeply|nested deeper than the limit/.test(de.message), de.message);
       // A Blob whose size claims more than its slices give: INVALID_INPUT, not a
       // loop over a terabyte or a buffer of that size.
       class Lying extends Blob {

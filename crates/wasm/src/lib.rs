@@ -3,6 +3,13 @@
 //! (data as JSON text, parsed once by the TS layer). Errors are `Error`s whose
 //! message is the core error as JSON.
 
+// The module's allocator: Rust's default for wasm (dlmalloc) grows the
+// memory a few pages at a time, and a first conversion of a large context
+// spent more time in those growths than converting.
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[global_allocator]
+static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 mod agent;
 mod agents;
 #[cfg(feature = "contract")]

@@ -21,6 +21,7 @@ pub fn to_provider_bytes(
     target: &str,
     options: Option<String>,
 ) -> Result<Vec<u8>, JsError> {
+    crate::util::reserve_memory(messages.len().saturating_mul(2));
     normalize::to_provider_lines(messages, target, options.as_deref(), 1)
         .map(String::into_bytes)
         .map_err(err)

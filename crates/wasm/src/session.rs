@@ -109,6 +109,7 @@ impl NativeSession {
         target: &str,
         options: Option<String>,
     ) -> Result<Vec<u8>, JsError> {
+        crate::util::reserve_memory(self.inner.text().len().saturating_mul(2));
         forkpoint_core::normalize::session_to_provider_lines(
             &self.inner,
             leaf_id.as_deref(),

@@ -12,3 +12,14 @@ pub fn err(e: Error) -> JsError {
 pub fn jerr(e: Error) -> JsValue {
     err(e).into()
 }
+
+/// Grows the module's memory once by about `bytes` before a large conversion:
+/// the block is freed at once and the allocator hands its memory out again.
+/// A memory grown step by step as the trees are built costs more than the
+/// conversion itself in V8 (each growth is a call into the engine and a new
+/// buffer, and the garbage collector runs).
+/// When the memory cannot grow that much, nothing is reserved.
+pub fn reserve_memory(bytes: usize) {
+    let mut block = Vec::<u8>::new();
+    let _ = block.try_reserve_exact(bytes);
+}
