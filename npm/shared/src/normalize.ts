@@ -100,19 +100,19 @@ export interface Normalizer {
 
 type ConversionMeta = Pick<ProviderConversion, 'report' | 'idMap' | 'nameMap'>;
 
-/** @internal UTF-8 bytes as a string: Node's `Buffer` decoder where there is one (faster than `TextDecoder` in Node 20), else `TextDecoder`. */
-export function decodeUtf8(): (bytes: Uint8Array) => string {
+/** UTF-8 bytes as a string: Node's `Buffer` decoder where there is one (faster than `TextDecoder` in Node 20), else `TextDecoder`. */
+const decodeUtf8: (bytes: Uint8Array) => string = (() => {
   const B = (globalThis as { Buffer?: { from(b: ArrayBufferLike, offset: number, length: number): { toString(enc: string): string } } }).Buffer;
-  if (B) return (bytes) => B.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  if (B) return (bytes: Uint8Array) => B.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
   const d = new TextDecoder();
-  return (bytes) => d.decode(bytes);
-}
+  return (bytes: Uint8Array) => d.decode(bytes);
+})();
 
 /**
  * @internal A conversion from its body's bytes and `{report, idMap, nameMap}`
  * as JSON text; `body`, `request` and the metadata are made on first use.
  */
-export function conversionOf(bytes: Uint8Array, metaText: () => string, decode: (bytes: Uint8Array) => string): ProviderConversion {
+function conversionOf(bytes: Uint8Array, metaText: () => string): ProviderConversion {
   let meta: ConversionMeta | undefined;
   const m = () => (meta ??= JSON.parse(metaText()) as ConversionMeta);
   let body: string | undefined;
@@ -121,7 +121,7 @@ export function conversionOf(bytes: Uint8Array, metaText: () => string, decode: 
   return {
     bodyBytes: bytes,
     get body() {
-      return (body ??= decode(bytes));
+      return (body ??= decodeUtf8(bytes));
     },
     get request() {
       if (!parsed) {
@@ -143,10 +143,10 @@ export function conversionOf(bytes: Uint8Array, metaText: () => string, decode: 
 }
 
 /** @internal The native output of a conversion: the request's JSON, a newline (compact JSON has none), then `{report, idMap, nameMap}`, as UTF-8 bytes. */
-export function parseConversion(out: Uint8Array, decode: (bytes: Uint8Array) => string): ProviderConversion {
+export function parseConversion(out: Uint8Array): ProviderConversion {
   const nl = out.lastIndexOf(10);
   const metaBytes = out.subarray(nl + 1);
-  return conversionOf(out.subarray(0, nl), () => decode(metaBytes), decode);
+  return conversionOf(out.subarray(0, nl), () => decodeUtf8(metaBytes));
 }
 
 /** @internal Options as JSON text for the native side. */
@@ -165,7 +165,6 @@ export function providerName(v: unknown, what: string): string {
  * scanned for them here.
  */
 export function createNormalizer(n: NativeNormalizerLike, how: { rawText?: boolean } = {}): Normalizer {
-  const decode = decodeUtf8();
   const denormalizeWithReport = (
     normalized: NormalizedMessage | NormalizedMessage[] | string,
     provider: ProviderName,
@@ -181,7 +180,7 @@ export function createNormalizer(n: NativeNormalizerLike, how: { rawText?: boole
       const messagesText =
         how.rawText && input !== undefined && input !== null ? (typeof input === 'string' ? input : toJson(input, 'the messages')) : text(input, 'the messages');
       const out = call(() => n.toProviderBytes(messagesText, name(target, 'the target'), opts === undefined ? null : text(opts, 'the options')));
-      return parseConversion(out, decode);
+      return parseConversion(out);
     },
     fromProvider(request, provider) {
       const json = call(() => n.fromProviderJson(text(request, 'the request'), name(provider, 'the provider')));
@@ -219,13 +218,10 @@ export type BuiltRequest = ProviderConversion;
 export class RequestBuilder {
   /** @internal */
   private readonly native: NativeRequestBuilderLike;
-  /** @internal */
-  private readonly decode: (bytes: Uint8Array) => string;
 
   /** @internal */
-  constructor(native: NativeRequestBuilderLike, decode: (bytes: Uint8Array) => string = decodeUtf8()) {
+  constructor(native: NativeRequestBuilderLike) {
     this.native = native;
-    this.decode = decode;
   }
 
   /** Appends canonical messages (objects, or their JSON text as an array); returns how many there are. */
@@ -243,7 +239,7 @@ export class RequestBuilder {
     const bytes = call(() => this.native.build());
     // Taken now: the next build replaces it.
     const metaText = this.native.metaJson();
-    return conversionOf(bytes, () => metaText, this.decode);
+    return conversionOf(bytes, () => metaText);
   }
 }
 
@@ -252,7 +248,6 @@ export function requestBuilderOf(
   make: (target: string, options: string | null) => NativeRequestBuilderLike,
   target: ProviderName,
   opts?: ToProviderOptions,
-  decode: (bytes: Uint8Array) => string = decodeUtf8(),
 ): RequestBuilder {
-  return new RequestBuilder(call(() => make(name(target, 'the target'), optionsText(opts))), decode);
+  return new RequestBuilder(call(() => make(name(target, 'the target'), optionsText(opts))));
 }

@@ -12,7 +12,7 @@ import type {
   TreeRun,
 } from '@forkpoint/types';
 import { call, callAsync } from './errors.js';
-import { parseConversion, decodeUtf8, optionsText, providerName, type ProviderConversion } from './normalize.js';
+import { parseConversion, optionsText, providerName, type ProviderConversion } from './normalize.js';
 
 /** What both the napi and the wasm builds expose for a loaded session. */
 export interface NativeSessionLike {
@@ -157,7 +157,6 @@ export class SessionView {
     const { leafId, ...rest } = opts;
     return parseConversion(
       call(() => this.native.toProviderBytes(leafId ?? null, providerName(target, 'the target'), optionsText(Object.keys(rest).length ? rest : undefined))),
-      decodeUtf8(),
     );
   }
 

@@ -24,6 +24,8 @@ pub enum S {
         start: u32,
         end: u32,
     },
+    /// Text made by the codecs: a whole string of its own, of any length.
+    Owned(Arc<String>),
 }
 
 impl std::ops::Deref for S {
@@ -32,6 +34,7 @@ impl std::ops::Deref for S {
         match self {
             S::Known(k) => k,
             S::Shared { buf, start, end } => buf.get(*start as usize..*end as usize).unwrap_or(""),
+            S::Owned(text) => text,
         }
     }
 }
@@ -88,15 +91,7 @@ impl From<String> for S {
 
 impl S {
     fn owned(s: String) -> S {
-        match u32::try_from(s.len()) {
-            Ok(end) => S::Shared {
-                end,
-                buf: Arc::new(s),
-                start: 0,
-            },
-            // Past 4 GiB: the text no tree of this size could hold.
-            Err(_) => S::Known(""),
-        }
+        S::Owned(Arc::new(s))
     }
 
     /// `src[start..end]`: a known name, or shared with `src`.
@@ -117,6 +112,7 @@ impl S {
         match self {
             S::Known(k) => k.len(),
             S::Shared { start, end, .. } => (end - start) as usize,
+            S::Owned(text) => text.len(),
         }
     }
 }
@@ -618,7 +614,7 @@ fn unescape(k: &str) -> Cow<'_, str> {
     }
 }
 
-fn key_eq(raw: &S, key: &str) -> bool {
+pub(crate) fn key_eq(raw: &S, key: &str) -> bool {
     // Lengths first: a key of another length is not read (an escaped key is
     // longer than its text).
     let n = raw.raw_len();

@@ -74,15 +74,6 @@ fn parse_path(p: &str) -> Option<Vec<Seg>> {
 
 /// The value at `path` in `root`, made (objects and arrays) on the way.
 /// `None` when the path goes through a value of another kind.
-/// Whether an object key (escaped text) reads `k`.
-fn unescaped_eq(key: &str, k: &str) -> bool {
-    if key.contains('\\') {
-        crate::json::decode_escaped(key) == k
-    } else {
-        key == k
-    }
-}
-
 fn slot<'a>(root: &'a mut J, path: &[Seg]) -> Option<&'a mut J> {
     let mut cur = root;
     for seg in path {
@@ -92,7 +83,10 @@ fn slot<'a>(root: &'a mut J, path: &[Seg]) -> Option<&'a mut J> {
                     *cur = J::Obj(Vec::new());
                 }
                 let J::Obj(members) = cur else { return None };
-                let pos = match members.iter().position(|(key, _)| unescaped_eq(key, k)) {
+                let pos = match members
+                    .iter()
+                    .position(|(key, _)| crate::normalize::jv::key_eq(key, k))
+                {
                     Some(p) => p,
                     None => {
                         let J::Str(key) = J::s(k) else { return None };
