@@ -234,6 +234,28 @@ test(`[${BACKEND}] a raw lone surrogate in JSON text is kept as an escape, not s
   throwsCode(assert, () => pkg.toProvider([], 'openai', { system: 5 }), 'INVALID_INPUT');
 });
 
+test(`[${BACKEND}] a long text (it crosses to the addon in pieces): pairs and lone halves at a piece's edge`, () => {
+  // The addon takes a string of more than 2^20 units in pieces of 2^18; a
+  // piece never ends inside a pair, and a lone half at its end stays an escape.
+  const head = '[{"role":"user","content":"';
+  const tail = `"},{"role":"user","content":"${'y'.repeat(1 << 20)}"}]`;
+  for (const [raw, want, lone] of [
+    ['a\ud83d\ude00b', 'a\ud83d\ude00b', false],
+    ['a\ud83db', 'a\\ufffdb', true],
+    ['a\ude00b', 'a\\ufffdb', true],
+  ]) {
+    for (const shift of [-2, -1, 0, 1, 2]) {
+      const pad = (1 << 18) - head.length - 2 + shift;
+      const canon = `${head}${'x'.repeat(pad)}${raw}${tail}`;
+      const o = pkg.toProvider(canon, 'anthropic');
+      assert.ok(o.body.includes(`xxx${want}"`), `${JSON.stringify(raw)} at ${shift}`);
+      assert.equal(o.report.steps.some((s) => s.code === 'lone_surrogates_replaced'), lone, `${JSON.stringify(raw)} at ${shift}: reported`);
+      assert.equal(o.request.messages.length, 2);
+      assert.equal(o.request.messages[1].content, 'y'.repeat(1 << 20));
+    }
+  }
+});
+
 test(`[${BACKEND}] the thinking option: Anthropic's final tool turn without thinking goes as text only when it is on`, () => {
   const msgs = [
     { role: 'user', content: 'go' },

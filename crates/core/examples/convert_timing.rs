@@ -1,5 +1,5 @@
 //! Times the phases of `toProvider` on a context JSON file (for profiling):
-//! `convert_timing FILE TARGET`.
+//! `convert_timing FILE TARGET` (`THREADS=n`: `to_provider_lines` on n threads).
 use std::time::Instant;
 
 use forkpoint_core::normalize::{self, J, Provider, ToOptions};
@@ -26,13 +26,26 @@ fn main() {
     let t = Instant::now();
     let out = c.request.text();
     let t_text = t.elapsed();
+    let threads = std::env::var("THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
     let t = Instant::now();
-    let total = normalize::to_provider_lines(text.clone(), target.name(), None, 1)
+    let two = J::parse_owned_threads(text.clone(), threads).expect("json");
+    let t_two = t.elapsed();
+    drop(two);
+    let t = Instant::now();
+    let mut body = String::with_capacity(out.len() + 64);
+    c.request.write_threads(&mut body, threads);
+    let t_wt = t.elapsed();
+    assert_eq!(body, out);
+    let t = Instant::now();
+    let total = normalize::to_provider_lines(text.clone(), target.name(), None, threads)
         .expect("all")
         .len();
     let t_all = t.elapsed();
     eprintln!(
-        "parse {:?} convert {:?} text {:?} ({} bytes) | to_provider_lines {:?} ({total})",
+        "parse {:?} (on {threads} threads {t_two:?}) convert {:?} text {:?} (on threads {t_wt:?}, {} bytes) | to_provider_lines {:?} ({total})",
         t_parse,
         t_convert,
         t_text,

@@ -11,7 +11,7 @@ use napi::bindgen_prelude::{AsyncTask, Buffer, Utf16String};
 use napi::{Env, Task};
 use napi_derive::napi;
 
-use crate::util::{JsonText, guard, json_text, now_ms, utf8_of};
+use crate::util::{JsonText, guard, json_text, now_ms, push_utf16, utf8_of};
 
 /// `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON).
 #[napi(ts_return_type = "string")]
@@ -37,6 +37,52 @@ pub fn to_provider_bytes(
         )
         .map(|s| s.into_bytes().into())
     })
+}
+
+/// A long JS string's text gathered in pieces for `toProvider`: each piece
+/// crosses as UTF-16 into a small buffer and is transcoded onto the text
+/// (as [`utf8_of`] does), so the whole string is never copied as UTF-16 (for
+/// a 124 MiB context that copy alone was 248 MB of fresh memory).
+#[napi]
+pub struct NativeUtf8Text {
+    text: String,
+}
+
+#[napi]
+impl NativeUtf8Text {
+    /// `units`: the string's length, which the text's is close to.
+    #[napi(constructor)]
+    pub fn new(units: u32) -> Self {
+        let units = units as usize;
+        NativeUtf8Text {
+            text: String::with_capacity(units + units / 16),
+        }
+    }
+
+    /// Appends a piece (the caller never cuts a surrogate pair in two).
+    #[napi]
+    pub fn push(&mut self, piece: Utf16String) {
+        push_utf16(&mut self.text, &piece);
+    }
+
+    /// [`to_provider_bytes`] of the text gathered (which is then gone).
+    #[napi(js_name = "toProviderBytes")]
+    pub fn provider_bytes(
+        &mut self,
+        target: String,
+        options: Option<String>,
+    ) -> napi::Result<Buffer> {
+        let text = std::mem::take(&mut self.text);
+        guard(|| {
+            normalize::to_provider_lines(
+                text,
+                &target,
+                options.as_deref(),
+                forkpoint_fs::io::scan_threads(),
+            )
+            .map(|s| s.into_bytes().into())
+        })
+    }
 }
 
 /// `MessageNormalizer.normalize`: one provider message → canonical message(s) (JSON).

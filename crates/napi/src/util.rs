@@ -58,9 +58,17 @@ pub fn json_text(s: String) -> JsonText {
 /// only inside a string) is written as its `\uXXXX` escape, which means the
 /// same, so it reaches the core as it was; V8's conversion would make it U+FFFD.
 pub fn utf8_of(units: &[u16]) -> String {
-    const PIECE: usize = 1 << 16;
     let mut out = String::with_capacity(units.len() + units.len() / 16);
-    let mut buf = "\0".repeat(PIECE * 3 + 3);
+    push_utf16(&mut out, units);
+    out
+}
+
+/// Appends UTF-16 `units` to `out` as [`utf8_of`] writes them (a surrogate
+/// pair cut between two calls would be two lone halves: callers cut before
+/// a high surrogate).
+pub fn push_utf16(out: &mut String, units: &[u16]) {
+    const PIECE: usize = 1 << 16;
+    let mut buf = "\0".repeat(PIECE.min(units.len()) * 3 + 3);
     let mut rest = units;
     while !rest.is_empty() {
         let mut n = rest.len().min(PIECE);
@@ -69,8 +77,9 @@ pub fn utf8_of(units: &[u16]) -> String {
             n -= 1;
         }
         let piece = &rest[..n];
-        if piece.iter().any(|u| (0xD800..0xE000).contains(u)) {
-            push_with_escapes(&mut out, piece);
+        // Pairs are transcoded as they are; only a lone half needs an escape.
+        if encoding_rs::mem::utf16_valid_up_to(piece) < piece.len() {
+            push_with_escapes(out, piece);
         } else {
             let mut piece = piece;
             while !piece.is_empty() {
@@ -82,7 +91,6 @@ pub fn utf8_of(units: &[u16]) -> String {
         }
         rest = &rest[n..];
     }
-    out
 }
 
 /// UTF-16 with surrogates: pairs as their character, lone ones as escapes.

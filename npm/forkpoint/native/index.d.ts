@@ -343,6 +343,21 @@ export declare class NativeStreamDecoder {
   get delivered(): boolean
 }
 
+/**
+ * A long JS string's text gathered in pieces for `toProvider`: each piece
+ * crosses as UTF-16 into a small buffer and is transcoded onto the text
+ * (as [`utf8_of`] does), so the whole string is never copied as UTF-16 (for
+ * a 124 MiB context that copy alone was 248 MB of fresh memory).
+ */
+export declare class NativeUtf8Text {
+  /** `units`: the string's length, which the text's is close to. */
+  constructor(units: number)
+  /** Appends a piece (the caller never cuts a surrogate pair in two). */
+  push(piece: string): void
+  /** [`to_provider_bytes`] of the text gathered (which is then gone). */
+  toProviderBytes(target: string, options?: string | undefined | null): Buffer
+}
+
 /** A session file open for appending. */
 export declare class NativeWriter {
   /** Opens or creates a session file; `opts` is WriterOptions as JSON. */

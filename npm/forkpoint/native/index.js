@@ -846,6 +846,7 @@ module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.NativeStore = nativeBinding.NativeStore
 module.exports.NativeStoredLog = nativeBinding.NativeStoredLog
 module.exports.NativeStreamDecoder = nativeBinding.NativeStreamDecoder
+module.exports.NativeUtf8Text = nativeBinding.NativeUtf8Text
 module.exports.NativeWriter = nativeBinding.NativeWriter
 module.exports.buildProviderRequestJson = nativeBinding.buildProviderRequestJson
 module.exports.checkCompatibilityJson = nativeBinding.checkCompatibilityJson

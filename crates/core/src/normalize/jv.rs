@@ -314,7 +314,7 @@ impl J {
         let b = &buf.as_bytes()[..end];
         // One pass that builds and checks; on failure the validating scanner
         // says where and why.
-        if let Some((v, after)) = build(b, buf, skip_ws(b, start), 0)
+        if let Some((v, after)) = Builder::new(b, buf).value(skip_ws(b, start), 0)
             && skip_ws(b, after) == end
         {
             return Ok(v);
@@ -329,6 +329,75 @@ impl J {
                 message: "invalid JSON".into(),
             }),
         }
+    }
+
+    /// [`J::parse_owned`] on up to `threads` threads when the document is a
+    /// long array: each thread builds the items from a place where one seems
+    /// to start, and a thread's items are used only when the items before
+    /// them end exactly there (so the tree, and any error, are the ones one
+    /// thread gives).
+    pub fn parse_owned_threads(text: String, threads: usize) -> Result<J, ParseError> {
+        /// Below this many bytes a thread of its own does not pay.
+        const MIN_PER_THREAD: usize = 4 << 20;
+        J::parse_threads_min(text, threads, MIN_PER_THREAD)
+    }
+
+    fn parse_threads_min(text: String, threads: usize, min: usize) -> Result<J, ParseError> {
+        let threads = threads.min(text.len() / min.max(1));
+        if threads < 2 || u32::try_from(text.len()).is_err() {
+            return J::parse_owned(text);
+        }
+        let end = text.len();
+        let buf = Arc::new(text);
+        let b = buf.as_bytes();
+        let open = skip_ws(b, 0);
+        if b.get(open) != Some(&b'[') {
+            return J::parse_shared(&buf, 0, end);
+        }
+        let mut starts = vec![skip_ws(b, open + 1)];
+        for k in 1..threads {
+            let from = (end / threads * k).max(starts[starts.len() - 1] + 1);
+            match item_start(b, from, end / threads * (k + 1)) {
+                Some(at) => starts.push(at),
+                None => break,
+            }
+        }
+        if starts.len() < 2 {
+            return J::parse_shared(&buf, 0, end);
+        }
+        let mut pieces: Vec<Option<Items>> = std::thread::scope(|sc| {
+            let starts = &starts;
+            let src = &buf;
+            let handles: Vec<_> = (1..starts.len())
+                .map(|k| {
+                    std::thread::Builder::new()
+                        .name("forkpoint-parse".into())
+                        .spawn_scoped(sc, move || items_from(b, src, starts, k))
+                })
+                .collect();
+            let mut all = vec![items_from(b, src, starts, 0)];
+            all.extend(handles.into_iter().map(|h| match h {
+                Ok(h) => h.join().ok().flatten(),
+                Err(_) => None,
+            }));
+            all
+        });
+        let mut items = Vec::new();
+        let mut at = 0;
+        while let Some(piece) = pieces.get_mut(at).and_then(Option::take) {
+            items.extend(piece.items);
+            match piece.end {
+                ItemsEnd::At(next) => at = next,
+                ItemsEnd::Closed(after) if skip_ws(b, after) == end => {
+                    return Ok(J::Arr(items));
+                }
+                ItemsEnd::Closed(_) => break,
+            }
+        }
+        // Not JSON (or a piece failed): one thread says where and why.
+        drop(items);
+        drop(pieces);
+        J::parse_shared(&buf, 0, end)
     }
 
     /// A string value from plain text.
@@ -484,6 +553,36 @@ impl J {
                 out.push('}');
             }
         }
+    }
+
+    /// [`J::write`], with an object's long array member (a request's
+    /// conversation) written on up to `threads` threads: the same text.
+    pub fn write_threads(&self, out: &mut String, threads: usize) {
+        /// Below this many items one thread writes the list.
+        const MIN_ITEMS: usize = 4096;
+        let J::Obj(members) = self else {
+            return self.write(out);
+        };
+        let long = members
+            .iter()
+            .position(|(_, v)| matches!(v, J::Arr(a) if a.len() >= MIN_ITEMS));
+        let Some(long) = long.filter(|_| threads > 1) else {
+            return self.write(out);
+        };
+        out.push('{');
+        for (i, (k, v)) in members.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('"');
+            out.push_str(k);
+            out.push_str("\":");
+            match v {
+                J::Arr(items) if i == long => write_items_threads(items, out, threads),
+                v => v.write(out),
+            }
+        }
+        out.push('}');
     }
 
     /// The JSON text indented by two spaces (as `JSON.stringify(v, null, 2)`).
@@ -666,78 +765,230 @@ fn count_lone(raw: &str) -> usize {
     fixed.matches("\\ufffd").count() - raw.matches("\\ufffd").count()
 }
 
-/// Builds the value at `i` (whitespace already skipped); returns it and the
-/// index after it, or `None` if the input is not JSON there (or nests deeper
-/// than the limit).
-fn build(b: &[u8], src: &Arc<String>, i: usize, depth: usize) -> Option<(J, usize)> {
-    let slice = |start: usize, end: usize| -> Option<S> {
-        src.get(start..end)?;
-        Some(S::Shared {
-            buf: src.clone(),
-            start: u32::try_from(start).ok()?,
-            end: u32::try_from(end).ok()?,
-        })
+/// `items` as a JSON array, the later parts written on threads of their own
+/// (each into a text of its own, appended in order).
+fn write_items_threads(items: &[J], out: &mut String, threads: usize) {
+    let write_list = |list: &[J], out: &mut String| {
+        for (i, v) in list.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            v.write(out);
+        }
     };
-    match b.get(i)? {
-        b'{' => {
-            if depth >= json::DEFAULT_MAX_DEPTH {
-                return None;
+    let parts: Vec<&[J]> = items.chunks(items.len().div_ceil(threads)).collect();
+    // The room `out` has left is about the list's size.
+    let each = out.capacity().saturating_sub(out.len()) / parts.len();
+    out.push('[');
+    let later: Vec<Option<String>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = parts[1..]
+            .iter()
+            .map(|&part| {
+                std::thread::Builder::new()
+                    .name("forkpoint-write".into())
+                    .spawn_scoped(sc, move || {
+                        let mut text = String::with_capacity(each);
+                        write_list(part, &mut text);
+                        text
+                    })
+            })
+            .collect();
+        write_list(parts[0], out);
+        handles
+            .into_iter()
+            .map(|h| h.ok().and_then(|h| h.join().ok()))
+            .collect()
+    });
+    for (part, text) in parts[1..].iter().zip(later) {
+        out.push(',');
+        match text {
+            Some(text) => out.push_str(&text),
+            // No thread could be started: written here.
+            None => write_list(part, out),
+        }
+    }
+    out.push(']');
+}
+
+/// Items of an array built from one place on ([`J::parse_owned_threads`]).
+struct Items {
+    items: Vec<J>,
+    end: ItemsEnd,
+}
+
+enum ItemsEnd {
+    /// The next item starts at `starts[k]`: piece `k` goes on from there.
+    At(usize),
+    /// The array's `]`; the index after it.
+    Closed(usize),
+}
+
+/// Where an item of an array seems to start at or after `from` (before
+/// `until`): an object after `},` whose first key starts with a letter. That
+/// `"` opens a string (a closing one is followed by `:`, `,`, `}`, `]` or a
+/// space), so the `{` before it is outside any string and, after a comma,
+/// an array's item. Its depth is not known: [`J::parse_owned_threads`] uses
+/// the place only when the items before it end exactly there.
+fn item_start(b: &[u8], from: usize, until: usize) -> Option<usize> {
+    let until = until.min(b.len());
+    let mut i = from;
+    while i + 4 < until {
+        let at = i + b.get(i..until)?.iter().position(|&c| c == b'}')?;
+        if b.get(at + 1..at + 4) == Some(b",{\"")
+            && b.get(at + 4).is_some_and(u8::is_ascii_alphabetic)
+        {
+            return Some(at + 2);
+        }
+        i = at + 1;
+    }
+    None
+}
+
+/// Builds the items from `starts[k]` on (depth 1, as inside the document's
+/// array) until the next item starts at a later `starts` place or the array
+/// closes; `None` where the text is not JSON from there.
+fn items_from(b: &[u8], src: &Arc<String>, starts: &[usize], k: usize) -> Option<Items> {
+    let mut i = *starts.get(k)?;
+    let mut next = k + 1;
+    let mut items = Vec::new();
+    let mut builder = Builder::new(b, src);
+    if k == 0 && b.get(i) == Some(&b']') {
+        return Some(Items {
+            items,
+            end: ItemsEnd::Closed(i + 1),
+        });
+    }
+    loop {
+        let (v, after) = builder.value(i, 1)?;
+        items.push(v);
+        i = skip_ws(b, after);
+        match b.get(i)? {
+            b',' => i = skip_ws(b, i + 1),
+            b']' => {
+                return Some(Items {
+                    items,
+                    end: ItemsEnd::Closed(i + 1),
+                });
             }
-            let mut members = Vec::new();
-            let mut i = skip_ws(b, i + 1);
-            if b.get(i) == Some(&b'}') {
-                return Some((J::Obj(members), i + 1));
-            }
-            loop {
-                if b.get(i) != Some(&b'"') {
+            _ => return None,
+        }
+        while starts.get(next).is_some_and(|&s| s < i) {
+            next += 1;
+        }
+        if starts.get(next) == Some(&i) {
+            return Some(Items {
+                items,
+                end: ItemsEnd::At(next),
+            });
+        }
+    }
+}
+
+/// Builds trees from one text. Members and items are gathered on stacks
+/// shared by the whole document and moved into a list of exactly their
+/// number when their object or array closes: no list grows by doubling, so
+/// a tree takes less memory (and fewer fresh pages) and no list is copied
+/// as it grows.
+struct Builder<'a> {
+    b: &'a [u8],
+    src: &'a Arc<String>,
+    members: Vec<(Key, J)>,
+    items: Vec<J>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(b: &'a [u8], src: &'a Arc<String>) -> Self {
+        Builder {
+            b,
+            src,
+            members: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+
+    fn key_or_str(&self, start: usize, end: usize) -> Option<S> {
+        S::of(self.src, start, end)
+    }
+
+    /// Builds the value at `i` (whitespace already skipped); returns it and
+    /// the index after it, or `None` if the input is not JSON there (or
+    /// nests deeper than the limit). On `None` the stacks may hold leftovers:
+    /// the builder is not used again.
+    fn value(&mut self, i: usize, depth: usize) -> Option<(J, usize)> {
+        let b = self.b;
+        match b.get(i)? {
+            b'{' => {
+                if depth >= json::DEFAULT_MAX_DEPTH {
                     return None;
                 }
+                let mut i = skip_ws(b, i + 1);
+                if b.get(i) == Some(&b'}') {
+                    return Some((J::Obj(Vec::new()), i + 1));
+                }
+                let base = self.members.len();
+                loop {
+                    if b.get(i) != Some(&b'"') {
+                        return None;
+                    }
+                    let (end, _) = scan_string(b, i).ok()?;
+                    let key: Key = self.key_or_str(i + 1, end - 1)?;
+                    let colon = skip_ws(b, end);
+                    if b.get(colon) != Some(&b':') {
+                        return None;
+                    }
+                    let (v, after) = self.value(skip_ws(b, colon + 1), depth + 1)?;
+                    self.members.push((key, v));
+                    i = skip_ws(b, after);
+                    match b.get(i)? {
+                        b',' => i = skip_ws(b, i + 1),
+                        b'}' => {
+                            let members = self.members.drain(base..).collect();
+                            return Some((J::Obj(members), i + 1));
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'[' => {
+                if depth >= json::DEFAULT_MAX_DEPTH {
+                    return None;
+                }
+                let mut i = skip_ws(b, i + 1);
+                if b.get(i) == Some(&b']') {
+                    return Some((J::Arr(Vec::new()), i + 1));
+                }
+                let base = self.items.len();
+                loop {
+                    let (v, after) = self.value(i, depth + 1)?;
+                    self.items.push(v);
+                    i = skip_ws(b, after);
+                    match b.get(i)? {
+                        b',' => i = skip_ws(b, i + 1),
+                        b']' => {
+                            let items = self.items.drain(base..).collect();
+                            return Some((J::Arr(items), i + 1));
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'"' => {
                 let (end, _) = scan_string(b, i).ok()?;
-                let key: Key = S::of(src, i + 1, end - 1)?;
-                let colon = skip_ws(b, end);
-                if b.get(colon) != Some(&b':') {
-                    return None;
-                }
-                let (v, after) = build(b, src, skip_ws(b, colon + 1), depth + 1)?;
-                members.push((key, v));
-                i = skip_ws(b, after);
-                match b.get(i)? {
-                    b',' => i = skip_ws(b, i + 1),
-                    b'}' => return Some((J::Obj(members), i + 1)),
-                    _ => return None,
-                }
+                Some((J::Str(self.key_or_str(i + 1, end - 1)?), end))
             }
-        }
-        b'[' => {
-            if depth >= json::DEFAULT_MAX_DEPTH {
-                return None;
+            b't' => (b.get(i..i + 4)? == b"true").then_some((J::Bool(true), i + 4)),
+            b'f' => (b.get(i..i + 5)? == b"false").then_some((J::Bool(false), i + 5)),
+            b'n' => (b.get(i..i + 4)? == b"null").then_some((J::Null, i + 4)),
+            _ => {
+                let end = scan_number(b, i).ok()?;
+                self.src.get(i..end)?;
+                let num = S::Shared {
+                    buf: self.src.clone(),
+                    start: u32::try_from(i).ok()?,
+                    end: u32::try_from(end).ok()?,
+                };
+                Some((J::Num(num), end))
             }
-            let mut items = Vec::new();
-            let mut i = skip_ws(b, i + 1);
-            if b.get(i) == Some(&b']') {
-                return Some((J::Arr(items), i + 1));
-            }
-            loop {
-                let (v, after) = build(b, src, i, depth + 1)?;
-                items.push(v);
-                i = skip_ws(b, after);
-                match b.get(i)? {
-                    b',' => i = skip_ws(b, i + 1),
-                    b']' => return Some((J::Arr(items), i + 1)),
-                    _ => return None,
-                }
-            }
-        }
-        b'"' => {
-            let (end, _) = scan_string(b, i).ok()?;
-            Some((J::Str(S::of(src, i + 1, end - 1)?), end))
-        }
-        b't' => (b.get(i..i + 4)? == b"true").then_some((J::Bool(true), i + 4)),
-        b'f' => (b.get(i..i + 5)? == b"false").then_some((J::Bool(false), i + 5)),
-        b'n' => (b.get(i..i + 4)? == b"null").then_some((J::Null, i + 4)),
-        _ => {
-            let end = scan_number(b, i).ok()?;
-            Some((J::Num(slice(i, end)?), end))
         }
     }
 }
@@ -779,6 +1030,80 @@ mod tests {
 
 #[cfg(test)]
 mod size {
+    use super::J;
+
+    /// A message list whose items hold places that look like an item's start
+    /// at other depths (content blocks, arguments holding messages) and in
+    /// strings (escaped).
+    fn message_list(n: usize) -> String {
+        let items: Vec<String> = (0..n)
+            .map(|i| match i % 4 {
+                0 => format!(r#"{{"role":"user","content":"hi {i} \"}},{{\"role\":1"}}"#),
+                1 => format!(
+                    r#"{{"role":"assistant","content":[{{"type":"text","text":"a"}},{{"type":"toolCall","id":"c{i}","arguments":{{"log":[{{"role":"x"}},{{"role":"y"}}]}}}}],"n":{i}.50}}"#
+                ),
+                2 => format!(r#" {{ "role" : "toolResult", "toolCallId":"c{i}", "content":[] }}"#),
+                _ => format!(r#"{{"role":"user","content":[{{"type":"text","text":"\ud83d\ude00 {i}"}}]}}"#),
+            })
+            .collect();
+        format!(" [{}]\n", items.join(",\n"))
+    }
+
+    #[test]
+    fn parsed_on_threads_is_the_same_tree() {
+        for n in [0, 1, 2, 3, 7, 40, 401] {
+            let text = message_list(n);
+            let one = J::parse(&text).expect("json");
+            for threads in [2, 3, 8, 64] {
+                let many = J::parse_threads_min(text.clone(), threads, 1).expect("json");
+                assert_eq!(many, one, "{n} items on {threads} threads");
+            }
+        }
+        // Not an array, and not JSON: the errors one thread gives.
+        let obj = format!(r#"{{"messages":{}}}"#, message_list(40));
+        assert_eq!(J::parse_threads_min(obj.clone(), 4, 1), J::parse(&obj));
+        let good = message_list(40);
+        for cut in [1, good.len() / 3, good.len() / 2, good.len() - 3] {
+            // An item's `{` (outside strings) made `#`.
+            let at = cut + good[cut..].find("{\"role\":\"").unwrap_or(0);
+            let mut bad = good.clone();
+            bad.replace_range(at..at + 1, "#");
+            let want = J::parse(&bad).expect_err("not JSON");
+            for threads in [2, 5] {
+                assert_eq!(
+                    J::parse_threads_min(bad.clone(), threads, 1),
+                    Err(want.clone())
+                );
+            }
+        }
+        let unclosed = good.trim_end().trim_end_matches(']').to_string();
+        assert_eq!(
+            J::parse_threads_min(unclosed.clone(), 3, 1),
+            J::parse(&unclosed)
+        );
+        let trailing = format!("{good} x");
+        assert!(J::parse_threads_min(trailing, 3, 1).is_err());
+    }
+
+    #[test]
+    fn written_on_threads_is_the_same_text() {
+        let list = J::parse(&message_list(9000)).expect("json");
+        let request = J::obj([
+            ("model", J::s("m")),
+            ("messages", list),
+            ("tools", J::Arr(vec![J::s("t")])),
+        ]);
+        let want = request.text();
+        for threads in [1, 2, 3, 7] {
+            let mut out = String::with_capacity(want.len());
+            request.write_threads(&mut out, threads);
+            assert_eq!(out, want, "{threads} threads");
+        }
+        let mut out = String::new();
+        J::s("x").write_threads(&mut out, 2);
+        assert_eq!(out, "\"x\"");
+    }
+
     #[test]
     fn nodes_stay_small() {
         // Every pass of a conversion walks these: their size is its speed.

@@ -360,7 +360,8 @@ pub fn to_provider_lines(
     let p = Provider::parse(target)?;
     let mut opts = ToOptions::from_json(options)?;
     let size = messages.len();
-    let input = J::parse_owned(messages).map_err(|e| not_json("the messages", e))?;
+    let input =
+        J::parse_owned_threads(messages, threads).map_err(|e| not_json("the messages", e))?;
     let msgs = input_messages(input, &mut opts)?;
     lines(convert(msgs, p, &opts)?, size, threads)
 }
@@ -451,7 +452,7 @@ fn lines(c: Converted, size: usize, threads: usize) -> Result<String> {
     let rep =
         serde_json::to_string(&c.report).map_err(|e| crate::Error::internal(e.to_string()))?;
     let mut out = String::with_capacity(size + size / 8 + rep.len() + 64);
-    c.request.write(&mut out);
+    c.request.write_threads(&mut out, threads);
     out.push('\n');
     out.push_str("{\"report\":");
     out.push_str(&rep);
