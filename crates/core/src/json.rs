@@ -847,26 +847,33 @@ pub fn push_str_literal(out: &mut String, s: &str) {
 }
 
 /// Appends the escaped inside of a JSON string literal for `s` (no quotes).
+/// Only ASCII bytes are ever escaped, so runs between them are copied whole
+/// (found eight bytes at a time).
 pub fn push_escaped(out: &mut String, s: &str) {
+    let b = s.as_bytes();
     let mut from = 0;
-    for (i, c) in s.char_indices() {
-        let esc: Option<&str> = match c {
-            '"' => Some("\\\""),
-            '\\' => Some("\\\\"),
-            '\n' => Some("\\n"),
-            '\r' => Some("\\r"),
-            '\t' => Some("\\t"),
-            '\u{8}' => Some("\\b"),
-            '\u{c}' => Some("\\f"),
-            c if (c as u32) < 0x20 => None,
-            _ => continue,
+    loop {
+        let i = find_string_special(b, from);
+        let Some(&c) = b.get(i) else {
+            break;
         };
         out.push_str(&s[from..i]);
-        match esc {
-            Some(e) => out.push_str(e),
-            None => out.push_str(&format!("\\u{:04x}", c as u32)),
+        match c {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            c => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[(c >> 4) as usize] as char);
+                out.push(HEX[(c & 15) as usize] as char);
+            }
         }
-        from = i + c.len_utf8();
+        from = i + 1;
     }
     out.push_str(&s[from..]);
 }
@@ -881,6 +888,25 @@ pub fn str_literal(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_as_json_stringify_does() {
+        // Every control character, quotes and backslashes at every place of
+        // the eight-byte words, next to multi-byte characters.
+        let mut cases: Vec<String> = (0u8..0x20).map(|c| (c as char).to_string()).collect();
+        for pad in 0..20 {
+            let p = "é😀x".repeat(pad);
+            cases.push(format!("{p}\"{p}\\{p}\n\u{1f}{p}\u{7f}"));
+            cases.push(format!("{}\t", "a".repeat(pad)));
+        }
+        cases.push(String::new());
+        for c in cases {
+            let mut out = String::new();
+            push_escaped(&mut out, &c);
+            let want = serde_json::to_string(&c).expect("string");
+            assert_eq!(format!("\"{out}\""), want, "{c:?}");
+        }
+    }
 
     fn ok(s: &str) -> bool {
         validate(s.as_bytes(), DEFAULT_MAX_DEPTH).is_ok()

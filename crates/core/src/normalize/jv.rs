@@ -23,6 +23,9 @@ pub enum S {
         buf: Arc<String>,
         start: u32,
         end: u32,
+        /// The text holds a `\\` (known when it was parsed: a string
+        /// without one is never scanned to be decoded or checked).
+        escaped: bool,
     },
     /// Text made by the codecs: a whole string of its own, of any length.
     Owned(Arc<String>),
@@ -33,7 +36,9 @@ impl std::ops::Deref for S {
     fn deref(&self) -> &str {
         match self {
             S::Known(k) => k,
-            S::Shared { buf, start, end } => buf.get(*start as usize..*end as usize).unwrap_or(""),
+            S::Shared {
+                buf, start, end, ..
+            } => buf.get(*start as usize..*end as usize).unwrap_or(""),
             S::Owned(text) => text,
         }
     }
@@ -94,17 +99,28 @@ impl S {
         S::Owned(Arc::new(s))
     }
 
-    /// `src[start..end]`: a known name, or shared with `src`.
-    fn of(src: &Arc<String>, start: usize, end: usize) -> Option<S> {
+    /// `src[start..end]`: a known name, or shared with `src` (`escaped`:
+    /// the text holds a `\\`).
+    fn of(src: &Arc<String>, start: usize, end: usize, escaped: bool) -> Option<S> {
         let text = src.get(start..end)?;
         Some(match known(text) {
-            Some(k) => S::Known(k),
-            None => S::Shared {
+            Some(k) if !escaped => S::Known(k),
+            _ => S::Shared {
                 buf: src.clone(),
                 start: u32::try_from(start).ok()?,
                 end: u32::try_from(end).ok()?,
+                escaped,
             },
         })
+    }
+
+    /// Whether the escaped text holds a `\\` (read only for text the codecs made).
+    pub(crate) fn escaped(&self) -> bool {
+        match self {
+            S::Known(_) => false,
+            S::Shared { escaped, .. } => *escaped,
+            S::Owned(text) => text.contains('\\'),
+        }
     }
 
     /// The length of the escaped text, without reading it.
@@ -468,7 +484,7 @@ impl J {
     /// The decoded text of a string value (lone surrogates become U+FFFD).
     pub fn as_str(&self) -> Option<Cow<'_, str>> {
         match self {
-            J::Str(raw) if raw.contains('\\') => Some(Cow::Owned(decode_escaped(raw))),
+            J::Str(raw) if raw.escaped() => Some(Cow::Owned(decode_escaped(raw))),
             J::Str(raw) => Some(Cow::Borrowed(&**raw)),
             _ => None,
         }
@@ -651,7 +667,7 @@ impl J {
     /// Whether a string value holds an escape of a lone UTF-16 surrogate.
     pub fn has_lone_surrogate(&self) -> bool {
         match self {
-            J::Str(raw) => raw.contains("\\u") && lone_surrogates(raw).1,
+            J::Str(raw) => raw.escaped() && raw.contains("\\u") && lone_surrogates(raw).1,
             J::Arr(a) => a.iter().any(J::has_lone_surrogate),
             J::Obj(m) => m.iter().any(|(_, v)| v.has_lone_surrogate()),
             _ => false,
@@ -686,7 +702,7 @@ impl J {
     pub fn replace_lone_surrogates(&mut self) -> usize {
         match self {
             J::Str(raw) => {
-                if !raw.contains("\\u") {
+                if !raw.escaped() || !raw.contains("\\u") {
                     return 0;
                 }
                 let (fixed, found) = lone_surrogates(raw);
@@ -705,8 +721,8 @@ impl J {
     }
 }
 
-fn unescape(k: &str) -> Cow<'_, str> {
-    if k.contains('\\') {
+fn unescape(k: &S) -> Cow<'_, str> {
+    if k.escaped() {
         Cow::Owned(decode_escaped(k))
     } else {
         Cow::Borrowed(k)
@@ -718,7 +734,7 @@ pub(crate) fn key_eq(raw: &S, key: &str) -> bool {
     // longer than its text).
     let n = raw.raw_len();
     (n == key.len() && **raw == *key)
-        || (n > key.len() && raw.contains('\\') && decode_escaped(raw) == key)
+        || (n > key.len() && raw.escaped() && decode_escaped(raw) == key)
 }
 
 /// The escaped text with lone-surrogate escapes replaced by `\ufffd`, and whether any was found.
@@ -906,8 +922,8 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn key_or_str(&self, start: usize, end: usize) -> Option<S> {
-        S::of(self.src, start, end)
+    fn key_or_str(&self, start: usize, end: usize, escaped: bool) -> Option<S> {
+        S::of(self.src, start, end, escaped)
     }
 
     /// Builds the value at `i` (whitespace already skipped); returns it and
@@ -930,8 +946,8 @@ impl<'a> Builder<'a> {
                     if b.get(i) != Some(&b'"') {
                         return None;
                     }
-                    let (end, _) = scan_string(b, i).ok()?;
-                    let key: Key = self.key_or_str(i + 1, end - 1)?;
+                    let (end, escaped) = scan_string(b, i).ok()?;
+                    let key: Key = self.key_or_str(i + 1, end - 1, escaped)?;
                     let colon = skip_ws(b, end);
                     if b.get(colon) != Some(&b':') {
                         return None;
@@ -973,8 +989,8 @@ impl<'a> Builder<'a> {
                 }
             }
             b'"' => {
-                let (end, _) = scan_string(b, i).ok()?;
-                Some((J::Str(self.key_or_str(i + 1, end - 1)?), end))
+                let (end, escaped) = scan_string(b, i).ok()?;
+                Some((J::Str(self.key_or_str(i + 1, end - 1, escaped)?), end))
             }
             b't' => (b.get(i..i + 4)? == b"true").then_some((J::Bool(true), i + 4)),
             b'f' => (b.get(i..i + 5)? == b"false").then_some((J::Bool(false), i + 5)),
@@ -986,6 +1002,7 @@ impl<'a> Builder<'a> {
                     buf: self.src.clone(),
                     start: u32::try_from(i).ok()?,
                     end: u32::try_from(end).ok()?,
+                    escaped: false,
                 };
                 Some((J::Num(num), end))
             }
@@ -996,6 +1013,22 @@ impl<'a> Builder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escapes_are_known_from_the_parse() {
+        let v = J::parse(r#"{"a\u0062":"x\"y","k":"plain","r\u006fle":"\ud800"}"#).expect("json");
+        assert_eq!(v.str_of("ab").as_deref(), Some("x\"y"));
+        assert!(matches!(v.str_of("k"), Some(Cow::Borrowed("plain"))));
+        assert_eq!(v.str_of("role").as_deref(), Some("\u{fffd}"));
+        assert!(v.has_lone_surrogate());
+        let J::Obj(m) = &v else { panic!() };
+        assert!(
+            m[0].0.escaped()
+                && !m[1].0.escaped()
+                && !m[1].1.clone().as_str().is_some_and(|s| s.contains('\\'))
+        );
+        assert!(S::owned("a\\nb".into()).escaped() && !S::owned("ab".into()).escaped());
+    }
 
     #[test]
     fn round_trips_source_exact() {

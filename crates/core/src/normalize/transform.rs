@@ -1029,12 +1029,10 @@ fn report_signature(rep: &mut CompatibilityReport, i: usize, sig: Option<&J>) {
 /// Only text that can start an object (spaces, then `{` or an escape) is decoded.
 fn reasoning_item(sig: Option<&J>) -> bool {
     match sig {
-        Some(J::Str(raw)) if raw.trim_start_matches(' ').starts_with(['{', '\\']) => {
-            J::Str(raw.clone())
-                .as_str()
-                .and_then(|t| J::parse(&t).ok())
-                .is_some_and(|v| v.is("type", "reasoning"))
-        }
+        Some(s @ J::Str(raw)) if raw.trim_start_matches(' ').starts_with(['{', '\\']) => s
+            .as_str()
+            .and_then(|t| J::parse_owned(t.into_owned()).ok())
+            .is_some_and(|v| v.is("type", "reasoning")),
         _ => false,
     }
 }
