@@ -252,6 +252,12 @@ test(`[${BACKEND}] a long text (it crosses to the addon in pieces): pairs and lo
       assert.equal(o.report.steps.some((s) => s.code === 'lone_surrogates_replaced'), lone, `${JSON.stringify(raw)} at ${shift}: reported`);
       assert.equal(o.request.messages.length, 2);
       assert.equal(o.request.messages[1].content, 'y'.repeat(1 << 20));
+      if (shift === 0) {
+        // requestBuilder takes a long text the same way.
+        const b = pkg.requestBuilder('anthropic');
+        b.push(canon);
+        assert.equal(b.build().body, o.body, `${JSON.stringify(raw)}: requestBuilder`);
+      }
     }
   }
 });

@@ -33,7 +33,9 @@ fn main() {
     let body = cache.write(&c.request, target);
     let t_write = t.elapsed();
     let t = Instant::now();
-    let c = cache.convert(&texts, target, &opts).expect("convert");
+    let c = cache
+        .convert(texts.as_slice(), target, &opts)
+        .expect("convert");
     let t_next = t.elapsed();
     let t = Instant::now();
     let body2 = cache.write(&c.request, target);
@@ -45,7 +47,9 @@ fn main() {
         .unwrap_or(0);
     let t = Instant::now();
     for _ in 0..reps {
-        let c = cache.convert(&texts, target, &opts).expect("convert");
+        let c = cache
+            .convert(texts.as_slice(), target, &opts)
+            .expect("convert");
         std::hint::black_box(&c);
     }
     if reps > 0 {

@@ -65,6 +65,11 @@ impl NativeUtf8Text {
         push_utf16(&mut self.text, &piece);
     }
 
+    /// The text gathered (which is then gone).
+    fn take(&mut self) -> String {
+        std::mem::take(&mut self.text)
+    }
+
     /// [`to_provider_bytes`] of the text gathered (which is then gone).
     #[napi(js_name = "toProviderBytes")]
     pub fn provider_bytes(
@@ -72,7 +77,7 @@ impl NativeUtf8Text {
         target: String,
         options: Option<String>,
     ) -> napi::Result<Buffer> {
-        let text = std::mem::take(&mut self.text);
+        let text = self.take();
         guard(|| {
             normalize::to_provider_lines(
                 text,
@@ -135,7 +140,23 @@ impl NativeRequestBuilder {
     /// Appends messages (a JSON array, or one message); returns how many there are.
     #[napi]
     pub fn push_json(&mut self, messages: String) -> napi::Result<u32> {
-        guard(|| self.inner.push_json(&messages).map(|n| n as u32))
+        guard(|| {
+            self.inner
+                .push_text(messages, forkpoint_fs::io::scan_threads())
+                .map(|n| n as u32)
+        })
+    }
+
+    /// [`NativeRequestBuilder::push_json`] of a long string gathered in pieces
+    /// (which is then gone).
+    #[napi]
+    pub fn push_utf8(&mut self, text: &mut NativeUtf8Text) -> napi::Result<u32> {
+        let text = text.take();
+        guard(|| {
+            self.inner
+                .push_text(text, forkpoint_fs::io::scan_threads())
+                .map(|n| n as u32)
+        })
     }
 
     /// The request body's bytes (UTF-8 JSON) for the whole conversation.

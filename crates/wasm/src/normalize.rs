@@ -48,9 +48,9 @@ impl NativeRequestBuilder {
 
     /// Appends messages (a JSON array, or one message); returns how many there are.
     #[wasm_bindgen(js_name = pushJson)]
-    pub fn push_json(&mut self, messages: &str) -> Result<u32, JsError> {
+    pub fn push_json(&mut self, messages: String) -> Result<u32, JsError> {
         self.inner
-            .push_json(messages)
+            .push_text(messages, 1)
             .map(|n| n as u32)
             .map_err(err)
     }

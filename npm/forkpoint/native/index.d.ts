@@ -186,6 +186,11 @@ export declare class NativeRequestBuilder {
   constructor(target: string, options?: string | undefined | null)
   /** Appends messages (a JSON array, or one message); returns how many there are. */
   pushJson(messages: string): number
+  /**
+   * [`NativeRequestBuilder::push_json`] of a long string gathered in pieces
+   * (which is then gone).
+   */
+  pushUtf8(text: NativeUtf8Text): number
   /** The request body's bytes (UTF-8 JSON) for the whole conversation. */
   build(): Buffer
   /** `{report, idMap, nameMap}` of the last build (JSON). */

@@ -22,15 +22,20 @@ const PIECE = 1 << 18;
  */
 function toProviderBytes(messages: string, target: string, options?: string | null): Uint8Array {
   if (messages.length <= 4 * PIECE) return native.toProviderBytes(messages, target, options);
-  const text = new native.NativeUtf8Text(messages.length);
-  for (let i = 0; i < messages.length; ) {
-    let end = Math.min(i + PIECE, messages.length);
+  return utf8Text(messages).toProviderBytes(target, options);
+}
+
+/** A long string's text, taken in pieces. */
+function utf8Text(s: string): native.NativeUtf8Text {
+  const text = new native.NativeUtf8Text(s.length);
+  for (let i = 0; i < s.length; ) {
+    let end = Math.min(i + PIECE, s.length);
     // A surrogate pair is never cut in two.
-    if (end < messages.length && (messages.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--;
-    text.push(messages.slice(i, end));
+    if (end < s.length && (s.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--;
+    text.push(s.slice(i, end));
     i = end;
   }
-  return text.toProviderBytes(target, options);
+  return text;
 }
 
 // The addon takes toProvider's text as UTF-16 and keeps lone surrogates itself.
@@ -44,7 +49,20 @@ export const toProvider = api.toProvider;
  * what came after the last assistant turn of the build before.
  */
 export function requestBuilder(target: ProviderName, opts?: ToProviderOptions): RequestBuilder {
-  return requestBuilderOf((t, o) => new native.NativeRequestBuilder(t, o), target, opts);
+  return requestBuilderOf(
+    (t, o) => {
+      const b = new native.NativeRequestBuilder(t, o);
+      return {
+        // A long text crosses in pieces, as toProvider's does.
+        pushJson: (messages: string) => (messages.length <= 4 * PIECE ? b.pushJson(messages) : b.pushUtf8(utf8Text(messages))),
+        build: () => b.build(),
+        metaJson: () => b.metaJson(),
+        kept: () => b.kept(),
+      };
+    },
+    target,
+    opts,
+  );
 }
 /** A provider request body → canonical messages (`{system?, messages, tools?}`). */
 export const fromProvider = api.fromProvider;

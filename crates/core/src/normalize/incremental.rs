@@ -88,6 +88,46 @@ struct Part {
     e_rep: CompatibilityReport,
 }
 
+/// A conversation's canonical messages as a [`RequestCache`] reads them:
+/// JSON texts (parsed when needed) or trees already parsed (cloned; a clone
+/// shares the text).
+pub trait Messages {
+    fn count(&self) -> usize;
+    /// Message `i` as a tree.
+    fn tree(&self, i: usize) -> Result<J>;
+    /// A hash of message `i` (the same for the same message).
+    fn fingerprint(&self, i: usize) -> u64;
+
+    /// Messages `from..` as trees.
+    fn trees(&self, from: usize) -> Result<Vec<J>> {
+        (from..self.count()).map(|i| self.tree(i)).collect()
+    }
+}
+
+impl Messages for [&str] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn tree(&self, i: usize) -> Result<J> {
+        parse(self[i], "a message")
+    }
+    fn fingerprint(&self, i: usize) -> u64 {
+        fnv64(self[i].as_bytes(), 0)
+    }
+}
+
+impl Messages for [J] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn tree(&self, i: usize) -> Result<J> {
+        Ok(self[i].clone())
+    }
+    fn fingerprint(&self, i: usize) -> u64 {
+        fnv64(self[i].text().as_bytes(), 0)
+    }
+}
+
 /// The member holding the conversation in `p`'s requests.
 pub fn list_key(p: Provider) -> &'static str {
     match p {
@@ -166,9 +206,9 @@ impl RequestCache {
     /// does. The request's conversation list holds only the messages after the
     /// kept part: write it with [`RequestCache::write`], which puts the kept
     /// ones in front.
-    pub fn convert(
+    pub fn convert<M: Messages + ?Sized>(
         &mut self,
-        msgs: &[&str],
+        msgs: &M,
         target: Provider,
         opts: &ToOptions,
     ) -> Result<Converted> {
@@ -178,8 +218,7 @@ impl RequestCache {
             .as_ref()
             .is_some_and(|(p, o)| *p == target && o == opts);
         let prefix_ok = self.done == 0
-            || (msgs.len() >= self.done
-                && fnv64(msgs[self.done - 1].as_bytes(), 0) == self.last_hash);
+            || (msgs.count() >= self.done && msgs.fingerprint(self.done - 1) == self.last_hash);
         // Ids given back (`idMap`) are read from the whole conversation.
         let cacheable = opts.pairing && opts.id_map.is_empty();
         if !same_key || !prefix_ok || !cacheable {
@@ -217,10 +256,7 @@ impl RequestCache {
             self.key = Some((target, opts.clone()));
         }
         self.misses += 1;
-        let all = msgs
-            .iter()
-            .map(|m| parse(m, "a message"))
-            .collect::<Result<Vec<J>>>()?;
+        let all = msgs.trees(0)?;
         let c = super::convert(all, target, opts)?;
         self.last = Last::Whole(c.report.clone());
         Ok(c)
@@ -277,12 +313,13 @@ impl RequestCache {
     }
 
     /// Keeps more of `msgs` (up to their last assistant message) when the checks allow.
-    fn advance(&mut self, msgs: &[&str], target: Provider, opts: &ToOptions) -> Result<()> {
-        let tail = msgs.get(self.done..).unwrap_or_default();
-        let parsed = tail
-            .iter()
-            .map(|m| parse(m, "a message"))
-            .collect::<Result<Vec<J>>>()?;
+    fn advance<M: Messages + ?Sized>(
+        &mut self,
+        msgs: &M,
+        target: Provider,
+        opts: &ToOptions,
+    ) -> Result<()> {
+        let parsed = msgs.trees(self.done.min(msgs.count()))?;
         // An assistant turn that is sent (an aborted one is left out, and joins
         // what is around it).
         let kept_turn = |m: &J| {
@@ -318,22 +355,19 @@ impl RequestCache {
         self.turn = p.turn;
         self.ids.commit();
         self.done += cut;
-        self.last_hash = fnv64(msgs[self.done - 1].as_bytes(), 0);
+        self.last_hash = msgs.fingerprint(self.done - 1);
         Ok(())
     }
 
     /// The request from the kept part and the rest converted now; `None` when a check fails.
-    fn try_convert(
+    fn try_convert<M: Messages + ?Sized>(
         &mut self,
-        msgs: &[&str],
+        msgs: &M,
         target: Provider,
         opts: &ToOptions,
         fresh: bool,
     ) -> Result<Option<Converted>> {
-        let rest = msgs[self.done..]
-            .iter()
-            .map(|m| parse(m, "a message"))
-            .collect::<Result<Vec<J>>>()?;
+        let rest = msgs.trees(self.done)?;
         check_messages(&rest, self.done)?;
         let Some(p) = self.convert_part(rest, target, opts, false)? else {
             return Ok(None);
@@ -579,7 +613,9 @@ type IdPairs = Vec<(String, String)>;
 pub struct RequestBuilder {
     target: Provider,
     opts: ToOptions,
-    messages: Vec<String>,
+    /// The conversation's messages as parsed when pushed (they share the
+    /// pushed text).
+    messages: Vec<J>,
     cache: RequestCache,
     /// The last build's maps (its report is asked of the cache when wanted).
     maps: Option<(IdPairs, IdPairs)>,
@@ -602,12 +638,20 @@ impl RequestBuilder {
     /// Appends canonical messages: a JSON array of them, or one message.
     /// Returns how many the conversation holds.
     pub fn push_json(&mut self, text: &str) -> Result<usize> {
-        let added = match parse(text, "the messages")? {
+        self.push_text(text.to_string(), 1)
+    }
+
+    /// [`RequestBuilder::push_json`] of text it may keep (the messages point
+    /// into it); a long array is parsed on up to `threads` threads.
+    pub fn push_text(&mut self, text: String, threads: usize) -> Result<usize> {
+        let added = match J::parse_owned_threads(text, threads)
+            .map_err(|e| super::not_json("the messages", e))?
+        {
             J::Arr(a) => a,
             one => vec![one],
         };
         check_messages(&added, self.messages.len())?;
-        self.messages.extend(added.iter().map(J::text));
+        self.messages.extend(added);
         Ok(self.messages.len())
     }
 
@@ -628,8 +672,9 @@ impl RequestBuilder {
     /// The request body for the whole conversation (what `toProvider` gives
     /// for it); [`RequestBuilder::meta_json`] then has its report and maps.
     pub fn build(&mut self) -> Result<String> {
-        let texts: Vec<&str> = self.messages.iter().map(String::as_str).collect();
-        let c = self.cache.convert(&texts, self.target, &self.opts)?;
+        let c = self
+            .cache
+            .convert(self.messages.as_slice(), self.target, &self.opts)?;
         let body = self.cache.write(&c.request, self.target);
         self.maps = Some((c.id_map, c.name_map));
         Ok(body)

@@ -31,7 +31,7 @@ pub fn parse(text: &str, what: &str) -> Result<J> {
     J::parse(text).map_err(|e| not_json(what, e))
 }
 
-fn not_json(what: &str, e: jv::ParseError) -> crate::Error {
+pub(crate) fn not_json(what: &str, e: jv::ParseError) -> crate::Error {
     crate::Error::invalid_input(format!("{what} is not valid JSON: {}", e.message))
         .at(None, e.offset as u64)
 }

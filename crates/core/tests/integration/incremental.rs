@@ -31,15 +31,26 @@ fn meta(c: &normalize::Converted) -> String {
 /// and compares with the whole conversion; returns the cache hits.
 fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
     let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    // The messages also as trees (what `RequestBuilder` keeps), when they parse.
+    let trees: Option<Vec<J>> = texts
+        .iter()
+        .map(|m| normalize::parse(m, "a message"))
+        .collect::<Result<_, _>>()
+        .ok();
     let mut hits = 0;
     for (n, p) in Provider::ALL.into_iter().enumerate() {
         let mut cache = RequestCache::new();
         // Half the targets with lean reports: the whole report is then asked for.
         cache.lean = n % 2 == 1;
+        // Targets 2 and 3 read trees, the others texts.
+        let as_trees = trees.as_ref().filter(|_| n / 2 == 1);
         for k in 1..=texts.len() {
             let want = whole(&texts[..k], p, opts);
-            let got = cache
-                .convert(&texts[..k], p, opts)
+            let got = match as_trees {
+                Some(trees) => cache.convert(&trees[..k], p, opts),
+                None => cache.convert(&texts[..k], p, opts),
+            };
+            let got = got
                 .map(|mut c| {
                     if cache.lean {
                         c.report = cache.full_report().unwrap();
@@ -214,7 +225,9 @@ fn the_kept_part_follows_the_conversation_and_a_changed_message_is_noticed() {
     changed[at] = changed[at].replace("out ", "OUT ");
     let texts: Vec<&str> = changed.iter().map(String::as_str).collect();
     let misses = cache.misses;
-    let c = cache.convert(&texts, Provider::Anthropic, &opts).unwrap();
+    let c = cache
+        .convert(texts.as_slice(), Provider::Anthropic, &opts)
+        .unwrap();
     assert_eq!(cache.misses, misses + 1);
     assert!(
         cache
@@ -228,7 +241,9 @@ fn the_kept_part_follows_the_conversation_and_a_changed_message_is_noticed() {
         ..Default::default()
     };
     let hits = cache.hits;
-    let c = cache.convert(&texts, Provider::Anthropic, &other).unwrap();
+    let c = cache
+        .convert(texts.as_slice(), Provider::Anthropic, &other)
+        .unwrap();
     assert_eq!(cache.hits, hits);
     let (want, _) = whole(&texts, Provider::Anthropic, &other).unwrap();
     assert_eq!(cache.write(&c.request, Provider::Anthropic), want);
