@@ -20,7 +20,7 @@ use std::collections::HashSet;
 
 use super::canon::{Provider, blocks, btype, role};
 use super::ids::{IdMap, fnv64};
-use super::jv::J;
+use super::jv::{J, push_member_key};
 use super::refuse::TurnScan;
 use super::report::CompatibilityReport;
 use super::transform::{self, call_key, id_rule, name_rule};
@@ -278,12 +278,7 @@ impl RequestCache {
         let mut spliced = false;
         for (i, (k, v)) in members.iter().enumerate() {
             let out = if spliced { &mut after } else { &mut before };
-            if i > 0 {
-                out.push(',');
-            }
-            out.push('"');
-            out.push_str(k);
-            out.push_str("\":");
+            push_member_key(out, i, k);
             match v {
                 J::Arr(list) if !spliced && &**k == key => {
                     before.push('[');

@@ -558,12 +558,7 @@ impl J {
             J::Obj(members) => {
                 out.push('{');
                 for (i, (k, v)) in members.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push('"');
-                    out.push_str(k);
-                    out.push_str("\":");
+                    push_member_key(out, i, k);
                     v.write(out);
                 }
                 out.push('}');
@@ -587,12 +582,7 @@ impl J {
         };
         out.push('{');
         for (i, (k, v)) in members.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push('"');
-            out.push_str(k);
-            out.push_str("\":");
+            push_member_key(out, i, k);
             match v {
                 J::Arr(items) if i == long => write_items_threads(items, out, threads),
                 v => v.write(out),
@@ -779,6 +769,17 @@ fn lone_surrogates(raw: &str) -> (String, bool) {
 fn count_lone(raw: &str) -> usize {
     let (fixed, _) = lone_surrogates(raw);
     fixed.matches("\\ufffd").count() - raw.matches("\\ufffd").count()
+}
+
+/// Writes member `i`'s key of an object being written: a comma before all
+/// but the first, the (escaped) key quoted, a colon.
+pub(crate) fn push_member_key(out: &mut String, i: usize, key: &str) {
+    if i > 0 {
+        out.push(',');
+    }
+    out.push('"');
+    out.push_str(key);
+    out.push_str("\":");
 }
 
 /// `items` as a JSON array, the later parts written on threads of their own
