@@ -28,14 +28,14 @@ pub fn to_provider_bytes(
     target: String,
     options: Option<String>,
 ) -> napi::Result<Buffer> {
+    provider_lines(utf8_of(&messages), &target, options.as_deref())
+}
+
+/// [`normalize::to_provider_lines`] of `text` on the scan threads, as a Buffer.
+fn provider_lines(text: String, target: &str, options: Option<&str>) -> napi::Result<Buffer> {
     guard(|| {
-        normalize::to_provider_lines(
-            utf8_of(&messages),
-            &target,
-            options.as_deref(),
-            forkpoint_fs::io::scan_threads(),
-        )
-        .map(|s| s.into_bytes().into())
+        normalize::to_provider_lines(text, target, options, forkpoint_fs::io::scan_threads())
+            .map(|s| s.into_bytes().into())
     })
 }
 
@@ -77,16 +77,7 @@ impl NativeUtf8Text {
         target: String,
         options: Option<String>,
     ) -> napi::Result<Buffer> {
-        let text = self.take();
-        guard(|| {
-            normalize::to_provider_lines(
-                text,
-                &target,
-                options.as_deref(),
-                forkpoint_fs::io::scan_threads(),
-            )
-            .map(|s| s.into_bytes().into())
-        })
+        provider_lines(self.take(), &target, options.as_deref())
     }
 }
 
@@ -151,12 +142,7 @@ impl NativeRequestBuilder {
     /// (which is then gone).
     #[napi]
     pub fn push_utf8(&mut self, text: &mut NativeUtf8Text) -> napi::Result<u32> {
-        let text = text.take();
-        guard(|| {
-            self.inner
-                .push_text(text, forkpoint_fs::io::scan_threads())
-                .map(|n| n as u32)
-        })
+        self.push_json(text.take())
     }
 
     /// The request body's bytes (UTF-8 JSON) for the whole conversation.

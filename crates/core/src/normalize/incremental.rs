@@ -632,12 +632,8 @@ impl RequestBuilder {
 
     /// Appends canonical messages: a JSON array of them, or one message.
     /// Returns how many the conversation holds.
-    pub fn push_json(&mut self, text: &str) -> Result<usize> {
-        self.push_text(text.to_string(), 1)
-    }
-
-    /// [`RequestBuilder::push_json`] of text it may keep (the messages point
-    /// into it); a long array is parsed on up to `threads` threads.
+    /// The messages point into `text`; a long array is parsed on up to
+    /// `threads` threads.
     pub fn push_text(&mut self, text: String, threads: usize) -> Result<usize> {
         let added = match J::parse_owned_threads(text, threads)
             .map_err(|e| super::not_json("the messages", e))?

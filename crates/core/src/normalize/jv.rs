@@ -381,23 +381,16 @@ impl J {
         if starts.len() < 2 {
             return J::parse_shared(&buf, 0, end);
         }
-        let mut pieces: Vec<Option<Items>> = std::thread::scope(|sc| {
-            let starts = &starts;
-            let src = &buf;
-            let handles: Vec<_> = (1..starts.len())
-                .map(|k| {
-                    std::thread::Builder::new()
-                        .name("forkpoint-parse".into())
-                        .spawn_scoped(sc, move || items_from(b, src, starts, k))
-                })
-                .collect();
-            let mut all = vec![items_from(b, src, starts, 0)];
-            all.extend(handles.into_iter().map(|h| match h {
-                Ok(h) => h.join().ok().flatten(),
-                Err(_) => None,
-            }));
-            all
-        });
+        let later: Vec<usize> = (1..starts.len()).collect();
+        let (first, later) = super::on_threads(
+            "forkpoint-parse",
+            &later,
+            || items_from(b, &buf, &starts, 0),
+            |&k| items_from(b, &buf, &starts, k),
+        );
+        let mut pieces: Vec<Option<Items>> = std::iter::once(first)
+            .chain(later.into_iter().map(Option::flatten))
+            .collect();
         let mut items = Vec::new();
         let mut at = 0;
         while let Some(piece) = pieces.get_mut(at).and_then(Option::take) {
@@ -797,25 +790,16 @@ fn write_items_threads(items: &[J], out: &mut String, threads: usize) {
     // The room `out` has left is about the list's size.
     let each = out.capacity().saturating_sub(out.len()) / parts.len();
     out.push('[');
-    let later: Vec<Option<String>> = std::thread::scope(|sc| {
-        let handles: Vec<_> = parts[1..]
-            .iter()
-            .map(|&part| {
-                std::thread::Builder::new()
-                    .name("forkpoint-write".into())
-                    .spawn_scoped(sc, move || {
-                        let mut text = String::with_capacity(each);
-                        write_list(part, &mut text);
-                        text
-                    })
-            })
-            .collect();
-        write_list(parts[0], out);
-        handles
-            .into_iter()
-            .map(|h| h.ok().and_then(|h| h.join().ok()))
-            .collect()
-    });
+    let ((), later) = super::on_threads(
+        "forkpoint-write",
+        &parts[1..],
+        || write_list(parts[0], out),
+        |part| {
+            let mut text = String::with_capacity(each);
+            write_list(part, &mut text);
+            text
+        },
+    );
     for (part, text) in parts[1..].iter().zip(later) {
         out.push(',');
         match text {

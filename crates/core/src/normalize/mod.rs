@@ -386,25 +386,21 @@ pub fn session_to_provider_lines(
     let ctx = session.context(leaf)?;
     let size = ctx.messages.iter().map(|m| m.len()).sum();
     let trees = if threads > 1 && ctx.messages.len() >= PARALLEL_MIN_MESSAGES {
-        let per = ctx.messages.len().div_ceil(threads);
-        let parts: Vec<Result<Vec<J>>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = ctx
-                .messages
-                .chunks(per)
-                .map(|part| sc.spawn(move || llm_trees(session, part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(crate::Error::internal("a thread parsing messages panicked"))
-                    })
-                })
-                .collect()
-        });
+        let parts: Vec<&[std::borrow::Cow<'_, str>]> = ctx
+            .messages
+            .chunks(ctx.messages.len().div_ceil(threads))
+            .collect();
+        let (first, later) = on_threads(
+            "forkpoint-parse",
+            &parts[1..],
+            || llm_trees(session, parts[0]),
+            |part| llm_trees(session, part),
+        );
         let mut all = Vec::with_capacity(ctx.messages.len());
-        for part in parts {
-            all.extend(part?);
+        all.extend(first?);
+        for (part, trees) in parts[1..].iter().zip(later) {
+            // A part whose thread did not run is parsed here.
+            all.extend(trees.unwrap_or_else(|| llm_trees(session, part))?);
         }
         all
     } else {
@@ -412,6 +408,34 @@ pub fn session_to_provider_lines(
     };
     let body = body_buffer(size, threads);
     lines(convert(trees, p, &opts)?, size, threads, body)
+}
+
+/// Runs `first` on this thread while `f` runs on each of `later` on threads
+/// of its own (named `name`); `None` for a part whose thread could not be
+/// started or panicked (the caller does that part itself).
+pub(crate) fn on_threads<P: Sync, U, T: Send>(
+    name: &str,
+    later: &[P],
+    first: impl FnOnce() -> U,
+    f: impl Fn(&P) -> T + Sync,
+) -> (U, Vec<Option<T>>) {
+    std::thread::scope(|sc| {
+        let f = &f;
+        let handles: Vec<_> = later
+            .iter()
+            .map(|part| {
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn_scoped(sc, move || f(part))
+            })
+            .collect();
+        let mine = first();
+        let theirs = handles
+            .into_iter()
+            .map(|h| h.ok().and_then(|h| h.join().ok()))
+            .collect();
+        (mine, theirs)
+    })
 }
 
 /// The trees of a session's context messages as pi's `convertToLlm` gives
@@ -457,7 +481,7 @@ fn body_buffer(size: usize, threads: usize) -> Option<std::thread::JoinHandle<St
     if threads < 2 || size < MIN_SIZE {
         return None;
     }
-    let capacity = size + size / 8;
+    let capacity = body_capacity(size);
     std::thread::Builder::new()
         .name("forkpoint-body".into())
         .spawn(move || {
@@ -470,6 +494,12 @@ fn body_buffer(size: usize, threads: usize) -> Option<std::thread::JoinHandle<St
             out
         })
         .ok()
+}
+
+/// Room for the body of an input of `size` bytes (a body is a little longer
+/// or shorter than its input).
+fn body_capacity(size: usize) -> usize {
+    size + size / 8
 }
 
 /// `size`: the input's length, which the body's is close to (reserved once,
@@ -485,7 +515,7 @@ fn lines(
     let rep =
         serde_json::to_string(&c.report).map_err(|e| crate::Error::internal(e.to_string()))?;
     let mut out = body.and_then(|h| h.join().ok()).unwrap_or_default();
-    out.reserve(size + size / 8 + rep.len() + 64);
+    out.reserve(body_capacity(size) + rep.len() + 64);
     c.request.write_threads(&mut out, threads);
     out.push('\n');
     out.push_str("{\"report\":");
