@@ -262,6 +262,21 @@ test(`[${BACKEND}] a long text (it crosses to the addon in pieces): pairs and lo
   }
 });
 
+test(`[${BACKEND}] a long text that is not JSON: INVALID_INPUT at the byte where it breaks, nothing kept`, () => {
+  // Long enough to cross to the addon in pieces and be parsed on threads.
+  const items = Array.from({ length: 4 }, (_, i) => `{"role":"user","content":"${String(i).repeat(1 << 19)}"}`);
+  const good = `[${items.join(',')}]`;
+  const at = good.indexOf('},{"role"', good.length / 2) + 2;
+  const bad = `${good.slice(0, at)}#${good.slice(at + 1)}`;
+  for (const run of [() => pkg.toProvider(bad, 'anthropic'), () => pkg.requestBuilder('anthropic').push(bad)]) {
+    assert.throws(run, (e) => e.code === 'INVALID_INPUT' && e.offset === at);
+  }
+  const b = pkg.requestBuilder('anthropic');
+  assert.throws(() => b.push(bad), (e) => e.code === 'INVALID_INPUT');
+  assert.equal(b.push(good), 4);
+  assert.equal(b.build().body, pkg.toProvider(good, 'anthropic').body);
+});
+
 test(`[${BACKEND}] the thinking option: Anthropic's final tool turn without thinking goes as text only when it is on`, () => {
   const msgs = [
     { role: 'user', content: 'go' },

@@ -50,13 +50,14 @@ pub struct NativeUtf8Text {
 
 #[napi]
 impl NativeUtf8Text {
-    /// `units`: the string's length, which the text's is close to.
+    /// `units`: the string's length, which the text's is close to (room
+    /// that cannot be had is not reserved: the text then grows as it comes).
     #[napi(constructor)]
     pub fn new(units: u32) -> Self {
         let units = units as usize;
-        NativeUtf8Text {
-            text: String::with_capacity(units + units / 16),
-        }
+        let mut text = String::new();
+        let _ = text.try_reserve_exact(units + units / 16);
+        NativeUtf8Text { text }
     }
 
     /// Appends a piece (the caller never cuts a surrogate pair in two).

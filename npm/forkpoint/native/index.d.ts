@@ -355,7 +355,10 @@ export declare class NativeStreamDecoder {
  * a 124 MiB context that copy alone was 248 MB of fresh memory).
  */
 export declare class NativeUtf8Text {
-  /** `units`: the string's length, which the text's is close to. */
+  /**
+   * `units`: the string's length, which the text's is close to (room
+   * that cannot be had is not reserved: the text then grows as it comes).
+   */
   constructor(units: number)
   /** Appends a piece (the caller never cuts a surrogate pair in two). */
   push(piece: string): void

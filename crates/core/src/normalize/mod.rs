@@ -485,7 +485,12 @@ fn body_buffer(size: usize, threads: usize) -> Option<std::thread::JoinHandle<St
     std::thread::Builder::new()
         .name("forkpoint-body".into())
         .spawn(move || {
-            let mut out = String::with_capacity(capacity);
+            // Memory that cannot be had is not made ready here (never an abort):
+            // the body then finds its own.
+            let mut out = String::new();
+            if out.try_reserve_exact(capacity).is_err() {
+                return out;
+            }
             let zeros = "\0".repeat(1 << 16);
             while out.len() + zeros.len() <= capacity {
                 out.push_str(&zeros);
