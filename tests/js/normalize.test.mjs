@@ -262,6 +262,21 @@ test(`[${BACKEND}] a long text (it crosses to the addon in pieces): pairs and lo
   }
 });
 
+test(`[${BACKEND}] a long body as a string is its bytes decoded: characters of one to four bytes where it is cut in parts`, () => {
+  // The addon makes a long body's string itself (one byte a character when
+  // every one is below U+0100, else UTF-16), in parts on threads, cut at a
+  // character's start; the pattern's characters land at the cut in turn.
+  const decoder = new TextDecoder();
+  const cases = [...[0, 1, 2, 3, 4, 5].map((shift) => ['-'.repeat(shift), 'a\ud83d\ude00\u00e9\u2713', 1 << 20]), ['', 'plain ascii ', 1 << 20], ['', 'caf\u00e9 ', 1 << 20], ['', 'x', 1 << 10]];
+  for (const [pad, unit, times] of cases) {
+    const content = pad + unit.repeat(times);
+    const o = pkg.toProvider([{ role: 'user', content }], 'anthropic');
+    const what = `${JSON.stringify(unit)} after ${pad.length}`;
+    assert.equal(o.body, decoder.decode(o.bodyBytes), what);
+    assert.equal(o.request.messages[0].content, content, what);
+  }
+});
+
 test(`[${BACKEND}] a long text that is not JSON: INVALID_INPUT at the byte where it breaks, nothing kept`, () => {
   // Long enough to cross to the addon in pieces and be parsed on threads.
   const items = Array.from({ length: 4 }, (_, i) => `{"role":"user","content":"${String(i).repeat(1 << 19)}"}`);

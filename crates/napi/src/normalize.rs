@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use forkpoint_core::normalize::{self, Provider};
 use forkpoint_core::{Error, time::ms_to_iso};
 use forkpoint_fs::migrate::FileMigration;
-use napi::bindgen_prelude::{AsyncTask, Buffer, Utf16String};
-use napi::{Env, Task};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Uint8ArraySlice, Utf16String};
+use napi::{Env, JsString, Task};
 use napi_derive::napi;
 
-use crate::util::{JsonText, guard, json_text, now_ms, push_utf16, utf8_of};
+use crate::util::{JsonText, err, external_string, guard, json_text, now_ms, push_utf16, utf8_of};
 
 /// `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON).
 #[napi(ts_return_type = "string")]
@@ -37,6 +37,19 @@ fn provider_lines(text: String, target: &str, options: Option<&str>) -> napi::Re
         normalize::to_provider_lines(text, target, options, forkpoint_fs::io::scan_threads())
             .map(|s| s.into_bytes().into())
     })
+}
+
+/// UTF-8 bytes (a conversion's body) as a JS string whose characters V8
+/// keeps outside its heap ([`external_string`]).
+#[napi(ts_return_type = "string")]
+pub fn utf8_to_string<'env>(
+    env: &'env Env,
+    bytes: Uint8ArraySlice<'env>,
+) -> napi::Result<JsString<'env>> {
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return Err(err(Error::invalid_input("the bytes are not UTF-8")));
+    };
+    external_string(env, text, forkpoint_fs::io::scan_threads())
 }
 
 /// A long JS string's text gathered in pieces for `toProvider`: each piece

@@ -459,3 +459,9 @@ export declare function redactSecretsJson(json: string): string
  * string is made of it only when asked for).
  */
 export declare function toProviderBytes(messages: string, target: string, options?: string | undefined | null): Buffer
+
+/**
+ * UTF-8 bytes (a conversion's body) as a JS string whose characters V8
+ * keeps outside its heap ([`external_string`]).
+ */
+export declare function utf8ToString(bytes: Uint8Array): string

@@ -860,3 +860,4 @@ module.exports.providerHttpFailureJson = nativeBinding.providerHttpFailureJson
 module.exports.providerRetryWaitMs = nativeBinding.providerRetryWaitMs
 module.exports.redactSecretsJson = nativeBinding.redactSecretsJson
 module.exports.toProviderBytes = nativeBinding.toProviderBytes
+module.exports.utf8ToString = nativeBinding.utf8ToString

@@ -9,7 +9,7 @@ import { dirname, basename, join } from 'node:path';
 import { open } from 'node:fs/promises';
 import { constants as fsc } from 'node:fs';
 import { constants as bufc } from 'node:buffer';
-import { createNormalizer, callAsync, call, ForkpointError, requestBuilderOf, type RequestBuilder, toJson } from '@forkpoint/shared';
+import { createNormalizer, callAsync, call, ForkpointError, requestBuilderOf, type RequestBuilder, toJson, useBodyDecoder } from '@forkpoint/shared';
 import * as native from '../native/binding.js';
 
 /** A string longer than four pieces crosses to the addon in pieces of this many UTF-16 units. */
@@ -37,6 +37,9 @@ function utf8Text(s: string): native.NativeUtf8Text {
   }
   return text;
 }
+
+// A body becomes a string in the addon (an external string, not V8's decoder).
+useBodyDecoder((bytes) => native.utf8ToString(bytes));
 
 // The addon takes toProvider's text as UTF-16 and keeps lone surrogates itself.
 const api = createNormalizer({ ...native, toProviderBytes }, { rawText: true });

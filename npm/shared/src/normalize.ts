@@ -108,6 +108,18 @@ const decodeUtf8: (bytes: Uint8Array) => string = (() => {
   return (bytes: Uint8Array) => d.decode(bytes);
 })();
 
+/** How a body's bytes become `body`: `decodeUtf8` unless the build has its own (`useBodyDecoder`). */
+let decodeBody = decodeUtf8;
+
+/**
+ * @internal The build's own maker of `body` from its bytes, for every
+ * conversion after this call (the addon's makes a string whose characters V8
+ * keeps outside its heap, without V8's UTF-8 decoder).
+ */
+export function useBodyDecoder(decode: (bytes: Uint8Array) => string): void {
+  decodeBody = decode;
+}
+
 /**
  * @internal A conversion from its body's bytes and `{report, idMap, nameMap}`
  * as JSON text; `body`, `request` and the metadata are made on first use.
@@ -121,7 +133,7 @@ function conversionOf(bytes: Uint8Array, metaText: () => string): ProviderConver
   return {
     bodyBytes: bytes,
     get body() {
-      return (body ??= decodeUtf8(bytes));
+      return (body ??= decodeBody(bytes));
     },
     get request() {
       if (!parsed) {
