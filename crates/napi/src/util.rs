@@ -56,8 +56,9 @@ pub fn json_text(s: String) -> JsonText {
 /// as one byte a character, other text below U+0100 transcoded to it; any
 /// other text is transcoded to UTF-16 (by encoding_rs). ASCII and UTF-16 are
 /// made in parts on up to `threads` threads. For a 91 MiB body with a few
-/// characters past U+00FF, V8's own decoder (`Buffer#toString`) took about
-/// 190 ms, this about 110 ms on one thread. Short text is made the usual way.
+/// characters past U+00FF, V8's own decoder (`Buffer#toString`) took 186–209
+/// ms, this 68–90 ms on two threads (110–128 ms on one); for an ASCII body
+/// 54–63 ms and 42–51 ms. Short text is made the usual way.
 pub fn external_string<'env>(
     env: &'env Env,
     text: &str,
@@ -122,8 +123,8 @@ fn utf16_exactly(s: &str, out: &mut [u16]) -> usize {
 /// `threads` threads. A part's place in the output is known from the units of
 /// the parts before it, counted first (also on the threads); its pages are
 /// written once, by the thread of their part. If a part does not fill its
-/// place exactly (which counting rules out), the text is transcoded again on
-/// one thread.
+/// place exactly (which counting rules out) or a thread cannot be had, the
+/// text is transcoded again on the caller's thread.
 fn transcoded<T: Copy + Default + Send>(
     text: &str,
     threads: usize,
@@ -148,10 +149,10 @@ fn transcoded<T: Copy + Default + Send>(
         let sizes: Vec<usize> = std::thread::scope(|s| {
             let jobs: Vec<_> = pieces
                 .iter()
-                .map(|p| s.spawn(|| units(p.as_bytes())))
+                .map(|p| std::thread::Builder::new().spawn_scoped(s, || units(p.as_bytes())))
                 .collect();
             jobs.into_iter()
-                .map(|h| h.join().unwrap_or(usize::MAX))
+                .map(|h| h.ok().and_then(|h| h.join().ok()).unwrap_or(usize::MAX))
                 .collect()
         });
         let total = sizes.iter().try_fold(0usize, |a, &n| a.checked_add(n));
@@ -169,9 +170,12 @@ fn transcoded<T: Copy + Default + Send>(
                     .iter()
                     .zip(slots)
                     .zip(&sizes)
-                    .map(|((p, slot), &n)| s.spawn(move || convert(p, slot) == n))
+                    .map(|((p, slot), &n)| {
+                        std::thread::Builder::new().spawn_scoped(s, move || convert(p, slot) == n)
+                    })
                     .collect();
-                jobs.into_iter().all(|h| h.join().unwrap_or(false))
+                jobs.into_iter()
+                    .all(|h| h.is_ok_and(|h| h.join().unwrap_or(false)))
             });
             if exact {
                 out.truncate(total);
