@@ -81,10 +81,54 @@ pub fn external_string<'env>(
             out.truncate(n);
             out
         };
-        return Ok(JsStringLatin1::from_data(env, out)?.into_value());
+        return external_latin1(env, out);
     }
-    let out = transcoded(text, threads, utf16_units, utf16_exactly);
-    Ok(JsStringUtf16::from_data(env, out)?.into_value())
+    external_utf16(env, transcoded(text, threads, utf16_units, utf16_exactly))
+}
+
+/// V8 is told of an external string's memory (`napi_adjust_external_memory`)
+/// while it lives: a string kept outside V8's heap is otherwise invisible to
+/// V8's collector, which then saw no reason to run while a loop made one 64
+/// MiB string after another (4 GB after 60).
+fn external_accounted<T, S>(
+    env: &Env,
+    out: Vec<T>,
+    make: impl FnOnce(*const T, usize, Vec<T>, Box<dyn FnOnce(Env, Vec<T>)>) -> napi::Result<S>,
+) -> napi::Result<S> {
+    let size = i64::try_from(out.capacity() * std::mem::size_of::<T>()).unwrap_or(i64::MAX);
+    env.adjust_external_memory(size)?;
+    let (data, len) = (out.as_ptr(), out.len());
+    make(
+        data,
+        len,
+        out,
+        Box::new(move |env: Env, out: Vec<T>| {
+            drop(out);
+            let _ = env.adjust_external_memory(-size);
+        }),
+    )
+    // On an error the finalizer has run (napi-rs runs it for any call that
+    // reached N-API; the checks before it cannot fail for a Vec's buffer).
+}
+
+/// Latin-1 `out` as an external string ([`external_accounted`]).
+fn external_latin1(env: &Env, out: Vec<u8>) -> napi::Result<JsString<'_>> {
+    external_accounted(env, out, |data, len, out, free| {
+        // SAFETY: `data` is `out`'s buffer, `len` long; `out` is moved into
+        // the finalizer's hint, so the buffer lives (unchanged, never moved)
+        // until V8 calls the finalizer, which drops it.
+        unsafe { JsStringLatin1::from_external(env, data, len, out, free) }
+    })
+    .map(JsStringLatin1::into_value)
+}
+
+/// UTF-16 `out` as an external string ([`external_accounted`]).
+fn external_utf16(env: &Env, out: Vec<u16>) -> napi::Result<JsString<'_>> {
+    external_accounted(env, out, |data, len, out, free| {
+        // SAFETY: as in `external_latin1`.
+        unsafe { JsStringUtf16::from_external(env, data, len, out, free) }
+    })
+    .map(JsStringUtf16::into_value)
 }
 
 /// UTF-16 units of UTF-8 `b`: one for each byte that is not a continuation,
