@@ -89,7 +89,10 @@ pub fn external_string<'env>(
 /// V8 is told of an external string's memory (`napi_adjust_external_memory`)
 /// while it lives: a string kept outside V8's heap is otherwise invisible to
 /// V8's collector, which then saw no reason to run while a loop made one 64
-/// MiB string after another (4 GB after 60).
+/// MiB string after another (4 GB after 60). (Buffers made over a Vec are
+/// not accounted either, but Node frees them on the next turn of the event
+/// loop, which an agent's awaits give: an async loop of 40 builds of a 16 MiB
+/// body stayed under 270 MB with or without accounting them, measured.)
 fn external_accounted<T, S>(
     env: &Env,
     out: Vec<T>,
