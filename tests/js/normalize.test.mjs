@@ -263,19 +263,36 @@ test(`[${BACKEND}] a long text (it crosses to the addon in pieces): pairs and lo
   }
 });
 
-test(`[${BACKEND}] a long body as a string is its bytes decoded: characters of one to four bytes where it is cut in parts`, () => {
-  // The addon makes a long body's string itself (one byte a character when
-  // every one is below U+0100, else UTF-16), in parts on threads, cut at a
-  // character's start; the pattern's characters land at the cut in turn.
+test(`[${BACKEND}] a long body as a string is its bytes decoded`, () => {
   const decoder = new TextDecoder();
-  const cases = [...[0, 1, 2, 3, 4, 5].map((shift) => ['-'.repeat(shift), 'a\ud83d\ude00\u00e9\u2713', 1 << 20]), ['', 'plain ascii ', 1 << 20], ['', 'caf\u00e9 ', 1 << 20], ['', 'x', 1 << 10]];
-  for (const [pad, unit, times] of cases) {
-    const content = pad + unit.repeat(times);
+  const cases = [['a\ud83d\ude00\u00e9\u2713', 1 << 20], ['plain ascii ', 1 << 20], ['caf\u00e9 ', 1 << 20], ['x', 1 << 10]];
+  for (const [unit, times] of cases) {
+    const content = unit.repeat(times);
     const o = pkg.toProvider([{ role: 'user', content }], 'anthropic');
-    const what = `${JSON.stringify(unit)} after ${pad.length}`;
-    assert.equal(o.body, decoder.decode(o.bodyBytes), what);
-    assert.equal(o.request.messages[0].content, content, what);
+    assert.equal(o.body, decoder.decode(o.bodyBytes), JSON.stringify(unit));
+    assert.equal(o.request.messages[0].content, content, JSON.stringify(unit));
   }
+});
+
+test(`[${BACKEND}] the addon's string of UTF-8 bytes, cut in parts at every place of characters of one to four bytes`, { skip: BACKEND !== 'napi' && 'the addon only' }, () => {
+  // The addon makes a long string (one byte a character when every one is
+  // below U+0100, else UTF-16) in parts on threads, each cut at the first
+  // character start from the middle: with the middle at each byte of the
+  // pattern in turn, the cut falls before and inside each of its characters.
+  const require = createRequire(import.meta.url);
+  const native = createRequire(require.resolve('forkpoint'))('../native/index.js');
+  const unit = Buffer.from('a\ud83d\ude00\u00e9\u2713'); // 1 + 4 + 2 + 3 bytes
+  const patterns = Buffer.alloc(unit.length * (1 << 20)); // an even count of them
+  for (let i = 0; i < patterns.length; i += unit.length) unit.copy(patterns, i);
+  // With q ASCII bytes before them the middle falls q/2 bytes before a
+  // pattern's start: q = 0, 2, … 18 puts it at each of the pattern's bytes.
+  const seen = new Set();
+  for (let q = 0; q < 2 * unit.length; q += 2) {
+    const bytes = Buffer.concat([Buffer.alloc(q, 'x'), patterns]);
+    seen.add((((bytes.length >> 1) - q) % unit.length + unit.length) % unit.length);
+    assert.equal(native.utf8ToString(bytes), bytes.toString('utf8'), `${q} bytes before`);
+  }
+  assert.equal(seen.size, unit.length);
 });
 
 test(`[${BACKEND}] body strings kept outside V8's heap are collected: a loop of them does not grow memory`, { skip: BACKEND !== 'napi' && 'the addon only' }, () => {

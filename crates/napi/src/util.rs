@@ -98,7 +98,9 @@ fn external_accounted<T, S>(
     out: Vec<T>,
     make: impl FnOnce(*const T, usize, Vec<T>, Box<dyn FnOnce(Env, Vec<T>)>) -> napi::Result<S>,
 ) -> napi::Result<S> {
-    let size = i64::try_from(out.capacity() * std::mem::size_of::<T>()).unwrap_or(i64::MAX);
+    // Its length, not its room: room past the text is never written, so
+    // (fresh from the system for a string this long) never held.
+    let size = i64::try_from(out.len() * std::mem::size_of::<T>()).unwrap_or(i64::MAX);
     env.adjust_external_memory(size)?;
     let (data, len) = (out.as_ptr(), out.len());
     make(
@@ -178,8 +180,9 @@ fn transcoded<T: Copy + Default + Send>(
     units: impl Fn(&[u8]) -> usize + Sync,
     convert: impl Fn(&str, &mut [T]) -> usize + Sync,
 ) -> Vec<T> {
-    // Room for a unit a byte is enough for every encoding here; pages that
-    // are not written are never touched.
+    // Room for a unit a byte is enough for every encoding here; for a text
+    // this long it is fresh from the system (zero pages), so pages that are
+    // not written are never touched.
     let mut out = vec![T::default(); text.len()];
     let parts = threads.clamp(1, (text.len() >> 22).max(1));
     if parts > 1 {

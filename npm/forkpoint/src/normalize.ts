@@ -38,8 +38,15 @@ function utf8Text(s: string): native.NativeUtf8Text {
   return text;
 }
 
-// A body becomes a string in the addon (an external string, not V8's decoder).
-useBodyDecoder((bytes) => native.utf8ToString(bytes));
+// A body becomes a string in the addon (an external string, not V8's
+// decoder). One with more bytes than a string may have characters is left to
+// Node, which says whether it fits (ERR_STRING_TOO_LONG) without the addon
+// first transcoding it all.
+useBodyDecoder((bytes) =>
+  bytes.length <= bufc.MAX_STRING_LENGTH
+    ? call(() => native.utf8ToString(bytes))
+    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
+);
 
 // The addon takes toProvider's text as UTF-16 and keeps lone surrogates itself.
 const api = createNormalizer({ ...native, toProviderBytes }, { rawText: true });

@@ -113,7 +113,7 @@ let decodeBody = decodeUtf8;
 
 /**
  * @internal The build's own maker of `body` from its bytes, for every
- * conversion after this call (the addon's makes a string whose characters V8
+ * `body` read after this call (the addon's makes a string whose characters V8
  * keeps outside its heap, without V8's UTF-8 decoder).
  */
 export function useBodyDecoder(decode: (bytes: Uint8Array) => string): void {
