@@ -16,6 +16,11 @@ pub struct Ctx {
     hoisted: Vec<J>,
     /// Gemini call ids that were sent (their responses carry them too).
     sent_ids: HashSet<String>,
+    /// Gemini call ids sent by the parts of the conversation before this one
+    /// ([`encode_part`]).
+    sent_before: Option<std::sync::Arc<HashSet<String>>>,
+    /// Gemini response ids looked for among the sent ones and not found.
+    unsent: Vec<String>,
     /// Gemini: the assistant turn being encoded sends its call ids.
     ids_now: bool,
 }
@@ -222,18 +227,35 @@ pub fn encode_request(
     req
 }
 
+/// A part of a conversation encoded ([`encode_part`]).
+pub struct Part {
+    pub items: Vec<J>,
+    /// Gemini call ids it sent.
+    pub sent: HashSet<String>,
+    /// Gemini response ids it did not find sent (by it or by `sent_before`):
+    /// a part before it that sent one would have changed its encoding.
+    pub unsent: Vec<String>,
+}
+
 /// The provider messages for a part of a conversation, as [`encode_request`]
-/// encodes them (for [`super::incremental`]), or `None` when a system message
-/// had to join the system prompt (the prompt then depends on every part).
+/// encodes them (for [`super::incremental`]), after parts that sent
+/// `sent_before`; or `None` when a system message had to join the system
+/// prompt (the prompt then depends on every part).
 pub fn encode_part(
     p: Provider,
     msgs: &[J],
     model: Option<String>,
+    sent_before: Option<std::sync::Arc<HashSet<String>>>,
     rep: &mut CompatibilityReport,
-) -> Option<Vec<J>> {
+) -> Option<Part> {
     let mut ctx = Ctx::new(model);
+    ctx.sent_before = sent_before;
     let (list, _) = encode_messages(p, msgs, rep, &mut ctx);
-    ctx.hoisted.is_empty().then_some(list)
+    ctx.hoisted.is_empty().then_some(Part {
+        items: list,
+        sent: ctx.sent_ids,
+        unsent: ctx.unsent,
+    })
 }
 
 fn system_text(s: &J) -> String {
@@ -1570,8 +1592,14 @@ fn google_one(
                     let mut fr = J::Obj(vec![]);
                     let id = m.str_of("toolCallId").unwrap_or_default().to_string();
                     let synthetic = m.get("syntheticId").and_then(J::as_bool) == Some(true);
-                    if !synthetic && ctx.sent_ids.contains(&id) {
-                        fr.set("id", J::s(&id));
+                    if !synthetic {
+                        let sent = ctx.sent_ids.contains(&id)
+                            || ctx.sent_before.as_ref().is_some_and(|s| s.contains(&id));
+                        if sent {
+                            fr.set("id", J::s(&id));
+                        } else {
+                            ctx.unsent.push(id);
+                        }
                     }
                     fr.set("name", m.get("toolName").cloned().unwrap_or(J::s("")));
                     let n_texts = blocks(m).iter().filter(|b| btype(b) == "text").count();

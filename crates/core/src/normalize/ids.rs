@@ -1,7 +1,11 @@
 //! Tool-call ids mapped to a target's constraints with a reversible,
 //! collision-free map.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+/// Ids are hashed with foldhash: they are the maps' hot path when a long
+/// conversation is converted (SipHash was about half the time of asking
+/// these maps), and its seed is random per process.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// What a target accepts as a tool-call id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +143,23 @@ pub struct IdMap {
     restore: HashMap<String, String>,
     /// Since [`IdMap::begin`]: the keys added, to take them back.
     journal: Option<Journal>,
+    /// Since [`IdMap::record`]: what this map was asked, and its answers.
+    asked: Option<RefCell<Vec<Asked>>>,
+}
+
+/// A question put to an [`IdMap`], with the answer it got: a part of a
+/// conversation converted with a map of its own is taken as converted with
+/// the map of the parts before it when every question gets the same answer
+/// from that map ([`IdMap::replay`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    Reserve(String),
+    Map(String, IdRule, String),
+    Keep(String, IdRule, String),
+    Get(String, Option<String>),
+    GetOr(String, String),
+    /// [`IdMap::map_new`]'s question and answer.
+    MapNew(String, IdRule, String, bool),
 }
 
 /// What [`IdMap::rollback`] undoes.
@@ -156,6 +177,20 @@ impl IdMap {
 
     /// The target id for `original` (assigning one on first sight).
     pub fn map(&mut self, original: &str, rule: &IdRule) -> String {
+        let t = self.assign(original, rule);
+        self.note(|| Asked::Map(original.to_string(), *rule, t.clone()));
+        t
+    }
+
+    /// Notes a question and its answer when recording.
+    fn note(&self, asked: impl FnOnce() -> Asked) {
+        if let Some(log) = &self.asked {
+            log.borrow_mut().push(asked());
+        }
+    }
+
+    /// [`IdMap::map`], not noted.
+    fn assign(&mut self, original: &str, rule: &IdRule) -> String {
         if let Some(t) = self.forward.get(original) {
             return t.clone();
         }
@@ -235,11 +270,17 @@ impl IdMap {
     /// Keeps `original` as its own target id (an id the target made itself),
     /// unless another id already took it: then it is mapped by `rule`.
     pub fn keep(&mut self, original: &str, rule: &IdRule) -> String {
+        let t = self.keep_unnoted(original, rule);
+        self.note(|| Asked::Keep(original.to_string(), *rule, t.clone()));
+        t
+    }
+
+    fn keep_unnoted(&mut self, original: &str, rule: &IdRule) -> String {
         if let Some(t) = self.forward.get(original) {
             return t.clone();
         }
         if self.taken.get(original).is_some_and(|o| o != original) {
-            return self.map(original, rule);
+            return self.assign(original, rule);
         }
         if self
             .taken
@@ -284,9 +325,28 @@ impl IdMap {
         }
     }
 
+    /// The target id already assigned to `original`, or `original` itself.
+    pub fn get_or<'a>(&'a self, original: &'a str) -> &'a str {
+        let t = self.forward.get(original).map_or(original, String::as_str);
+        self.note(|| Asked::GetOr(original.to_string(), t.to_string()));
+        t
+    }
+
+    /// [`IdMap::map`], and whether `original` got a target id other than
+    /// itself just now (not before).
+    pub fn map_new(&mut self, original: &str, rule: &IdRule) -> (String, bool) {
+        let before = self.forward.contains_key(original);
+        let t = self.assign(original, rule);
+        let new = !before && t != original;
+        self.note(|| Asked::MapNew(original.to_string(), *rule, t.clone(), new));
+        (t, new)
+    }
+
     /// The target id already assigned to `original`.
     pub fn get(&self, original: &str) -> Option<&str> {
-        self.forward.get(original).map(String::as_str)
+        let t = self.forward.get(original).map(String::as_str);
+        self.note(|| Asked::Get(original.to_string(), t.map(str::to_string)));
+        t
     }
 
     /// Whether `id` is already the target of another original id: reserving it
@@ -297,12 +357,109 @@ impl IdMap {
 
     /// Reserves ids that are already used as they are (so a mapped id never takes them).
     pub fn reserve(&mut self, id: &str) {
+        self.note(|| Asked::Reserve(id.to_string()));
         if !self.taken.contains_key(id) {
             self.taken.insert(id.to_string(), id.to_string());
             if let Some(j) = &mut self.journal {
                 j.taken.push(id.to_string());
             }
         }
+    }
+
+    /// Starts recording what this map and its names' map are asked, and
+    /// their answers ([`IdMap::take_record`]).
+    pub fn record(&mut self) {
+        self.asked = Some(RefCell::default());
+        self.names().asked = Some(RefCell::default());
+    }
+
+    /// What was asked since [`IdMap::record`] of this map and of its names'
+    /// map; recording stops.
+    pub fn take_record(&mut self) -> (Vec<Asked>, Vec<Asked>) {
+        let ids = self
+            .asked
+            .take()
+            .map(RefCell::into_inner)
+            .unwrap_or_default();
+        let names = self
+            .names()
+            .asked
+            .take()
+            .map(RefCell::into_inner)
+            .unwrap_or_default();
+        (ids, names)
+    }
+
+    /// Asks this map `asked` again, in order, as another map was asked them
+    /// (see [`Asked`]); `None` at the first answer that differs, else the
+    /// ids [`IdMap::map_new`] saw first there but not here (their first
+    /// sight is in an earlier part: what was reported of it there is not
+    /// reported again). An id reserved here that another id already maps
+    /// to is a difference: a conversion of both parts at once would have
+    /// reserved it before mapping anything, and so mapped that other id
+    /// elsewhere.
+    ///
+    /// A new id is given the answer the other map gave without working it
+    /// out again: the candidates [`IdMap::map`] tries depend on the id
+    /// alone, the ones before that answer were taken there by other ids and
+    /// so are here (what is taken is never given back), so the answer is
+    /// the same unless this map has it taken by another id.
+    pub fn replay(&mut self, asked: Vec<Asked>) -> Option<Vec<(String, String)>> {
+        let mut seen_before = Vec::new();
+        for a in asked {
+            let same = match a {
+                Asked::Reserve(id) => {
+                    let free = !self.taken_by_other(&id);
+                    self.reserve(&id);
+                    free
+                }
+                Asked::Map(o, _, t) => self.replay_map(o, t),
+                Asked::MapNew(o, _, t, new) => match self.forward.get(&o) {
+                    Some(had) if *had == t => {
+                        if new {
+                            seen_before.push((o, t));
+                        }
+                        true
+                    }
+                    Some(_) => false,
+                    None => self.replay_map(o, t),
+                },
+                Asked::Keep(o, _, t) => match self.forward.get(&o) {
+                    Some(had) => *had == t,
+                    None => self.replay_map(o, t),
+                },
+                Asked::Get(o, t) => self.forward.get(&o) == t.as_ref(),
+                Asked::GetOr(o, t) => self.forward.get(&o).unwrap_or(&o) == &t,
+            };
+            if !same {
+                return None;
+            }
+        }
+        Some(seen_before)
+    }
+
+    /// [`IdMap::replay`] of a question whose answer was `t` for `o`.
+    fn replay_map(&mut self, o: String, t: String) -> bool {
+        if let Some(had) = self.forward.get(&o) {
+            return *had == t;
+        }
+        if self.taken.get(&t).is_some_and(|x| *x != o) {
+            return false;
+        }
+        if !self.taken.contains_key(&t) {
+            self.taken.insert(t.clone(), o.clone());
+            if let Some(j) = &mut self.journal {
+                j.taken.push(t.clone());
+            }
+        }
+        if let Some(j) = &mut self.journal {
+            j.forward.push(o.clone());
+        }
+        if t != o {
+            self.changed.push((t.clone(), o.clone()));
+        }
+        self.forward.insert(o, t);
+        true
     }
 
     /// Starts noting what is added (names too), so that [`IdMap::rollback`]

@@ -18,7 +18,7 @@
 
 use std::collections::HashSet;
 
-use super::canon::{Provider, blocks, btype, role};
+use super::canon::{Provider, blocks, btype, origin, role};
 use super::ids::{IdMap, fnv64};
 use super::jv::{J, push_member_key};
 use super::refuse::TurnScan;
@@ -40,6 +40,9 @@ pub struct RequestCache {
     /// The rules' state after them.
     ids: IdMap,
     synthetic: HashSet<String>,
+    /// The Gemini call ids they sent (a response later carries its id when
+    /// its call id was sent).
+    sent: std::sync::Arc<HashSet<String>>,
     /// Messages the rules gave for them (encoder report indexes count these).
     transformed: usize,
     /// What the rules and the encoders reported for them (pi's roles turned
@@ -85,7 +88,12 @@ struct Part {
     transformed: usize,
     l_rep: CompatibilityReport,
     t_rep: CompatibilityReport,
+    /// What the target refuses in its images (message indexes of the part's own).
+    m_rep: CompatibilityReport,
     e_rep: CompatibilityReport,
+    /// Gemini call ids it sent, and response ids it found not sent.
+    sent: HashSet<String>,
+    unsent: Vec<String>,
 }
 
 /// A conversation's canonical messages as a [`RequestCache`] reads them:
@@ -146,6 +154,7 @@ impl Default for RequestCache {
             items: String::new(),
             ids: IdMap::new(),
             synthetic: HashSet::new(),
+            sent: Default::default(),
             transformed: 0,
             l_rep: CompatibilityReport::new(),
             t_rep: CompatibilityReport::new(),
@@ -315,12 +324,6 @@ impl RequestCache {
         opts: &ToOptions,
     ) -> Result<()> {
         let parsed = msgs.trees(self.done.min(msgs.count()))?;
-        // An assistant turn that is sent (an aborted one is left out, and joins
-        // what is around it).
-        let kept_turn = |m: &J| {
-            role(m) == "assistant"
-                && !matches!(m.str_of("stopReason").as_deref(), Some("error" | "aborted"))
-        };
         let Some(cut) = parsed.iter().rposition(kept_turn) else {
             return Ok(());
         };
@@ -347,6 +350,9 @@ impl RequestCache {
         self.e_rep.merge(shifted(p.e_rep, self.transformed), None);
         self.transformed += p.transformed;
         self.synthetic.extend(p.synthetic);
+        if !p.sent.is_empty() {
+            std::sync::Arc::make_mut(&mut self.sent).extend(p.sent);
+        }
         self.turn = p.turn;
         self.ids.commit();
         self.done += cut;
@@ -441,15 +447,30 @@ impl RequestCache {
         closed: bool,
     ) -> Result<Option<Part>> {
         check_messages(&part, self.done)?;
+        if !self.input_ok(&part, target) {
+            return Ok(None);
+        }
+        // The id map is changed in place, noted so that it can be taken back
+        // (a part not kept, a request's own part).
+        self.ids.begin();
+        let r = self.rules_and_encoding(part, target, opts, closed, false);
+        if r.is_none() {
+            self.ids.rollback();
+        }
+        Ok(r)
+    }
+
+    /// What [`RequestCache::convert_part`] checks of its input before converting it.
+    fn input_ok(&mut self, part: &[J], target: Provider) -> bool {
         // Calls and results pair within the part (a result of a kept call
         // would pair across the cut); no system message (it joins the system
         // prompt for some targets, which depends on every part).
         let mut calls: HashSet<String> = HashSet::new();
         let rule = id_rule(target);
         let nrule = name_rule(target);
-        for m in &part {
+        for m in part {
             match role(m).as_ref() {
-                "system" => return Ok(None),
+                "system" => return false,
                 "assistant" => {
                     for b in blocks(m).iter().filter(|b| btype(b) == "toolCall") {
                         let id = b.str_of("id").unwrap_or_default().to_string();
@@ -457,11 +478,11 @@ impl RequestCache {
                         // An id or name the kept part mapped another one to:
                         // the whole conversion would have mapped that one elsewhere.
                         if rule.accepts(&k) && self.ids.taken_by_other(&k) {
-                            return Ok(None);
+                            return false;
                         }
                         let name = b.str_of("name").unwrap_or_default();
                         if nrule.accepts(&name) && self.ids.names().taken_by_other(&name) {
-                            return Ok(None);
+                            return false;
                         }
                         if let Some((c, _)) = id.split_once('|') {
                             calls.insert(c.to_string());
@@ -476,29 +497,25 @@ impl RequestCache {
                     let known = calls.contains(id.as_ref())
                         || id.split_once('|').is_some_and(|(c, _)| calls.contains(c));
                     if !known && !by_name {
-                        return Ok(None);
+                        return false;
                     }
                 }
                 _ => {}
             }
         }
-        // The id map is changed in place, noted so that it can be taken back
-        // (a part not kept, a request's own part).
-        self.ids.begin();
-        let r = self.rules_and_encoding(part, target, opts, closed);
-        if r.is_none() {
-            self.ids.rollback();
-        }
-        Ok(r)
+        true
     }
 
     /// [`RequestCache::convert_part`] after its checks of the input.
+    /// `media_steps`: a part whose images need steps is converted (their
+    /// steps in [`Part::m_rep`]); else it is not.
     fn rules_and_encoding(
         &mut self,
         part: Vec<J>,
         target: Provider,
         opts: &ToOptions,
         closed: bool,
+        media_steps: bool,
     ) -> Option<Part> {
         let mut l_rep = CompatibilityReport::new();
         let mut t_rep = CompatibilityReport::new();
@@ -533,7 +550,7 @@ impl RequestCache {
         for (i, m) in out.iter_mut().enumerate() {
             super::refuse::media(m, i, target, &mut m_rep);
         }
-        if !m_rep.steps.is_empty() {
+        if !m_rep.steps.is_empty() && !media_steps {
             return None;
         }
         if self.transformed == 0
@@ -560,17 +577,33 @@ impl RequestCache {
             }
         }
         let mut e_rep = CompatibilityReport::new();
-        let items = encode::encode_part(target, &out, opts.model.clone(), &mut e_rep)?;
+        let encoded = encode::encode_part(
+            target,
+            &out,
+            opts.model.clone(),
+            Some(self.sent.clone()),
+            &mut e_rep,
+        )?;
         Some(Part {
-            items,
+            items: encoded.items,
+            sent: encoded.sent,
+            unsent: encoded.unsent,
             turn,
             synthetic,
             transformed: out.len(),
             l_rep,
             t_rep,
+            m_rep,
             e_rep,
         })
     }
+}
+
+/// An assistant turn that is sent (an aborted one is left out, and joins
+/// what is around it): a part may start there.
+fn kept_turn(m: &J) -> bool {
+    role(m) == "assistant"
+        && !matches!(m.str_of("stopReason").as_deref(), Some("error" | "aborted"))
 }
 
 /// `r` with its message indexes moved by `by` (a part's indexes count from its start).
@@ -596,6 +629,366 @@ fn shifted_rules(mut r: CompatibilityReport, inputs: usize, outputs: usize) -> C
         }
     }
     r
+}
+
+/// A part after the first, for [`convert_split`]: where it starts, whether it
+/// must end closed (all but the last), its messages until a thread takes them.
+type Later = (usize, bool, std::sync::Mutex<Option<Vec<J>>>);
+
+/// What [`convert_split`] did.
+#[derive(Debug)]
+pub enum Split {
+    /// The conversion: what [`super::convert`] gives.
+    Done(Converted),
+    /// Not cut (too few messages, options or input a part cannot be
+    /// converted alone with): the messages, untouched.
+    Whole(Vec<J>),
+    /// A part converted alone differed from what the parts before it give
+    /// (an id of one part taken by another, say): the messages are used up,
+    /// and the caller converts them again, whole.
+    Differs,
+}
+
+/// [`super::convert`] on up to `threads` threads. The conversation is cut
+/// before assistant turns (where [`RequestCache`] keeps parts, with its
+/// checks) into parts of about `len / threads` messages, at least
+/// `min_per_part`. The first part is converted here and the others at the
+/// same time on threads of their own, each with an id map of its own that
+/// notes what it is asked. Then, in order, each part's questions are asked
+/// again of the map the parts before it left ([`IdMap::replay`]): a part
+/// is taken when every answer is the same, so that the request, report and
+/// maps are [`super::convert`]'s.
+pub fn convert_split(
+    msgs: Vec<J>,
+    target: Provider,
+    opts: &ToOptions,
+    threads: usize,
+    min_per_part: usize,
+) -> Result<Split> {
+    check_messages(&msgs, 0)?;
+    let n = threads.min(msgs.len() / min_per_part.max(1));
+    // Ids given back are read from the whole conversation; Anthropic's
+    // final-turn rule with thinking on may rewrite a turn in any part.
+    if n < 2
+        || !opts.pairing
+        || !opts.id_map.is_empty()
+        || (opts.thinking && target == Provider::Anthropic)
+    {
+        return Ok(Split::Whole(msgs));
+    }
+    let mut cuts = vec![0];
+    for k in 1..n {
+        let from = (msgs.len() * k / n).max(cuts[cuts.len() - 1] + 1);
+        if let Some(at) = (from..msgs.len()).find(|&i| cut_here(&msgs, i)) {
+            cuts.push(at);
+        }
+    }
+    cuts.push(msgs.len());
+    cuts.dedup();
+    if cuts.len() < 3 {
+        return Ok(Split::Whole(msgs));
+    }
+    // Anthropic and Gemini want a user turn first: one added changes every
+    // index after it (converted whole).
+    if matches!(target, Provider::Anthropic | Provider::Google)
+        && msgs
+            .iter()
+            .find(|m| role(m) != "system")
+            .is_some_and(|m| role(m) == "assistant")
+    {
+        return Ok(Split::Whole(msgs));
+    }
+    // What can be told from the input alone, on the threads: every part
+    // passes the checks of a kept part, and no made-up call id is in two
+    // parts (the whole conversion would rename the later one).
+    let ranges: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    let (first, later) = super::on_threads(
+        "forkpoint-check",
+        &ranges[1..],
+        || alone_ok(&msgs[ranges[0].0..ranges[0].1]),
+        |&(a, b)| alone_ok(&msgs[a..b]),
+    );
+    let mut parts = Vec::with_capacity(ranges.len());
+    for (k, alone) in std::iter::once(Some(first)).chain(later).enumerate() {
+        let alone = match alone {
+            Some(alone) => alone,
+            None => alone_ok(&msgs[ranges[k].0..ranges[k].1]),
+        };
+        let Some(alone) = alone else {
+            return Ok(Split::Whole(msgs));
+        };
+        parts.push(alone);
+    }
+    let mut made_up: HashSet<&str> = HashSet::new();
+    for (k, part) in parts.iter().enumerate() {
+        if part.made_up.iter().any(|id| made_up.contains(id.as_str())) {
+            return Ok(Split::Whole(msgs));
+        }
+        made_up.extend(part.made_up.iter().map(String::as_str));
+        // A result that answers no call of its part answers none of another.
+        let elsewhere = |id: &str| {
+            parts
+                .iter()
+                .enumerate()
+                .any(|(j, other)| j != k && other.answers(id))
+        };
+        if part.unknown.iter().any(|id| elsewhere(id)) {
+            return Ok(Split::Whole(msgs));
+        }
+    }
+    drop(made_up);
+    drop(parts);
+    // The parts after the first, each with where it starts and whether it
+    // must end closed (all but the last).
+    let mut first = msgs;
+    let mut later: Vec<Later> = Vec::new();
+    for k in (1..cuts.len() - 1).rev() {
+        let part = first.split_off(cuts[k]);
+        later.push((
+            cuts[k],
+            k + 2 < cuts.len(),
+            std::sync::Mutex::new(Some(part)),
+        ));
+    }
+    later.reverse();
+    let (mine, theirs) = super::on_threads(
+        "forkpoint-convert",
+        &later,
+        || {
+            let mut cache = RequestCache::new();
+            let part = cache.rules_and_encoding(first, target, opts, true, true);
+            (part, cache)
+        },
+        |(start, closed, trees)| {
+            let trees = trees.lock().ok()?.take()?;
+            let mut cache = RequestCache {
+                done: *start,
+                // Not the first part (its index offsets are not needed here).
+                transformed: 1,
+                ..Default::default()
+            };
+            cache.ids.record();
+            let part = cache.rules_and_encoding(trees, target, opts, *closed, true);
+            let asked = cache.ids.take_record();
+            // Freed later, not while the caller waits.
+            Some((part, asked, cache))
+        },
+    );
+    let (Some(first), mut cache) = mine else {
+        return Ok(Split::Differs);
+    };
+    let mut items = first.items;
+    let (mut l_rep, mut t_rep, mut m_rep, mut e_rep) =
+        (first.l_rep, first.t_rep, first.m_rep, first.e_rep);
+    cache.transformed = first.transformed;
+    cache.synthetic.extend(first.synthetic);
+    cache.sent = std::sync::Arc::new(first.sent);
+    let mut later_caches = Vec::new();
+    for ((start, closed, trees), theirs) in later.iter().zip(theirs) {
+        cache.done = *start;
+        let part = match theirs.flatten() {
+            Some((part, (ids, names), spent)) => {
+                later_caches.push(spent);
+                if cache.ids.replay(ids).is_none() {
+                    return Ok(Split::Differs);
+                }
+                // A tool name mapped in an earlier part is reported there only.
+                let Some(seen_before) = cache.ids.names().replay(names) else {
+                    return Ok(Split::Differs);
+                };
+                let mut part = part;
+                if let Some(p) = &mut part {
+                    for (name, mapped) in seen_before {
+                        let detail = transform::name_mapped(&name, &mapped, target);
+                        let Some(at) = p
+                            .t_rep
+                            .steps
+                            .iter()
+                            .position(|s| s.code == "tool_name_mapped" && s.detail == detail)
+                        else {
+                            return Ok(Split::Differs);
+                        };
+                        p.t_rep.steps.remove(at);
+                    }
+                }
+                part
+            }
+            // Its thread did not run: the part is converted here.
+            None => match trees.lock().ok().and_then(|mut t| t.take()) {
+                Some(trees) => cache.rules_and_encoding(trees, target, opts, *closed, true),
+                None => None,
+            },
+        };
+        let Some(part) = part else {
+            return Ok(Split::Differs);
+        };
+        if part.synthetic.iter().any(|id| cache.synthetic.contains(id))
+            || part.unsent.iter().any(|id| cache.sent.contains(id))
+        {
+            return Ok(Split::Differs);
+        }
+        items.extend(part.items);
+        l_rep.merge(shifted(part.l_rep, cache.done), None);
+        t_rep.merge(
+            shifted_rules(part.t_rep, cache.done, cache.transformed),
+            None,
+        );
+        m_rep.merge(shifted(part.m_rep, cache.transformed), None);
+        e_rep.merge(shifted(part.e_rep, cache.transformed), None);
+        cache.transformed += part.transformed;
+        cache.synthetic.extend(part.synthetic);
+        std::sync::Arc::make_mut(&mut cache.sent).extend(part.sent);
+    }
+    // The system prompt and tools, as [`RequestCache`] does for a request.
+    let mut s_rep = CompatibilityReport::new();
+    let (system, tools) = prepare(target, opts, &mut cache.ids, &mut s_rep)?;
+    let mut r_rep = CompatibilityReport::new();
+    let mut ctx = encode::Ctx::new(opts.model.clone());
+    let mut request = encode::encode_request(
+        target,
+        &[],
+        system.as_ref(),
+        opts.system_role.as_deref(),
+        opts.system_original.as_ref(),
+        tools.as_deref(),
+        opts.tools_original.as_ref(),
+        &mut r_rep,
+        &mut ctx,
+    );
+    match request.get_mut(list_key(target)) {
+        Some(J::Arr(list)) => list.extend(items),
+        _ => return Ok(Split::Differs),
+    }
+    // In the whole conversion's order: every message's rules, what the target
+    // refuses, the system prompt and tools, every message's encoding, the
+    // system prompt's and tools' encoding.
+    let mut report = l_rep;
+    for part in [t_rep, m_rep, s_rep, e_rep, r_rep] {
+        report.merge(part, None);
+    }
+    let id_map = std::mem::take(&mut cache.ids.changed);
+    let name_map = cache.ids.names_changed().to_vec();
+    // The maps are freed on another thread (if none can be had, here).
+    let _ = std::thread::Builder::new()
+        .name("forkpoint-free".into())
+        .spawn(move || drop((cache, later_caches)));
+    Ok(Split::Done(Converted {
+        request,
+        report,
+        id_map,
+        name_map,
+    }))
+}
+
+type FastSet<T> = HashSet<T, foldhash::fast::RandomState>;
+
+/// What [`alone_ok`] found in a part.
+struct Alone<'a> {
+    /// Its made-up call ids.
+    made_up: Vec<String>,
+    /// Its call ids as results may name them (borrowed from the trees, or,
+    /// with escapes, owned).
+    calls: FastSet<&'a str>,
+    owned: FastSet<String>,
+    /// Its results that answer none of its calls.
+    unknown: Vec<String>,
+}
+
+impl Alone<'_> {
+    /// Whether a result with this id answers a call of the part.
+    fn answers(&self, id: &str) -> bool {
+        let known = |id: &str| self.calls.contains(id) || self.owned.contains(id);
+        known(id) || id.split_once('|').is_some_and(|(c, _)| known(c))
+    }
+}
+
+/// Whether `part` may be converted alone, as the first part or after others
+/// (as [`RequestCache::input_ok`] with nothing kept, but a result that
+/// answers no call of its part is left to the caller: the whole conversion
+/// finds no call for it either unless another part has one), and what it
+/// holds; `None` when it has a system message (which may join the system
+/// prompt, made of every part).
+fn alone_ok(part: &[J]) -> Option<Alone<'_>> {
+    let mut a = Alone {
+        made_up: Vec::new(),
+        calls: FastSet::default(),
+        owned: FastSet::default(),
+        unknown: Vec::new(),
+    };
+    for m in part {
+        match role(m).as_ref() {
+            "system" => return None,
+            "assistant" => {
+                let Some(J::Arr(list)) = m.get("content") else {
+                    continue;
+                };
+                let mut responses = None;
+                for b in list.iter().filter(|b| btype(b) == "toolCall") {
+                    let id = b.str_of("id").unwrap_or_default();
+                    if b.get("syntheticId").is_some() {
+                        a.made_up.push(id.to_string());
+                    }
+                    // What `call_key` gives, and the part before a `|`.
+                    let responses =
+                        *responses.get_or_insert_with(|| origin(m) == Some(Provider::Responses));
+                    match id {
+                        std::borrow::Cow::Borrowed(id) => {
+                            a.calls.insert(id);
+                            if responses {
+                                a.calls.insert(super::transform::responses_key(id));
+                            }
+                            if let Some((c, _)) = id.split_once('|') {
+                                a.calls.insert(c);
+                            }
+                        }
+                        std::borrow::Cow::Owned(id) => {
+                            if responses {
+                                a.owned
+                                    .insert(super::transform::responses_key(&id).to_string());
+                            }
+                            if let Some((c, _)) = id.split_once('|') {
+                                a.owned.insert(c.to_string());
+                            }
+                            a.owned.insert(id);
+                        }
+                    }
+                }
+            }
+            "toolResult" => {
+                let id = m.str_of("toolCallId").unwrap_or_default();
+                let by_name = m.get("syntheticId").and_then(J::as_bool) == Some(true);
+                if !by_name && !a.answers(&id) {
+                    a.unknown.push(id.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(a)
+}
+
+/// Whether a part may start at `msgs[i]`: a sent assistant turn after a
+/// message that is not one, where every call of the turn before has its
+/// result (a part that ends with calls waiting is not kept).
+fn cut_here(msgs: &[J], i: usize) -> bool {
+    if i == 0 || !kept_turn(&msgs[i]) || role(&msgs[i - 1]) == "assistant" {
+        return false;
+    }
+    let Some(turn) = msgs[..i].iter().rposition(|m| role(m) == "assistant") else {
+        return true;
+    };
+    if !kept_turn(&msgs[turn]) {
+        return false;
+    }
+    let results: HashSet<String> = msgs[turn + 1..i]
+        .iter()
+        .filter(|m| role(m) == "toolResult")
+        .map(|m| m.str_of("toolCallId").unwrap_or_default().to_string())
+        .collect();
+    blocks(&msgs[turn])
+        .iter()
+        .filter(|b| btype(b) == "toolCall")
+        .all(|b| results.contains(b.str_of("id").unwrap_or_default().as_ref()))
 }
 
 /// `(target, original)` pairs of an id or name map.

@@ -20,7 +20,7 @@ pub enum S {
     /// `buf[start..end]` (offsets of 32 bits keep a tree's nodes small; a
     /// document past 4 GiB is copied before it is parsed).
     Shared {
-        buf: Arc<String>,
+        buf: Handle,
         start: u32,
         end: u32,
         /// The text holds a `\\` (known when it was parsed: a string
@@ -30,6 +30,14 @@ pub enum S {
     /// Text made by the codecs: a whole string of its own, of any length.
     Owned(Arc<String>),
 }
+
+/// A parse's own handle on the text its trees share: one `Arc` per parse
+/// (per message of a session, per thread of a long array), so that cloning
+/// and dropping nodes counts on the handle's counter, not on one counter for
+/// the whole text. With one counter, two threads converting the trees of
+/// one text took turns at that counter on every node they copied: each
+/// did about 70% of the work of one thread doing it all.
+type Handle = Arc<Arc<String>>;
 
 impl std::ops::Deref for S {
     type Target = str;
@@ -101,7 +109,7 @@ impl S {
 
     /// `src[start..end]`: a known name, or shared with `src` (`escaped`:
     /// the text holds a `\\`).
-    fn of(src: &Arc<String>, start: usize, end: usize, escaped: bool) -> Option<S> {
+    fn of(src: &Handle, start: usize, end: usize, escaped: bool) -> Option<S> {
         let text = src.get(start..end)?;
         Some(match known(text) {
             Some(k) if !escaped => S::Known(k),
@@ -353,22 +361,36 @@ impl J {
     /// them end exactly there (so the tree, and any error, are the ones one
     /// thread gives).
     pub fn parse_owned_threads(text: String, threads: usize) -> Result<J, ParseError> {
-        /// Below this many bytes a thread of its own does not pay.
-        const MIN_PER_THREAD: usize = 4 << 20;
-        J::parse_threads_min(text, threads, MIN_PER_THREAD)
+        J::parse_shared_threads(&Arc::new(text), threads)
     }
 
+    #[cfg(test)]
     fn parse_threads_min(text: String, threads: usize, min: usize) -> Result<J, ParseError> {
-        let threads = threads.min(text.len() / min.max(1));
-        if threads < 2 || u32::try_from(text.len()).is_err() {
-            return J::parse_owned(text);
+        J::parse_shared_threads_min(&Arc::new(text), threads, min)
+    }
+
+    /// [`J::parse_owned_threads`] of text that is kept shared (so that it
+    /// can be parsed again).
+    pub fn parse_shared_threads(buf: &Arc<String>, threads: usize) -> Result<J, ParseError> {
+        /// Below this many bytes a thread of its own does not pay.
+        const MIN_PER_THREAD: usize = 4 << 20;
+        J::parse_shared_threads_min(buf, threads, MIN_PER_THREAD)
+    }
+
+    fn parse_shared_threads_min(
+        buf: &Arc<String>,
+        threads: usize,
+        min: usize,
+    ) -> Result<J, ParseError> {
+        let end = buf.len();
+        let threads = threads.min(end / min.max(1));
+        if threads < 2 || u32::try_from(end).is_err() {
+            return J::parse_shared(buf, 0, end);
         }
-        let end = text.len();
-        let buf = Arc::new(text);
         let b = buf.as_bytes();
         let open = skip_ws(b, 0);
         if b.get(open) != Some(&b'[') {
-            return J::parse_shared(&buf, 0, end);
+            return J::parse_shared(buf, 0, end);
         }
         let mut starts = vec![skip_ws(b, open + 1)];
         for k in 1..threads {
@@ -379,14 +401,14 @@ impl J {
             }
         }
         if starts.len() < 2 {
-            return J::parse_shared(&buf, 0, end);
+            return J::parse_shared(buf, 0, end);
         }
         let later: Vec<usize> = (1..starts.len()).collect();
         let (first, later) = super::on_threads(
             "forkpoint-parse",
             &later,
-            || items_from(b, &buf, &starts, 0),
-            |&k| items_from(b, &buf, &starts, k),
+            || items_from(b, buf, &starts, 0),
+            |&k| items_from(b, buf, &starts, k),
         );
         let mut pieces: Vec<Option<Items>> = std::iter::once(first)
             .chain(later.into_iter().map(Option::flatten))
@@ -406,7 +428,7 @@ impl J {
         // Not JSON (or a piece failed): one thread says where and why.
         drop(items);
         drop(pieces);
-        J::parse_shared(&buf, 0, end)
+        J::parse_shared(buf, 0, end)
     }
 
     /// A string value from plain text.
@@ -892,23 +914,23 @@ fn items_from(b: &[u8], src: &Arc<String>, starts: &[usize], k: usize) -> Option
 /// as it grows.
 struct Builder<'a> {
     b: &'a [u8],
-    src: &'a Arc<String>,
+    src: Handle,
     members: Vec<(Key, J)>,
     items: Vec<J>,
 }
 
 impl<'a> Builder<'a> {
-    fn new(b: &'a [u8], src: &'a Arc<String>) -> Self {
+    fn new(b: &'a [u8], src: &Arc<String>) -> Self {
         Builder {
             b,
-            src,
+            src: Arc::new(src.clone()),
             members: Vec::new(),
             items: Vec::new(),
         }
     }
 
     fn key_or_str(&self, start: usize, end: usize, escaped: bool) -> Option<S> {
-        S::of(self.src, start, end, escaped)
+        S::of(&self.src, start, end, escaped)
     }
 
     /// Builds the value at `i` (whitespace already skipped); returns it and

@@ -360,11 +360,39 @@ pub fn to_provider_lines(
     let p = Provider::parse(target)?;
     let mut opts = ToOptions::from_json(options)?;
     let size = messages.len();
-    let input =
-        J::parse_owned_threads(messages, threads).map_err(|e| not_json("the messages", e))?;
-    let msgs = input_messages(input, &mut opts)?;
+    let text = std::sync::Arc::new(messages);
+    let parsed = |opts: &mut ToOptions| {
+        let input =
+            J::parse_shared_threads(&text, threads).map_err(|e| not_json("the messages", e))?;
+        input_messages(input, opts)
+    };
+    let msgs = parsed(&mut opts)?;
     let body = body_buffer(size, threads);
-    lines(convert(msgs, p, &opts)?, size, threads, body)
+    let again = || parsed(&mut opts.clone());
+    lines(
+        convert_threads(msgs, p, &opts, threads, again)?,
+        size,
+        threads,
+        body,
+    )
+}
+
+/// [`convert`] on up to `threads` threads ([`incremental::convert_split`]);
+/// `again` gives the messages again when a part converted alone differed.
+pub fn convert_threads(
+    msgs: Vec<J>,
+    target: Provider,
+    opts: &ToOptions,
+    threads: usize,
+    again: impl FnOnce() -> Result<Vec<J>>,
+) -> Result<Converted> {
+    /// Below this many messages a part of its own does not pay.
+    const MIN_PER_PART: usize = 1024;
+    match incremental::convert_split(msgs, target, opts, threads, MIN_PER_PART)? {
+        incremental::Split::Done(c) => Ok(c),
+        incremental::Split::Whole(msgs) => convert(msgs, target, opts),
+        incremental::Split::Differs => convert(again()?, target, opts),
+    }
 }
 
 /// A session's context from `leaf` (default: the current leaf) as a request for
@@ -385,29 +413,38 @@ pub fn session_to_provider_lines(
     let opts = ToOptions::from_json(options)?;
     let ctx = session.context(leaf)?;
     let size = ctx.messages.iter().map(|m| m.len()).sum();
-    let trees = if threads > 1 && ctx.messages.len() >= PARALLEL_MIN_MESSAGES {
-        let parts: Vec<&[std::borrow::Cow<'_, str>]> = ctx
-            .messages
-            .chunks(ctx.messages.len().div_ceil(threads))
-            .collect();
-        let (first, later) = on_threads(
-            "forkpoint-parse",
-            &parts[1..],
-            || llm_trees(session, parts[0]),
-            |part| llm_trees(session, part),
-        );
-        let mut all = Vec::with_capacity(ctx.messages.len());
-        all.extend(first?);
-        for (part, trees) in parts[1..].iter().zip(later) {
-            // A part whose thread did not run is parsed here.
-            all.extend(trees.unwrap_or_else(|| llm_trees(session, part))?);
-        }
-        all
-    } else {
-        llm_trees(session, &ctx.messages)?
+    let trees = || -> Result<Vec<J>> {
+        Ok(
+            if threads > 1 && ctx.messages.len() >= PARALLEL_MIN_MESSAGES {
+                let parts: Vec<&[std::borrow::Cow<'_, str>]> = ctx
+                    .messages
+                    .chunks(ctx.messages.len().div_ceil(threads))
+                    .collect();
+                let (first, later) = on_threads(
+                    "forkpoint-parse",
+                    &parts[1..],
+                    || llm_trees(session, parts[0]),
+                    |part| llm_trees(session, part),
+                );
+                let mut all = Vec::with_capacity(ctx.messages.len());
+                all.extend(first?);
+                for (part, trees) in parts[1..].iter().zip(later) {
+                    // A part whose thread did not run is parsed here.
+                    all.extend(trees.unwrap_or_else(|| llm_trees(session, part))?);
+                }
+                all
+            } else {
+                llm_trees(session, &ctx.messages)?
+            },
+        )
     };
     let body = body_buffer(size, threads);
-    lines(convert(trees, p, &opts)?, size, threads, body)
+    lines(
+        convert_threads(trees()?, p, &opts, threads, trees)?,
+        size,
+        threads,
+        body,
+    )
 }
 
 /// Runs `first` on this thread while `f` runs on each of `later` on threads

@@ -32,19 +32,19 @@ pub fn map_name(
     rep: &mut CompatibilityReport,
 ) -> String {
     let rule = name_rule(target);
-    let known = ids.names().get(name).is_some();
-    let mapped = ids.names().map(name, &rule);
-    if mapped != name && !known {
-        rep.step(
-            "tool_name_mapped",
-            i,
-            format!(
-                "tool name {name:?} → {mapped:?} ({} accepts no other)",
-                target.name()
-            ),
-        );
+    let (mapped, new) = ids.names().map_new(name, &rule);
+    if new {
+        rep.step("tool_name_mapped", i, name_mapped(name, &mapped, target));
     }
     mapped
+}
+
+/// The detail of the step `tool_name_mapped`.
+pub(crate) fn name_mapped(name: &str, mapped: &str, target: Provider) -> String {
+    format!(
+        "tool name {name:?} → {mapped:?} ({} accepts no other)",
+        target.name()
+    )
 }
 
 /// The id rule of a target.
@@ -312,16 +312,7 @@ pub fn apply_parts(
                 out.push(J::obj([
                     ("role", J::s("toolResult")),
                     ("toolCallId", J::s(&mapped)),
-                    (
-                        "toolName",
-                        J::s(
-                            ids.names()
-                                .get(&p.name)
-                                .unwrap_or(&p.name)
-                                .to_string()
-                                .as_str(),
-                        ),
-                    ),
+                    ("toolName", J::s(ids.names().get_or(&p.name))),
                     ("content", J::Arr(vec![text_block("No result provided")])),
                     ("isError", J::Bool(true)),
                     ("contentString", J::Bool(true)),
@@ -689,7 +680,7 @@ pub fn apply_parts(
                     out.len(),
                     pending
                         .iter()
-                        .map(|p| ids.get(&p.key).unwrap_or(&p.key).to_string())
+                        .map(|p| ids.get_or(&p.key).to_string())
                         .collect(),
                     same,
                 ));

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use forkpoint_core::normalize::incremental::RequestCache;
+use forkpoint_core::normalize::incremental::{self, RequestCache, Split};
 use forkpoint_core::normalize::{self, J, Provider, ToOptions};
 
 fn whole(msgs: &[&str], p: Provider, opts: &ToOptions) -> Result<(String, String), String> {
@@ -394,4 +394,209 @@ fn random_conversations_step_after_step_equal_whole_conversions() {
         };
         check_steps(&format!("random conversation {round}"), &msgs, &opts);
     }
+}
+
+/// What [`check_split`] saw: conversions cut and taken, left whole, and cut
+/// but found to differ (then converted whole).
+#[derive(Debug, Default)]
+struct Splits {
+    done: usize,
+    whole: usize,
+    differs: usize,
+}
+
+/// Converts `msgs` cut in parts on 2 to 5 threads (any part length) for
+/// every target and compares with the whole conversion: body, report, maps.
+fn check_split(name: &str, msgs: &[String], opts: &ToOptions, seen: &mut Splits) {
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let trees = || -> Vec<J> {
+        texts
+            .iter()
+            .map(|m| normalize::parse(m, "a message").unwrap())
+            .collect()
+    };
+    for p in Provider::ALL {
+        let want = whole(&texts, p, opts);
+        for threads in 2..=5 {
+            let got = incremental::convert_split(trees(), p, opts, threads, 1);
+            let got = match got {
+                Err(e) => Err(e.message.clone()),
+                Ok(Split::Done(c)) => {
+                    seen.done += 1;
+                    Ok((c.request.text(), meta(&c)))
+                }
+                Ok(Split::Whole(untouched)) => {
+                    seen.whole += 1;
+                    assert_eq!(
+                        untouched,
+                        trees(),
+                        "{name}: the messages given back changed"
+                    );
+                    continue;
+                }
+                Ok(Split::Differs) => {
+                    seen.differs += 1;
+                    continue;
+                }
+            };
+            match (&want, &got) {
+                (Ok((wb, wm)), Ok((gb, gm))) => {
+                    let at = gb
+                        .bytes()
+                        .zip(wb.bytes())
+                        .take_while(|(a, b)| a == b)
+                        .count();
+                    assert!(
+                        gb == wb,
+                        "{name} → {} on {threads} threads: body differs at {at}\n got: {}\nwant: {}",
+                        p.name(),
+                        &gb[at.saturating_sub(200)..(at + 200).min(gb.len())],
+                        &wb[at.saturating_sub(200)..(at + 200).min(wb.len())]
+                    );
+                    assert_eq!(
+                        gm,
+                        wm,
+                        "{name} → {} on {threads} threads: report and maps",
+                        p.name()
+                    );
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!(
+                    "{name} → {} on {threads} threads: {want:?} vs {got:?}",
+                    p.name()
+                ),
+            }
+        }
+    }
+}
+
+#[test]
+fn conversions_cut_in_parts_on_threads_equal_whole_conversions() {
+    let mut seen = Splits::default();
+    let tools = J::parse(
+        r#"[{"name":"fs.read","description":"read","parameters":{"type":"object"}},{"name":"bash","parameters":{"type":"object"}}]"#,
+    )
+    .unwrap();
+    for turns in [3, 12, 40] {
+        let msgs = agent_conversation(turns);
+        for model in [None, Some("gemini-3-pro"), Some("claude-x"), Some("gpt-x")] {
+            let opts = ToOptions {
+                model: model.map(str::to_string),
+                system: Some(J::s("be brief")),
+                tools: tools.as_arr().cloned(),
+                pairing: true,
+                ..Default::default()
+            };
+            check_split(
+                &format!("agent conversation of {turns} turns"),
+                &msgs,
+                &opts,
+                &mut seen,
+            );
+        }
+    }
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for round in 0..48 {
+        let msgs = random_conversation(&mut rng, 60);
+        let opts = ToOptions {
+            model: [
+                None,
+                Some("gemini-3-pro".to_string()),
+                Some("gpt-x".to_string()),
+            ][round % 3]
+                .clone(),
+            pairing: true,
+            ..Default::default()
+        };
+        check_split(
+            &format!("random conversation {round}"),
+            &msgs,
+            &opts,
+            &mut seen,
+        );
+    }
+    // Each way is taken: most conversions are cut, some cannot be (system
+    // messages, results of another part's calls), some are cut and differ.
+    assert!(seen.done > 250, "{seen:?}");
+    assert!(seen.whole > 50, "{seen:?}");
+    assert!(seen.differs > 0, "{seen:?}");
+}
+
+#[test]
+fn a_part_whose_id_an_earlier_part_took_is_found_to_differ() {
+    // `a.b` (first part) maps to `a_b` for Anthropic, which the second part
+    // uses as it is: a whole conversion reserves `a_b` first and maps `a.b`
+    // elsewhere, so the parts converted alone differ from it.
+    let call = |id: &str, n: u32| {
+        [
+            format!(
+                r#"{{"role":"assistant","provider":"openai","api":"openai-completions","model":"m","stopReason":"toolUse","content":[{{"type":"toolCall","id":"{id}","name":"bash","arguments":{{}}}}]}}"#
+            ),
+            format!(
+                r#"{{"role":"toolResult","toolCallId":"{id}","toolName":"bash","content":[{{"type":"text","text":"r{n}"}}],"isError":false}}"#
+            ),
+        ]
+    };
+    let mut msgs = vec![r#"{"role":"user","content":"go"}"#.to_string()];
+    msgs.extend(call("a.b", 1));
+    msgs.push(r#"{"role":"user","content":"more"}"#.to_string());
+    msgs.extend(call("a_b", 2));
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let trees: Vec<J> = msgs
+        .iter()
+        .map(|m| normalize::parse(m, "a message").unwrap())
+        .collect();
+    let got = incremental::convert_split(trees, Provider::Anthropic, &opts, 2, 1).unwrap();
+    assert!(matches!(got, Split::Differs), "{got:?}");
+    // With ids that do not meet, the same cut is taken.
+    let mut other = msgs.clone();
+    other[4] = other[4].replace("a_b", "c_d");
+    other[5] = other[5].replace("a_b", "c_d");
+    let trees: Vec<J> = other
+        .iter()
+        .map(|m| normalize::parse(m, "a message").unwrap())
+        .collect();
+    let got = incremental::convert_split(trees, Provider::Anthropic, &opts, 2, 1).unwrap();
+    assert!(matches!(got, Split::Done(_)), "{got:?}");
+    let mut seen = Splits::default();
+    check_split("an id taken by an earlier part", &msgs, &opts, &mut seen);
+    check_split("ids that do not meet", &other, &opts, &mut seen);
+}
+
+#[test]
+fn a_gemini_response_whose_id_an_earlier_part_sent_keeps_it() {
+    // Gemini responses carry the id of a call that was sent with one: here
+    // `call_0` was sent by the first turn, and the filled result of a later
+    // call with the same id (not sent: another provider's) carries it in a
+    // whole conversion. Converted in parts, the later part must know it.
+    let msgs: Vec<String> = [
+        r#"{"role":"user","content":"go"}"#,
+        r#"{"role":"assistant","api":"google-generative-ai","provider":"google","model":"gemini-2.5-pro","stopReason":"toolUse","content":[{"type":"toolCall","id":"call_0","name":"bash","arguments":{}}]}"#,
+        r#"{"role":"toolResult","toolCallId":"call_0","toolName":"bash","content":[{"type":"text","text":"r"}],"isError":false}"#,
+        r#"{"role":"user","content":"next"}"#,
+        r#"{"role":"assistant","api":"openai-responses","provider":"openai","model":"gpt-x","stopReason":"toolUse","content":[{"type":"toolCall","id":"call_0","name":"bash","arguments":{}}]}"#,
+        r#"{"role":"user","content":"stop"}"#,
+        r#"{"role":"assistant","api":"anthropic-messages","provider":"anthropic","model":"claude-x","stopReason":"stop","content":[{"type":"text","text":"done"}]}"#,
+        r#"{"role":"user","content":"again"}"#,
+    ]
+    .iter()
+    .map(|m| m.to_string())
+    .collect();
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let (body, _) = whole(
+        &msgs.iter().map(String::as_str).collect::<Vec<_>>(),
+        Provider::Google,
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(body.matches(r#""id":"call_0""#).count(), 3, "{body}");
+    check_steps("a sent id met again", &msgs, &opts);
+    let mut seen = Splits::default();
+    check_split("a sent id met again", &msgs, &opts, &mut seen);
 }
