@@ -273,6 +273,20 @@ pub fn attach_original(msgs: &mut [J], p: Provider, raw: &J) {
 
 /// If `msgs[0]` carries an `original` for `p` whose messages are unchanged, the
 /// original JSON and how many messages it covers.
+/// Whether `msgs[0]` starts a group of `p` (its `original`) that counts more
+/// messages than `msgs` holds: a part of a conversation that ends inside a
+/// group is encoded otherwise than the whole conversation.
+pub fn original_past_end(msgs: &[J], p: Provider) -> bool {
+    msgs.first()
+        .and_then(|m| m.get("original"))
+        .filter(|o| o.is("provider", p.name()))
+        .and_then(|o| match o.get("count") {
+            Some(J::Num(n)) => n.parse::<usize>().ok(),
+            _ => None,
+        })
+        .is_some_and(|count| count > msgs.len())
+}
+
 pub fn unchanged_original(msgs: &[J], p: Provider) -> Option<(J, usize)> {
     let o = msgs.first()?.get("original")?;
     if !o.is("provider", p.name()) {

@@ -21,6 +21,8 @@ pub struct Ctx {
     sent_before: Option<std::sync::Arc<HashSet<String>>>,
     /// Gemini response ids looked for among the sent ones and not found.
     unsent: Vec<String>,
+    /// A group's `original` counts messages past the end of those encoded.
+    past_end: bool,
     /// Gemini: the assistant turn being encoded sends its call ids.
     ids_now: bool,
 }
@@ -235,6 +237,9 @@ pub struct Part {
     /// Gemini response ids it did not find sent (by it or by `sent_before`):
     /// a part before it that sent one would have changed its encoding.
     pub unsent: Vec<String>,
+    /// A group's `original` reaches past the part's end (the whole
+    /// conversation may give that group's JSON as it was).
+    pub past_end: bool,
 }
 
 /// The provider messages for a part of a conversation, as [`encode_request`]
@@ -255,6 +260,7 @@ pub fn encode_part(
         items: list,
         sent: ctx.sent_ids,
         unsent: ctx.unsent,
+        past_end: ctx.past_end,
     })
 }
 
@@ -417,6 +423,7 @@ fn encode_messages(
         // Gemini before 3 takes no call ids: a group that holds some is encoded afresh.
         let no_ids =
             p == Provider::Google && ctx.model.as_deref().is_some_and(|m| !gemini3(Some(m)));
+        ctx.past_end |= original_past_end(&msgs[i..], p);
         let original = unchanged_original(&msgs[i..], p).filter(|(_, n)| {
             !no_ids
                 || !msgs[i..i + n].iter().any(|m| {

@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 /// Ids are hashed with foldhash: they are the maps' hot path when a long
-/// conversation is converted (SipHash was about half the time of asking
+/// conversation is converted (SipHash was about a third of the time of asking
 /// these maps), and its seed is random per process.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 

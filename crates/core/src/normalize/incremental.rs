@@ -493,10 +493,12 @@ impl RequestCache {
                 }
                 "toolResult" => {
                     let id = m.str_of("toolCallId").unwrap_or_default();
-                    let by_name = m.get("syntheticId").and_then(J::as_bool) == Some(true);
+                    // Also a result paired by name (were its id a call of the
+                    // kept part's, a turn left out, the whole conversion would
+                    // say so).
                     let known = calls.contains(id.as_ref())
                         || id.split_once('|').is_some_and(|(c, _)| calls.contains(c));
-                    if !known && !by_name {
+                    if !known {
                         return false;
                     }
                 }
@@ -584,6 +586,9 @@ impl RequestCache {
             Some(self.sent.clone()),
             &mut e_rep,
         )?;
+        if closed && encoded.past_end {
+            return None;
+        }
         Some(Part {
             items: encoded.items,
             sent: encoded.sent,
@@ -956,8 +961,9 @@ fn alone_ok(part: &[J]) -> Option<Alone<'_>> {
             }
             "toolResult" => {
                 let id = m.str_of("toolCallId").unwrap_or_default();
-                let by_name = m.get("syntheticId").and_then(J::as_bool) == Some(true);
-                if !by_name && !a.answers(&id) {
+                // Also a result paired by name: were its id a call of another
+                // part (a turn left out, say), the whole conversion would say so.
+                if !a.answers(&id) {
                     a.unknown.push(id.to_string());
                 }
             }

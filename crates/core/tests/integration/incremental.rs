@@ -600,3 +600,70 @@ fn a_gemini_response_whose_id_an_earlier_part_sent_keeps_it() {
     let mut seen = Splits::default();
     check_split("a sent id met again", &msgs, &opts, &mut seen);
 }
+
+#[test]
+fn a_result_paired_by_name_whose_call_was_left_out_in_an_earlier_part() {
+    // The result of an aborted turn's call comes two turns later, without an
+    // id of its own: the whole conversion says its call's turn was left out.
+    let g = r#""api":"google-generative-ai","provider":"google","model":"gemini-2.5-pro""#;
+    let msgs: Vec<String> = vec![
+        r#"{"role":"user","content":"go"}"#.to_string(),
+        format!(r#"{{"role":"assistant",{g},"stopReason":"aborted","content":[{{"type":"toolCall","id":"fc_0","name":"bash","arguments":{{}},"syntheticId":true}}]}}"#),
+        r#"{"role":"user","content":"retry"}"#.to_string(),
+        format!(r#"{{"role":"assistant",{g},"stopReason":"stop","content":[{{"type":"text","text":"fine"}}]}}"#),
+        r#"{"role":"user","content":"next"}"#.to_string(),
+        format!(r#"{{"role":"assistant",{g},"stopReason":"stop","content":[{{"type":"text","text":"x"}}]}}"#),
+        r#"{"role":"toolResult","toolCallId":"fc_0","toolName":"bash","syntheticId":true,"content":[{"type":"text","text":"late"}],"isError":false}"#.to_string(),
+        r#"{"role":"user","content":"z"}"#.to_string(),
+    ];
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let (_, report) = whole(&texts, Provider::Anthropic, &opts).unwrap();
+    assert!(report.contains("left out"), "{report}");
+    check_steps("a late result paired by name", &msgs, &opts);
+    let mut seen = Splits::default();
+    check_split("a late result paired by name", &msgs, &opts, &mut seen);
+}
+
+#[test]
+fn a_group_given_back_as_it_was_is_not_cut() {
+    // The first message starts a group of two (`original`: the provider's
+    // JSON as it was, given back when the group is unchanged); a cut before
+    // the assistant message would end a part inside the group.
+    let base = [
+        r#"{"role":"user","content":"go"}"#,
+        r#"{"role":"assistant","stopReason":"stop","content":[{"type":"text","text":"a"}]}"#,
+        r#"{"role":"user","content":"b"}"#,
+    ];
+    let p = Provider::Anthropic;
+    let trees: Vec<J> = base
+        .iter()
+        .map(|m| normalize::parse(m, "a message").unwrap())
+        .collect();
+    let mut rep = normalize::CompatibilityReport::new();
+    let (out, _) = normalize::transform::transform(trees, p, None, &mut rep);
+    let mut first = normalize::parse(base[0], "a message").unwrap();
+    first.set(
+        "original",
+        J::obj([
+            ("provider", J::s("anthropic")),
+            ("json", J::s(r#"{"role":"user","content":"AS IT WAS"}"#)),
+            ("count", J::num_u(2)),
+            ("hash", J::s(&normalize::canon::semantic_hash(&out[0..2]))),
+        ]),
+    );
+    let msgs = vec![first.text(), base[1].to_string(), base[2].to_string()];
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let (body, _) = whole(&texts, p, &opts).unwrap();
+    assert!(body.contains("AS IT WAS"), "{body}");
+    check_steps("a group given back", &msgs, &opts);
+    let mut seen = Splits::default();
+    check_split("a group given back", &msgs, &opts, &mut seen);
+}
