@@ -396,19 +396,7 @@ impl RequestCache {
         // This request's own part is converted again by the next one.
         self.ids.rollback();
         let (system, tools) = prepared?;
-        let mut r_rep = CompatibilityReport::new();
-        let mut ctx = encode::Ctx::new(opts.model.clone());
-        let mut request = encode::encode_request(
-            target,
-            &[],
-            system.as_ref(),
-            opts.system_role.as_deref(),
-            opts.system_original.as_ref(),
-            tools.as_deref(),
-            opts.tools_original.as_ref(),
-            &mut r_rep,
-            &mut ctx,
-        );
+        let (mut request, r_rep) = frame(target, opts, system, tools);
         match request.get_mut(list_key(target)) {
             Some(J::Arr(list)) => {
                 self.splice_at = Some(list.len());
@@ -602,6 +590,31 @@ impl RequestCache {
             e_rep,
         })
     }
+}
+
+/// A request without its conversation's messages (the system prompt and
+/// tools encoded), and what their encoding reported: the parts' provider
+/// messages are put in its list.
+fn frame(
+    target: Provider,
+    opts: &ToOptions,
+    system: Option<J>,
+    tools: Option<Vec<J>>,
+) -> (J, CompatibilityReport) {
+    let mut rep = CompatibilityReport::new();
+    let mut ctx = encode::Ctx::new(opts.model.clone());
+    let request = encode::encode_request(
+        target,
+        &[],
+        system.as_ref(),
+        opts.system_role.as_deref(),
+        opts.system_original.as_ref(),
+        tools.as_deref(),
+        opts.tools_original.as_ref(),
+        &mut rep,
+        &mut ctx,
+    );
+    (request, rep)
 }
 
 /// An assistant turn that is sent (an aborted one is left out, and joins
@@ -847,19 +860,7 @@ pub fn convert_split(
     // The system prompt and tools, as [`RequestCache`] does for a request.
     let mut s_rep = CompatibilityReport::new();
     let (system, tools) = prepare(target, opts, &mut cache.ids, &mut s_rep)?;
-    let mut r_rep = CompatibilityReport::new();
-    let mut ctx = encode::Ctx::new(opts.model.clone());
-    let mut request = encode::encode_request(
-        target,
-        &[],
-        system.as_ref(),
-        opts.system_role.as_deref(),
-        opts.system_original.as_ref(),
-        tools.as_deref(),
-        opts.tools_original.as_ref(),
-        &mut r_rep,
-        &mut ctx,
-    );
+    let (mut request, r_rep) = frame(target, opts, system, tools);
     match request.get_mut(list_key(target)) {
         Some(J::Arr(list)) => list.extend(items),
         _ => return Ok(Split::Differs),

@@ -177,21 +177,26 @@ fn agent_conversation(turns: usize) -> Vec<String> {
     out
 }
 
-#[test]
-fn cached_requests_equal_whole_conversions_step_after_step() {
-    let msgs = agent_conversation(24);
+/// The agent's options: a system prompt, two tools (one name the targets map), `model`.
+fn agent_options(model: Option<&str>) -> ToOptions {
     let tools = J::parse(
         r#"[{"name":"fs.read","description":"read","parameters":{"type":"object"}},{"name":"bash","parameters":{"type":"object"}}]"#,
     )
     .unwrap();
+    ToOptions {
+        model: model.map(str::to_string),
+        system: Some(J::s("be brief")),
+        tools: tools.as_arr().cloned(),
+        pairing: true,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn cached_requests_equal_whole_conversions_step_after_step() {
+    let msgs = agent_conversation(24);
     for model in [None, Some("gemini-3-pro"), Some("claude-x")] {
-        let opts = ToOptions {
-            model: model.map(str::to_string),
-            system: Some(J::s("be brief")),
-            tools: tools.as_arr().cloned(),
-            pairing: true,
-            ..Default::default()
-        };
+        let opts = agent_options(model);
         let hits = check_steps("agent conversation", &msgs, &opts);
         // Most steps reuse the kept part (every target, every step after the first turn).
         assert!(
@@ -473,20 +478,10 @@ fn check_split(name: &str, msgs: &[String], opts: &ToOptions, seen: &mut Splits)
 #[test]
 fn conversions_cut_in_parts_on_threads_equal_whole_conversions() {
     let mut seen = Splits::default();
-    let tools = J::parse(
-        r#"[{"name":"fs.read","description":"read","parameters":{"type":"object"}},{"name":"bash","parameters":{"type":"object"}}]"#,
-    )
-    .unwrap();
     for turns in [3, 12, 40] {
         let msgs = agent_conversation(turns);
         for model in [None, Some("gemini-3-pro"), Some("claude-x"), Some("gpt-x")] {
-            let opts = ToOptions {
-                model: model.map(str::to_string),
-                system: Some(J::s("be brief")),
-                tools: tools.as_arr().cloned(),
-                pairing: true,
-                ..Default::default()
-            };
+            let opts = agent_options(model);
             check_split(
                 &format!("agent conversation of {turns} turns"),
                 &msgs,
