@@ -453,44 +453,23 @@ impl RequestCache {
         // Calls and results pair within the part (a result of a kept call
         // would pair across the cut); no system message (it joins the system
         // prompt for some targets, which depends on every part).
-        let mut calls: HashSet<String> = HashSet::new();
+        if !alone_ok(part).is_some_and(|a| a.unknown.is_empty()) {
+            return false;
+        }
+        // An id or name the kept part mapped another one to: the whole
+        // conversion would have mapped that one elsewhere.
         let rule = id_rule(target);
         let nrule = name_rule(target);
-        for m in part {
-            match role(m).as_ref() {
-                "system" => return false,
-                "assistant" => {
-                    for b in blocks(m).iter().filter(|b| btype(b) == "toolCall") {
-                        let id = b.str_of("id").unwrap_or_default().to_string();
-                        let k = call_key(m, &id);
-                        // An id or name the kept part mapped another one to:
-                        // the whole conversion would have mapped that one elsewhere.
-                        if rule.accepts(&k) && self.ids.taken_by_other(&k) {
-                            return false;
-                        }
-                        let name = b.str_of("name").unwrap_or_default();
-                        if nrule.accepts(&name) && self.ids.names().taken_by_other(&name) {
-                            return false;
-                        }
-                        if let Some((c, _)) = id.split_once('|') {
-                            calls.insert(c.to_string());
-                        }
-                        calls.insert(k);
-                        calls.insert(id);
-                    }
+        for m in part.iter().filter(|m| role(m) == "assistant") {
+            for b in blocks(m).iter().filter(|b| btype(b) == "toolCall") {
+                let k = call_key(m, &b.str_of("id").unwrap_or_default());
+                if rule.accepts(&k) && self.ids.taken_by_other(&k) {
+                    return false;
                 }
-                "toolResult" => {
-                    let id = m.str_of("toolCallId").unwrap_or_default();
-                    // Also a result paired by name (were its id a call of the
-                    // kept part's, a turn left out, the whole conversion would
-                    // say so).
-                    let known = calls.contains(id.as_ref())
-                        || id.split_once('|').is_some_and(|(c, _)| calls.contains(c));
-                    if !known {
-                        return false;
-                    }
+                let name = b.str_of("name").unwrap_or_default();
+                if nrule.accepts(&name) && self.ids.names().taken_by_other(&name) {
+                    return false;
                 }
-                _ => {}
             }
         }
         true
