@@ -9,7 +9,8 @@
 // context's messages): the request before the last assistant turn is built
 // (step N, converted whole), then the assistant turn and its results are
 // pushed and the request built again (step N+1, timed: only what is new is
-// converted); the body as bytes, as it is sent.
+// converted); the body in parts, as an agent sends it (bodyParts: the kept
+// part's pieces are those of step N, not copied), and joined (bodyBytes).
 //   node normalize-worker.mjs MODE TARGET CONTEXT_JSON SESSION_JSONL [FRACTION]
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -37,10 +38,15 @@ if (mode.endsWith('-step')) {
   const firstMs = Number(process.hrtime.bigint() - t0) / 1e6;
   t0 = process.hrtime.bigint();
   b.push(added);
-  const bytes = b.build().bodyBytes;
+  const r = b.build();
+  const parts = r.bodyParts;
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  // The same body as one array (a copy of it), for comparison.
+  t0 = process.hrtime.bigint();
+  const bytes = r.bodyBytes;
+  const joinMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const { maxRSS } = process.resourceUsage();
-  console.log(JSON.stringify({ ms, firstMs, bodyBytes: bytes.byteLength, rssPeakKb: maxRSS, contextBytes: Buffer.byteLength(before) + Buffer.byteLength(added), messages: msgs.length, added: msgs.length - a, kept: b.kept }));
+  console.log(JSON.stringify({ ms, joinMs, parts: parts.length, firstMs, bodyBytes: bytes.byteLength, rssPeakKb: maxRSS, contextBytes: Buffer.byteLength(before) + Buffer.byteLength(added), messages: msgs.length, added: msgs.length - a, kept: b.kept }));
   process.exit(0);
 }
 if (mode.endsWith('-text')) {

@@ -442,3 +442,41 @@ test(`[${BACKEND}] text crosses the boundary unchanged: ASCII, Latin-1, BMP, ast
   assert.ok(Buffer.from(viaSession.bodyBytes).equals(Buffer.from(viaText.body)));
   assert.ok(viaSession.body.includes(pair.repeat(100)));
 });
+
+test(`[${BACKEND}] requestBuilder: a long conversation's kept part is sent again as the same pieces, and every body is toProvider's`, () => {
+  // Each turn brings about 400 KiB: the kept part passes 1 MiB (a sealed
+  // piece) after the third, and later builds give that piece's very bytes again.
+  const turn = (i) => [
+    { role: 'user', content: `question ${i}` },
+    { role: 'assistant', api: 'anthropic-messages', provider: 'anthropic', model: 'claude-sonnet-4-5', content: [{ type: 'toolCall', id: `toolu_${i}`, name: 'read', arguments: { path: `f${i}` } }], stopReason: 'toolUse' },
+    { role: 'toolResult', toolCallId: `toolu_${i}`, toolName: 'read', content: [{ type: 'text', text: `${i}é"`.repeat(100_000) }], isError: false },
+    { role: 'assistant', api: 'anthropic-messages', provider: 'anthropic', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: `answer ${i}` }], stopReason: 'stop' },
+  ];
+  for (const target of TARGETS) {
+    const b = pkg.requestBuilder(target);
+    const all = [];
+    let last = null;
+    let shared = 0;
+    const built = [];
+    for (let i = 0; i < 6; i++) {
+      all.push(...turn(i));
+      b.push(turn(i));
+      const r = b.build();
+      const want = pkg.toProvider(all, target);
+      assert.equal(r.bodyParts.reduce((n, p) => n + p.byteLength, 0), want.bodyBytes.byteLength, `${target} ${i}`);
+      assert.deepEqual(Buffer.from(r.bodyBytes), Buffer.from(want.bodyBytes), `${target} ${i}: the body`);
+      assert.equal(r.body, want.body);
+      if (last) shared += r.bodyParts.filter((p) => last.includes(p)).length;
+      last = r.bodyParts;
+      built.push([r, want]);
+    }
+    // A build's report and maps are its own, also when read after later builds.
+    for (const [r, want] of built) {
+      assert.deepEqual(r.report, want.report, `${target}: the report`);
+      assert.deepEqual(r.idMap, want.idMap);
+      assert.deepEqual(r.nameMap, want.nameMap);
+    }
+    assert.ok(last.length > 2, `${target}: the body is in parts (${last.length})`);
+    assert.ok(shared >= 2, `${target}: later builds gave the kept pieces again (${shared})`);
+  }
+});

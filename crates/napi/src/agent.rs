@@ -24,7 +24,7 @@ use crate::events::NativeEventLog;
 use crate::feed::{Ended, Feed, Written};
 use crate::store::{Exported, Pg, Store};
 use crate::stored_log::NativeStoredLog;
-use crate::util::{guard, now_ms, seed};
+use crate::util::{body_parts, guard, now_ms, seed};
 
 type Runtime = AgentRuntime<Store>;
 
@@ -298,6 +298,8 @@ pub struct NativeAgent {
     rt: Arc<Mutex<Runtime>>,
     /// The writer of the model call being streamed (its ticket).
     feed: Mutex<Option<(u32, Arc<Feed>)>>,
+    /// The kept pieces of the last request body given to JavaScript.
+    given: Mutex<Vec<u64>>,
     events: AgentLog,
     id: String,
 }
@@ -343,6 +345,7 @@ fn agent(store: &Store, rt: Runtime) -> NativeAgent {
     NativeAgent {
         rt: Arc::new(Mutex::new(rt)),
         feed: Mutex::new(None),
+        given: Mutex::new(Vec::new()),
         events,
         id,
     }
@@ -435,6 +438,25 @@ impl NativeAgent {
             let rt = lock(&rt)?;
             Ok(pollster::block_on(rt.handle(input, now()))?.to_json(false))
         })
+    }
+
+    /// The body of the request the last `modelStream` input answered, once
+    /// (`null` after): `[id, bytes | null, …]` (`util::body_parts`; the
+    /// caller keeps the last body's pieces by id).
+    #[napi(ts_return_type = "Array<number | Buffer | null> | null")]
+    pub fn take_request_body<'env>(
+        &self,
+        env: &'env Env,
+    ) -> napi::Result<Option<crate::util::BodyParts<'env>>> {
+        let body = guard(|| lock(&self.rt)?.with_machine(|m| m.take_request_body()))?;
+        let Some(body) = body else {
+            return Ok(None);
+        };
+        let mut given = self
+            .given
+            .lock()
+            .map_err(|_| napi::Error::from_reason("agent poisoned by a panic"))?;
+        body_parts(env, body, &mut given).map(Some)
     }
 
     /// Starts the writer of model call `ticket`'s streamed body, on a thread of

@@ -128,6 +128,8 @@ pub fn check_compatibility_json(source: String, target: String) -> napi::Result<
 #[napi]
 pub struct NativeRequestBuilder {
     inner: normalize::incremental::RequestBuilder,
+    /// The kept pieces of the last body given to JavaScript.
+    given: Vec<u64>,
 }
 
 #[napi]
@@ -138,6 +140,7 @@ impl NativeRequestBuilder {
         guard(|| {
             Ok(NativeRequestBuilder {
                 inner: normalize::incremental::RequestBuilder::new(&target, options.as_deref())?,
+                given: Vec::new(),
             })
         })
     }
@@ -159,22 +162,41 @@ impl NativeRequestBuilder {
         self.push_json(text.take())
     }
 
-    /// The request body's bytes (UTF-8 JSON) for the whole conversation.
-    #[napi]
-    pub fn build(&mut self) -> napi::Result<napi::bindgen_prelude::Buffer> {
-        guard(|| self.inner.build().map(|b| b.into_bytes().into()))
+    /// The request body (UTF-8 JSON) for the whole conversation, in parts:
+    /// `[id, bytes | null, …]` (`util::body_parts`: a kept piece's bytes are
+    /// given once; the caller keeps the last body's pieces by id).
+    #[napi(ts_return_type = "Array<number | Buffer | null>")]
+    pub fn build<'env>(&mut self, env: &'env Env) -> napi::Result<crate::util::BodyParts<'env>> {
+        let body = guard(|| self.inner.build())?;
+        crate::util::body_parts(env, body, &mut self.given)
     }
 
-    /// `{report, idMap, nameMap}` of the last build (JSON).
-    #[napi(ts_return_type = "string")]
-    pub fn meta_json(&self) -> napi::Result<JsonText> {
-        guard(|| self.inner.meta_json().map(json_text))
+    /// The last build's `{report, idMap, nameMap}`, made when read (it stays
+    /// that build's after later ones).
+    #[napi]
+    pub fn meta(&self) -> napi::Result<NativeBuildMeta> {
+        guard(|| self.inner.meta()).map(|inner| NativeBuildMeta { inner })
     }
 
     /// Messages whose conversion the next build reuses.
     #[napi]
     pub fn kept(&self) -> u32 {
         self.inner.kept() as u32
+    }
+}
+
+/// One build's `{report, idMap, nameMap}` (`NativeRequestBuilder.meta`).
+#[napi]
+pub struct NativeBuildMeta {
+    inner: normalize::incremental::BuildMeta,
+}
+
+#[napi]
+impl NativeBuildMeta {
+    /// `{report, idMap, nameMap}` (JSON).
+    #[napi(ts_return_type = "string")]
+    pub fn json(&self) -> napi::Result<JsonText> {
+        guard(|| self.inner.json().map(json_text))
     }
 }
 

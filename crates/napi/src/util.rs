@@ -1,10 +1,11 @@
 //! Shared conversions.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use forkpoint_core::Error;
-use napi::bindgen_prelude::{Either, Latin1String};
+use napi::bindgen_prelude::{BufferSlice, Either, Latin1String};
 use napi::{Env, JsString, JsStringLatin1, JsStringUtf16, Status};
 
 /// JSON text for JavaScript: ASCII text becomes a one-byte V8 string by a
@@ -330,4 +331,62 @@ pub fn now_ms() -> i64 {
 /// A random seed from the OS.
 pub fn seed() -> u64 {
     getrandom::u64().unwrap_or_else(|_| now_ms() as u64 ^ u64::from(std::process::id()) << 32)
+}
+
+/// What [`body_parts`] gives: ids and bytes, flat.
+pub type BodyParts<'env> = Vec<Either<f64, Option<BufferSlice<'env>>>>;
+
+/// A request body's parts for JavaScript, flat: `[id, bytes, id, bytes, …]`
+/// in order. `id` 0 is a part of this body alone (head, tail); another is a
+/// kept piece ([`forkpoint_core::provider::request::Piece`]), whose bytes
+/// are given once: `null` where the last body given by the same `given` had
+/// it (the caller keeps the pieces of the last body by id). A piece's bytes
+/// are an external buffer over its text: made once, never copied.
+pub fn body_parts<'env>(
+    env: &'env Env,
+    body: forkpoint_core::provider::request::Body,
+    given: &mut Vec<u64>,
+) -> napi::Result<BodyParts<'env>> {
+    let mut out = Vec::with_capacity(2 * body.kept.len() + 4);
+    let mut now = Vec::with_capacity(body.kept.len());
+    let head = body.head.into_bytes();
+    if !head.is_empty() {
+        out.push(Either::A(0.0));
+        out.push(Either::B(Some(BufferSlice::from_data(env, head)?)));
+    }
+    for piece in body.kept {
+        out.push(Either::A(piece.id as f64));
+        if given.contains(&piece.id) {
+            out.push(Either::B(None));
+        } else {
+            out.push(Either::B(Some(external_piece(env, piece.text)?)));
+        }
+        now.push(piece.id);
+    }
+    let tail = body.tail.into_bytes();
+    if !tail.is_empty() {
+        out.push(Either::A(0.0));
+        out.push(Either::B(Some(BufferSlice::from_data(env, tail)?)));
+    }
+    *given = now;
+    Ok(out)
+}
+
+/// `text`'s bytes as a Buffer V8 keeps outside its heap (accounted while it lives).
+fn external_piece(env: &Env, text: Arc<String>) -> napi::Result<BufferSlice<'_>> {
+    let size = i64::try_from(text.len()).unwrap_or(i64::MAX);
+    env.adjust_external_memory(size)?;
+    let (data, len) = (text.as_ptr().cast_mut(), text.len());
+    // SAFETY: `data` is the piece's text, `len` long; an `Arc` of it is the
+    // finalizer's hint, so the text lives (never moved, never written: the
+    // core shares it read-only, and no JavaScript of this library writes
+    // these buffers) until V8 calls the finalizer, which drops it. Each
+    // piece is given to JavaScript once (`body_parts`), so no two buffers
+    // share its memory.
+    unsafe {
+        BufferSlice::from_external(env, data, len, text, move |env: Env, text| {
+            drop(text);
+            let _ = env.adjust_external_memory(-size);
+        })
+    }
 }

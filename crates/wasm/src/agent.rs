@@ -315,6 +315,8 @@ impl NativeAgentLog {
 #[wasm_bindgen]
 pub struct NativeAgent {
     rt: Rc<Runtime>,
+    /// The kept pieces of the last request body given to JavaScript.
+    given: RefCell<Vec<u64>>,
     log: Rc<LogInner>,
     serial: Rc<Serial>,
     id: String,
@@ -326,6 +328,7 @@ fn agent(store: &Rc<IdbAgentStorage>, rt: Runtime) -> NativeAgent {
     NativeAgent {
         log: LogInner::new(store.clone(), &id, last),
         rt: Rc::new(rt),
+        given: RefCell::default(),
         serial: Rc::default(),
         id,
     }
@@ -432,6 +435,20 @@ impl NativeAgent {
             let step = rt.handle(input, now()).await?;
             let json = step.to_json(false);
             Ok((step, json))
+        })
+    }
+
+    /// The body of the request the last `modelStream` input answered, once
+    /// (`null` after): `[id, bytes | null, …]` (`util::body_parts`).
+    #[wasm_bindgen(
+        js_name = takeRequestBody,
+        unchecked_return_type = "Array<number | Uint8Array | null> | null"
+    )]
+    pub fn take_request_body(&self) -> Result<JsValue, JsError> {
+        let body = self.machine(|m| Ok(m.take_request_body())).map_err(err)?;
+        Ok(match body {
+            Some(b) => crate::util::body_parts(b, &mut self.given.borrow_mut()).into(),
+            None => JsValue::NULL,
         })
     }
 

@@ -33,6 +33,8 @@ pub fn to_provider_bytes(
 #[wasm_bindgen]
 pub struct NativeRequestBuilder {
     inner: normalize::incremental::RequestBuilder,
+    /// The kept pieces of the last body given to JavaScript.
+    given: Vec<u64>,
 }
 
 #[wasm_bindgen]
@@ -43,6 +45,7 @@ impl NativeRequestBuilder {
         Ok(NativeRequestBuilder {
             inner: normalize::incremental::RequestBuilder::new(target, options.as_deref())
                 .map_err(err)?,
+            given: Vec::new(),
         })
     }
 
@@ -55,20 +58,40 @@ impl NativeRequestBuilder {
             .map_err(err)
     }
 
-    /// The request body's bytes (UTF-8 JSON) for the whole conversation.
-    pub fn build(&mut self) -> Result<Vec<u8>, JsError> {
-        self.inner.build().map(String::into_bytes).map_err(err)
+    /// The request body (UTF-8 JSON) for the whole conversation, in parts:
+    /// `[id, bytes | null, …]` (`util::body_parts`).
+    #[wasm_bindgen(unchecked_return_type = "Array<number | Uint8Array | null>")]
+    pub fn build(&mut self) -> Result<js_sys::Array, JsError> {
+        let body = self.inner.build().map_err(err)?;
+        Ok(crate::util::body_parts(body, &mut self.given))
     }
 
-    /// `{report, idMap, nameMap}` of the last build (JSON).
-    #[wasm_bindgen(js_name = metaJson)]
-    pub fn meta_json(&self) -> Result<String, JsError> {
-        self.inner.meta_json().map_err(err)
+    /// The last build's `{report, idMap, nameMap}`, made when read (it stays
+    /// that build's after later ones).
+    pub fn meta(&self) -> Result<NativeBuildMeta, JsError> {
+        self.inner
+            .meta()
+            .map(|inner| NativeBuildMeta { inner })
+            .map_err(err)
     }
 
     /// Messages whose conversion the next build reuses.
     pub fn kept(&self) -> u32 {
         self.inner.kept() as u32
+    }
+}
+
+/// One build's `{report, idMap, nameMap}` (`NativeRequestBuilder.meta`).
+#[wasm_bindgen]
+pub struct NativeBuildMeta {
+    inner: normalize::incremental::BuildMeta,
+}
+
+#[wasm_bindgen]
+impl NativeBuildMeta {
+    /// `{report, idMap, nameMap}` (JSON).
+    pub fn json(&self) -> Result<String, JsError> {
+        self.inner.json().map_err(err)
     }
 }
 

@@ -23,3 +23,33 @@ pub fn reserve_memory(bytes: usize) {
     let mut block = Vec::<u8>::new();
     let _ = block.try_reserve_exact(bytes);
 }
+
+/// A request body's parts for JavaScript, flat: `[id, bytes, id, bytes, …]`
+/// in order. `id` 0 is a part of this body alone (head, tail); another is a
+/// kept piece of the conversion, whose bytes are copied out once: `null`
+/// where the last body given by the same `given` had it (the caller keeps
+/// the pieces of the last body by id).
+pub fn body_parts(
+    body: forkpoint_core::provider::request::Body,
+    given: &mut Vec<u64>,
+) -> js_sys::Array {
+    let out = js_sys::Array::new();
+    let mut now = Vec::with_capacity(body.kept.len());
+    let part = |id: u64, bytes: Option<&[u8]>| {
+        out.push(&JsValue::from_f64(id as f64));
+        out.push(&bytes.map_or(JsValue::NULL, |b| js_sys::Uint8Array::from(b).into()));
+    };
+    if !body.head.is_empty() {
+        part(0, Some(body.head.as_bytes()));
+    }
+    for piece in &body.kept {
+        let seen = given.contains(&piece.id);
+        part(piece.id, (!seen).then_some(piece.text.as_bytes()));
+        now.push(piece.id);
+    }
+    if !body.tail.is_empty() {
+        part(0, Some(body.tail.as_bytes()));
+    }
+    *given = now;
+    out
+}

@@ -38,6 +38,12 @@ export declare class NativeAgent {
    */
   input(inputJson: string): Promise<string>
   /**
+   * The body of the request the last `modelStream` input answered, once
+   * (`null` after): `[id, bytes | null, …]` (`util::body_parts`; the
+   * caller keeps the last body's pieces by id).
+   */
+  takeRequestBody(): Array<number | Buffer | null> | null
+  /**
    * Starts the writer of model call `ticket`'s streamed body, on a thread of
    * its own: bytes given to `streamPush` are decoded and made durable there,
    * a write at most every `intervalMs` (what arrives meanwhile goes in the
@@ -77,6 +83,12 @@ export declare class NativeAgent {
   fork(store: NativeStore, snapshot: string | undefined | null, toolsJson: string): Promise<NativeAgent>
   /** Releases the agent (its lease); later calls are `CLOSED`. */
   close(): Promise<void>
+}
+
+/** One build's `{report, idMap, nameMap}` (`NativeRequestBuilder.meta`). */
+export declare class NativeBuildMeta {
+  /** `{report, idMap, nameMap}` (JSON). */
+  json(): string
 }
 
 /** An event log file. */
@@ -191,10 +203,17 @@ export declare class NativeRequestBuilder {
    * (which is then gone).
    */
   pushUtf8(text: NativeUtf8Text): number
-  /** The request body's bytes (UTF-8 JSON) for the whole conversation. */
-  build(): Buffer
-  /** `{report, idMap, nameMap}` of the last build (JSON). */
-  metaJson(): string
+  /**
+   * The request body (UTF-8 JSON) for the whole conversation, in parts:
+   * `[id, bytes | null, …]` (`util::body_parts`: a kept piece's bytes are
+   * given once; the caller keeps the last body's pieces by id).
+   */
+  build(): Array<number | Buffer | null>
+  /**
+   * The last build's `{report, idMap, nameMap}`, made when read (it stays
+   * that build's after later ones).
+   */
+  meta(): NativeBuildMeta
   /** Messages whose conversion the next build reuses. */
   kept(): number
 }

@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.NativeAgent = nativeBinding.NativeAgent
+module.exports.NativeBuildMeta = nativeBinding.NativeBuildMeta
 module.exports.NativeEventLog = nativeBinding.NativeEventLog
 module.exports.NativeEventReader = nativeBinding.NativeEventReader
 module.exports.NativeIncremental = nativeBinding.NativeIncremental

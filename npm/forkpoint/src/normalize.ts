@@ -66,7 +66,7 @@ export function requestBuilder(target: ProviderName, opts?: ToProviderOptions): 
         // A long text crosses in pieces, as toProvider's does.
         pushJson: (messages: string) => (messages.length <= 4 * PIECE ? b.pushJson(messages) : b.pushUtf8(utf8Text(messages))),
         build: () => b.build(),
-        metaJson: () => b.metaJson(),
+        meta: () => b.meta(),
         kept: () => b.kept(),
       };
     },

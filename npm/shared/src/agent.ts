@@ -13,6 +13,7 @@ import { ForkpointError, call, callAsync, toForkpointError, toJson } from './err
 import { ENDS_ON_ABORT, isStreamingProvider } from './provider.js';
 import type { StreamingProvider, WireRequest } from './provider.js';
 import { EventBus } from './events.js';
+import { BodyPieces } from './normalize.js';
 import { GroupCommit } from './group-commit.js';
 import type { BookmarkedEvent, EventLog, LoggedEvent } from './events.js';
 
@@ -269,6 +270,8 @@ export interface NativeAgentLike {
   streamPush?(ticket: number, bytes: Uint8Array): boolean;
   /** Ends the writer: `{steps, writes}` (JSON). */
   streamEnd?(ticket: number, discard: boolean): Promise<string>;
+  /** The body of the request the last `modelStream` input answered, once: `[id, bytes | null, …]` (`BodyPieces`). */
+  takeRequestBody(): Array<number | Uint8Array | null> | null;
   query(queryJson: string): string;
   completeReply(replyJson: string): string;
   setTools(toolsJson: string): void;
@@ -492,6 +495,8 @@ export class Agent {
   streamWrites?: (writes: StreamWrite[]) => void;
   readonly agentId: string;
   private readonly n: NativeAgentLike;
+  /** The pieces of the last request body (kept conversion, sent again as they are). */
+  private readonly bodyPieces = new BodyPieces();
   private readonly deps: AgentDependencies;
   private readonly log: EventLog;
   private readonly bus: EventBus;
@@ -802,8 +807,11 @@ export class Agent {
           pricing: p.wire.pricing,
           secrets: p.secrets(),
         });
-        const req = open.value as WireRequest | null;
-        if (!req || ac.signal.aborted) return; // the call ended meanwhile
+        const head = open.value as Omit<WireRequest, 'body'> | null;
+        // Taken at once, whatever comes next (the machine keeps it until then).
+        const parts = head ? this.n.takeRequestBody() : null;
+        if (!head || !parts || ac.signal.aborted) return; // the call ended meanwhile
+        const req: WireRequest = { ...head, body: this.bodyPieces.parts(parts) };
         let body: AsyncIterable<Uint8Array>;
         try {
           body = await p.send(req, ac.signal);

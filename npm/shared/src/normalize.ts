@@ -46,6 +46,14 @@ export interface ProviderConversion {
   body: string;
   /** `body` as UTF-8 bytes, as it is sent (`fetch(url, { body: bodyBytes })`): no string is made unless `body` is read. */
   bodyBytes: Uint8Array;
+  /**
+   * `bodyBytes` in parts, in order: one part for `toProvider`; for
+   * `RequestBuilder.build`, the parts kept from the build before are the same
+   * objects (never copied again), so sending the parts as they are (a
+   * stream, a `Blob`) costs what is new, not the conversation's length.
+   * `bodyBytes` joins them on first use.
+   */
+  bodyParts: readonly Uint8Array[];
 }
 
 /** What `fromProvider` returns. */
@@ -124,16 +132,20 @@ export function useBodyDecoder(decode: (bytes: Uint8Array) => string): void {
  * @internal A conversion from its body's bytes and `{report, idMap, nameMap}`
  * as JSON text; `body`, `request` and the metadata are made on first use.
  */
-function conversionOf(bytes: Uint8Array, metaText: () => string): ProviderConversion {
+function conversionOf(parts: readonly Uint8Array[], metaText: () => string): ProviderConversion {
   let meta: ConversionMeta | undefined;
   const m = () => (meta ??= JSON.parse(metaText()) as ConversionMeta);
+  let bytes: Uint8Array | undefined = parts.length === 1 ? parts[0] : undefined;
   let body: string | undefined;
   let request: unknown;
   let parsed = false;
   return {
-    bodyBytes: bytes,
+    bodyParts: parts,
+    get bodyBytes() {
+      return (bytes ??= joinParts(parts));
+    },
     get body() {
-      return (body ??= decodeBody(bytes));
+      return (body ??= decodeBody(this.bodyBytes));
     },
     get request() {
       if (!parsed) {
@@ -154,11 +166,48 @@ function conversionOf(bytes: Uint8Array, metaText: () => string): ProviderConver
   };
 }
 
+/** @internal Parts as one array (a copy). */
+export function joinParts(parts: readonly Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.byteLength;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/**
+ * @internal A request body's parts from what the native side gives,
+ * `[id, bytes | null, …]`: id 0 is a part of that body alone; another is a
+ * piece of a kept conversion, whose bytes come once and then as `null` (this
+ * keeps the pieces of the last body by id).
+ */
+export class BodyPieces {
+  private last = new Map<number, Uint8Array>();
+
+  parts(flat: ReadonlyArray<number | Uint8Array | null>): Uint8Array[] {
+    const parts: Uint8Array[] = [];
+    const now = new Map<number, Uint8Array>();
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const id = flat[i] as number;
+      const bytes = (flat[i + 1] as Uint8Array | null) ?? this.last.get(id);
+      if (bytes === undefined) throw new ForkpointError({ code: 'INTERNAL', message: `piece ${id} of a request body was given before, but not kept` });
+      if (id !== 0) now.set(id, bytes);
+      parts.push(bytes);
+    }
+    this.last = now;
+    return parts;
+  }
+}
+
 /** @internal The native output of a conversion: the request's JSON, a newline (compact JSON has none), then `{report, idMap, nameMap}`, as UTF-8 bytes. */
 export function parseConversion(out: Uint8Array): ProviderConversion {
   const nl = out.lastIndexOf(10);
   const metaBytes = out.subarray(nl + 1);
-  return conversionOf(out.subarray(0, nl), () => decodeUtf8(metaBytes));
+  return conversionOf([out.subarray(0, nl)], () => decodeUtf8(metaBytes));
 }
 
 /** @internal Options as JSON text for the native side. */
@@ -211,8 +260,10 @@ export function createNormalizer(n: NativeNormalizerLike, how: { rawText?: boole
 /** The native side of a `RequestBuilder` (napi or wasm). */
 export interface NativeRequestBuilderLike {
   pushJson(messages: string): number;
-  build(): Uint8Array;
-  metaJson(): string;
+  /** The body's parts, `[id, bytes | null, …]` (`BodyPieces`). */
+  build(): Array<number | Uint8Array | null>;
+  /** The last build's `{report, idMap, nameMap}`, made when read. */
+  meta(): { json(): string };
   kept(): number;
 }
 
@@ -230,6 +281,8 @@ export type BuiltRequest = ProviderConversion;
 export class RequestBuilder {
   /** @internal */
   private readonly native: NativeRequestBuilderLike;
+  /** @internal */
+  private readonly pieces = new BodyPieces();
 
   /** @internal */
   constructor(native: NativeRequestBuilderLike) {
@@ -248,10 +301,10 @@ export class RequestBuilder {
 
   /** The request for every message pushed so far. */
   build(): BuiltRequest {
-    const bytes = call(() => this.native.build());
-    // Taken now: the next build replaces it.
-    const metaText = this.native.metaJson();
-    return conversionOf(bytes, () => metaText);
+    const parts = this.pieces.parts(call(() => this.native.build()));
+    // This build's, also after the next (a handle: made when read).
+    const meta = this.native.meta();
+    return conversionOf(parts, () => call(() => meta.json()));
   }
 }
 

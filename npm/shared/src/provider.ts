@@ -55,11 +55,39 @@ export interface ProviderOptions {
   fetch?: typeof fetch;
 }
 
-/** A request the core built: a path under the base URL, headers, the exact body text. */
+/** A request the core built: a path under the base URL, headers, the exact body. */
 export interface WireRequest {
   path: string;
   headers: Array<[string, string]>;
-  body: string;
+  /**
+   * The JSON body: its text, or its UTF-8 bytes in parts sent in order (an
+   * agent's request: the parts kept from its last request are the same
+   * objects, never copied again).
+   */
+  body: string | readonly Uint8Array[];
+}
+
+/**
+ * What `fetch` is given for `body`. Parts go as a stream (Node's own
+ * `fetch`: each part written to the socket as it is, with the length
+ * known; measured 105-134 ms for 99 MiB in 100 parts, where one
+ * `Uint8Array` took 290-720 ms and a `Blob` 260-350 ms: undici copies
+ * both), else as a `Blob` (browsers stream uploads only over HTTP/2).
+ */
+function fetchBody(body: string | readonly Uint8Array[], streams: boolean): { body: BodyInit; length?: number } {
+  if (typeof body === 'string') return { body };
+  if (body.length === 1) return { body: body[0] as Uint8Array<ArrayBuffer> };
+  if (!streams) return { body: new Blob(body as Uint8Array<ArrayBuffer>[]) };
+  let length = 0;
+  for (const p of body) length += p.byteLength;
+  let i = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (i < body.length) c.enqueue(body[i++]);
+      else c.close();
+    },
+  });
+  return { body: stream, length };
 }
 
 /**
@@ -168,6 +196,8 @@ export function createProviders(native: NativeProviderLike) {
     const timeoutMs = opts.timeoutMs ?? 600_000;
     const maxRetries = Math.max(0, Math.floor(opts.maxRetries ?? 3));
     const doFetch = opts.fetch ?? globalThis.fetch;
+    // Node's own fetch takes a stream body with its length (see `fetchBody`).
+    const streams = opts.fetch === undefined && typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string';
     const options: StreamingProvider['wire']['options'] = {};
     if (opts.maxTokens !== undefined) options.maxTokens = opts.maxTokens;
     if (opts.temperature !== undefined) options.temperature = opts.temperature;
@@ -213,7 +243,13 @@ export function createProviders(native: NativeProviderLike) {
         };
         let res: Response;
         try {
-          res = await doFetch(baseURL + req.path, { method: 'POST', headers, body: req.body, signal: ac.signal });
+          const b = fetchBody(req.body, streams);
+          const init: RequestInit & { duplex?: 'half' } = { method: 'POST', headers, body: b.body, signal: ac.signal };
+          if (b.length !== undefined) {
+            init.headers = { ...headers, 'content-length': String(b.length) };
+            init.duplex = 'half';
+          }
+          res = await doFetch(baseURL + req.path, init);
         } catch (e) {
           done();
           if (signal.aborted) throw aborted();

@@ -342,6 +342,8 @@ pub struct AgentMachine {
     /// call: the next call converts only what came after (cleared where the
     /// messages are replaced rather than appended to).
     request_cache: crate::normalize::incremental::RequestCache,
+    /// The body of the request `ModelStream` answered, until the driver takes it.
+    request_body: Option<crate::normalize::incremental::Body>,
     /// What had streamed when the process died mid-call (read from the log's
     /// tail at open): reported by the resume as `model_partial`.
     crashed_partial: Option<Value>,
@@ -661,10 +663,17 @@ impl AgentMachine {
                 c.lean = true;
                 c
             },
+            request_body: None,
             crashed_partial: None,
             usage: None,
             usage_written: None,
         }
+    }
+
+    /// The body of the request the last `ModelStream` answered (its
+    /// `bodyLength` bytes), once: the driver sends its parts in order.
+    pub fn take_request_body(&mut self) -> Option<crate::normalize::incremental::Body> {
+        self.request_body.take()
     }
 
     /// Whether the whole session is loaded.

@@ -17,6 +17,8 @@
 //! compared to be sure.
 
 use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::canon::{Provider, blocks, btype, origin, role};
 use super::ids::{IdMap, fnv64};
@@ -31,12 +33,15 @@ use crate::Result;
 #[derive(Debug)]
 pub struct RequestCache {
     key: Option<(Provider, ToOptions)>,
-    /// Input messages converted into `items`.
+    /// Input messages converted into the kept provider messages.
     done: usize,
     /// A hash of the last of them (checked against the caller's).
     last_hash: u64,
-    /// Their provider messages: JSON texts joined with commas.
-    items: String,
+    /// Their provider messages, JSON texts joined with commas: in `sealed`
+    /// pieces (shared by every body written from them, never copied again),
+    /// then `open` (copied into each body until it is long enough to seal).
+    sealed: Vec<Piece>,
+    open: String,
     /// The rules' state after them.
     ids: IdMap,
     synthetic: HashSet<String>,
@@ -45,11 +50,11 @@ pub struct RequestCache {
     sent: std::sync::Arc<HashSet<String>>,
     /// Messages the rules gave for them (encoder report indexes count these).
     transformed: usize,
-    /// What the rules and the encoders reported for them (pi's roles turned
-    /// into LLM messages apart: that rule runs first over every message).
-    l_rep: CompatibilityReport,
-    t_rep: CompatibilityReport,
-    e_rep: CompatibilityReport,
+    /// What the rules and the encoders reported for them, one entry per part
+    /// kept, in order: pi's roles turned into LLM messages (that rule runs
+    /// first over every message), the other rules, the encoding. Shared with
+    /// the reports of the requests built from them ([`FullReport`]).
+    kept_reps: Vec<Arc<[CompatibilityReport; 3]>>,
     /// The last request's list starts with this many of its own (OpenAI's
     /// system message), then the kept messages; `None`: nothing kept in it.
     splice_at: Option<usize>,
@@ -58,6 +63,9 @@ pub struct RequestCache {
     /// tools) did, so that its cost does not follow the conversation's length
     /// either; [`RequestCache::full_report`] gives the whole one.
     pub lean: bool,
+    /// Kept text is sealed into a piece once this long (what a body copies
+    /// of the kept part at most); 1 MiB.
+    pub seal_at: usize,
     /// The last request's report, or its parts.
     last: Last,
     /// Where the kept messages leave the final-turn rule (thinking on, Anthropic).
@@ -74,10 +82,48 @@ pub struct RequestCache {
 enum Last {
     #[default]
     None,
-    Whole(CompatibilityReport),
+    Whole(Arc<CompatibilityReport>),
     /// The new messages' pi roles and other rules, the system prompt and
     /// tools, the new messages' encoding, the prompt's and tools' encoding.
-    Parts(Box<[CompatibilityReport; 5]>),
+    Parts(Arc<[CompatibilityReport; 5]>),
+}
+
+/// The whole report of one request, joined when it is read: taking it costs
+/// a pointer per part kept, so a request's cost does not follow the
+/// conversation's length even when its report may be read later.
+#[derive(Clone, Debug)]
+pub enum FullReport {
+    Whole(Arc<CompatibilityReport>),
+    Parts {
+        kept: Vec<Arc<[CompatibilityReport; 3]>>,
+        parts: Arc<[CompatibilityReport; 5]>,
+    },
+}
+
+impl FullReport {
+    /// The report, in the whole conversion's order: every message's rules,
+    /// the system prompt and tools, every message's encoding, the system
+    /// prompt's and tools' encoding.
+    pub fn report(&self) -> CompatibilityReport {
+        match self {
+            FullReport::Whole(r) => (**r).clone(),
+            FullReport::Parts { kept, parts } => {
+                let [l, t, s, e, r] = &**parts;
+                let mut all = CompatibilityReport::new();
+                let kept_at = |i: usize| kept.iter().map(move |k| &k[i]);
+                for part in kept_at(0)
+                    .chain([l])
+                    .chain(kept_at(1))
+                    .chain([t, s])
+                    .chain(kept_at(2))
+                    .chain([e, r])
+                {
+                    all.merge(part.clone(), None);
+                }
+                all
+            }
+        }
+    }
 }
 
 /// One part converted: its provider messages and what the rules left.
@@ -136,6 +182,89 @@ impl Messages for [J] {
     }
 }
 
+/// A request body: `head`, the kept conversion's pieces, `tail`, in that
+/// order. The pieces are shared by the bodies of the requests that reuse them
+/// (each has an id no other piece has in this process), so a driver that
+/// sends the parts as they are pays for writing only what is new: the cost of
+/// a request follows the new messages, not the conversation's length.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Body {
+    pub head: String,
+    pub kept: Vec<Piece>,
+    pub tail: String,
+}
+
+/// A piece of the kept conversion of a [`Body`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Piece {
+    /// Unique in the process: a driver may keep what it made of a piece by its id.
+    pub id: u64,
+    pub text: Arc<String>,
+}
+
+/// Kept text is sealed into a piece once this long (what a body copies of
+/// the kept part at most).
+const SEAL_AT: usize = 1 << 20;
+
+impl Piece {
+    fn new(text: String) -> Piece {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Piece {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            text: Arc::new(text),
+        }
+    }
+}
+
+impl Body {
+    /// A body in one part.
+    pub fn whole(text: String) -> Body {
+        Body {
+            head: text,
+            ..Default::default()
+        }
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.kept.iter().map(|p| p.text.len()).sum::<usize>() + self.tail.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its parts in order (`head`, the pieces, `tail`).
+    pub fn parts(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.head.as_str())
+            .chain(self.kept.iter().map(|p| p.text.as_str()))
+            .chain(std::iter::once(self.tail.as_str()))
+    }
+
+    /// The whole text (a copy unless it is in one part).
+    pub fn into_text(self) -> String {
+        if self.kept.is_empty() && self.tail.is_empty() {
+            return self.head;
+        }
+        let mut out = String::with_capacity(self.len());
+        for p in self.parts() {
+            out.push_str(p);
+        }
+        out
+    }
+
+    /// [`Body::into_text`] of a clone.
+    pub fn text(&self) -> String {
+        self.clone().into_text()
+    }
+}
+
+impl std::fmt::Display for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.parts().try_for_each(|p| f.write_str(p))
+    }
+}
+
 /// The member holding the conversation in `p`'s requests.
 pub fn list_key(p: Provider) -> &'static str {
     match p {
@@ -151,16 +280,16 @@ impl Default for RequestCache {
             key: None,
             done: 0,
             last_hash: 0,
-            items: String::new(),
+            sealed: Vec::new(),
+            open: String::new(),
             ids: IdMap::new(),
             synthetic: HashSet::new(),
             sent: Default::default(),
             transformed: 0,
-            l_rep: CompatibilityReport::new(),
-            t_rep: CompatibilityReport::new(),
-            e_rep: CompatibilityReport::new(),
+            kept_reps: Vec::new(),
             splice_at: None,
             lean: false,
+            seal_at: SEAL_AT,
             last: Last::None,
             turn: TurnScan::default(),
             strikes: 0,
@@ -177,12 +306,19 @@ impl RequestCache {
 
     /// Forgets the kept part (call when earlier messages changed).
     pub fn clear(&mut self) {
-        let (hits, misses, lean, strikes) = (self.hits, self.misses, self.lean, self.strikes);
+        let (hits, misses, lean, strikes, seal_at) = (
+            self.hits,
+            self.misses,
+            self.lean,
+            self.strikes,
+            self.seal_at,
+        );
         *self = RequestCache {
             hits,
             misses,
             lean,
             strikes,
+            seal_at,
             ..Default::default()
         };
     }
@@ -190,20 +326,19 @@ impl RequestCache {
     /// The whole report of the last request (what [`super::convert`] reports
     /// for all its messages), also when [`RequestCache::lean`] gave less.
     pub fn full_report(&self) -> Option<CompatibilityReport> {
-        match &self.last {
-            Last::None => None,
-            Last::Whole(r) => Some(r.clone()),
-            Last::Parts(parts) => Some(self.joined(parts)),
-        }
+        self.last_report().map(|r| r.report())
     }
 
-    /// The kept part's reports and a request's parts, in the whole conversion's order.
-    fn joined(&self, [l, t, s, e, r]: &[CompatibilityReport; 5]) -> CompatibilityReport {
-        let mut all = self.l_rep.clone();
-        for part in [l, &self.t_rep, t, s, &self.e_rep, e, r] {
-            all.merge(part.clone(), None);
+    /// [`RequestCache::full_report`], to be joined when read.
+    pub fn last_report(&self) -> Option<FullReport> {
+        match &self.last {
+            Last::None => None,
+            Last::Whole(r) => Some(FullReport::Whole(r.clone())),
+            Last::Parts(parts) => Some(FullReport::Parts {
+                kept: self.kept_reps.clone(),
+                parts: parts.clone(),
+            }),
         }
-        all
     }
 
     /// Input messages whose conversion is kept.
@@ -267,21 +402,21 @@ impl RequestCache {
         self.misses += 1;
         let all = msgs.trees(0)?;
         let c = super::convert(all, target, opts)?;
-        self.last = Last::Whole(c.report.clone());
+        self.last = Last::Whole(Arc::new(c.report.clone()));
         Ok(c)
     }
 
-    /// The request's JSON text: the kept provider messages, then the request's own.
-    pub fn write(&self, request: &J, target: Provider) -> String {
+    /// The request's body: the kept provider messages, then the request's own.
+    pub fn write(&self, request: &J, target: Provider) -> Body {
         let key = list_key(target);
         let (J::Obj(members), Some(at)) = (request, self.splice_at) else {
-            return request.text();
+            return Body::whole(request.text());
         };
-        if self.items.is_empty() {
-            return request.text();
+        if self.sealed.is_empty() && self.open.is_empty() {
+            return Body::whole(request.text());
         }
-        // What comes before the kept messages and after them, then the body
-        // in one allocation of its size (no growing copies of a large text).
+        // What comes before the kept messages, and the open part of them
+        // and what comes after (no copy of the sealed pieces).
         let mut before = String::from("{");
         let mut after = String::new();
         let mut spliced = false;
@@ -295,6 +430,7 @@ impl RequestCache {
                         item.write(&mut before);
                         before.push(',');
                     }
+                    after.push_str(&self.open);
                     for item in list.iter().skip(at) {
                         after.push(',');
                         item.write(&mut after);
@@ -307,13 +443,13 @@ impl RequestCache {
         }
         after.push('}');
         if !spliced {
-            return request.text();
+            return Body::whole(request.text());
         }
-        let mut body = String::with_capacity(before.len() + self.items.len() + after.len());
-        body.push_str(&before);
-        body.push_str(&self.items);
-        body.push_str(&after);
-        body
+        Body {
+            head: before,
+            kept: self.sealed.clone(),
+            tail: after,
+        }
     }
 
     /// Keeps more of `msgs` (up to their last assistant message) when the checks allow.
@@ -339,15 +475,19 @@ impl RequestCache {
             return Ok(());
         };
         for (n, item) in p.items.iter().enumerate() {
-            if n > 0 || !self.items.is_empty() {
-                self.items.push(',');
+            if n > 0 || !self.open.is_empty() || !self.sealed.is_empty() {
+                self.open.push(',');
             }
-            item.write(&mut self.items);
+            item.write(&mut self.open);
         }
-        self.l_rep.merge(shifted(p.l_rep, self.done), None);
-        self.t_rep
-            .merge(shifted_rules(p.t_rep, self.done, self.transformed), None);
-        self.e_rep.merge(shifted(p.e_rep, self.transformed), None);
+        if self.open.len() >= self.seal_at {
+            self.sealed.push(Piece::new(std::mem::take(&mut self.open)));
+        }
+        self.kept_reps.push(Arc::new([
+            shifted(p.l_rep, self.done),
+            shifted_rules(p.t_rep, self.done, self.transformed),
+            shifted(p.e_rep, self.transformed),
+        ]));
         self.transformed += p.transformed;
         self.synthetic.extend(p.synthetic);
         if !p.sent.is_empty() {
@@ -404,7 +544,7 @@ impl RequestCache {
             }
             _ => return Ok(None),
         }
-        let parts = Box::new([l_rep, t_rep, s_rep, e_rep, r_rep]);
+        let parts = Arc::new([l_rep, t_rep, s_rep, e_rep, r_rep]);
         let report = if self.lean && !fresh {
             let [l, t, s, e, r] = &*parts;
             let mut lean = l.clone();
@@ -413,7 +553,11 @@ impl RequestCache {
             }
             lean
         } else {
-            self.joined(&parts)
+            FullReport::Parts {
+                kept: self.kept_reps.clone(),
+                parts: parts.clone(),
+            }
+            .report()
         };
         self.last = Last::Parts(parts);
         Ok(Some(Converted {
@@ -992,7 +1136,29 @@ pub struct RequestBuilder {
     messages: Vec<J>,
     cache: RequestCache,
     /// The last build's maps (its report is asked of the cache when wanted).
-    maps: Option<(IdPairs, IdPairs)>,
+    maps: Option<Arc<(IdPairs, IdPairs)>>,
+}
+
+/// A build's `{report, idMap, nameMap}`, made when read ([`BuildMeta::json`]):
+/// it stays that build's after later ones.
+#[derive(Clone, Debug)]
+pub struct BuildMeta {
+    report: FullReport,
+    maps: Arc<(IdPairs, IdPairs)>,
+}
+
+impl BuildMeta {
+    /// `{report, idMap, nameMap}` (JSON; the whole report).
+    pub fn json(&self) -> Result<String> {
+        let rep = serde_json::to_string(&self.report.report())
+            .map_err(|e| crate::Error::internal(e.to_string()))?;
+        let (ids, names) = &*self.maps;
+        Ok(format!(
+            "{{\"report\":{rep},\"idMap\":{},\"nameMap\":{}}}",
+            super::id_map_json(ids).text(),
+            super::id_map_json(names).text()
+        ))
+    }
 }
 
 impl RequestBuilder {
@@ -1041,29 +1207,28 @@ impl RequestBuilder {
 
     /// The request body for the whole conversation (what `toProvider` gives
     /// for it); [`RequestBuilder::meta_json`] then has its report and maps.
-    pub fn build(&mut self) -> Result<String> {
+    pub fn build(&mut self) -> Result<Body> {
         let c = self
             .cache
             .convert(self.messages.as_slice(), self.target, &self.opts)?;
         let body = self.cache.write(&c.request, self.target);
-        self.maps = Some((c.id_map, c.name_map));
+        self.maps = Some(Arc::new((c.id_map, c.name_map)));
         Ok(body)
+    }
+
+    /// The last build's `{report, idMap, nameMap}`, to be made when read.
+    pub fn meta(&self) -> Result<BuildMeta> {
+        match (&self.maps, self.cache.last_report()) {
+            (Some(maps), Some(report)) => Ok(BuildMeta {
+                report,
+                maps: maps.clone(),
+            }),
+            _ => Err(crate::Error::invalid_input("nothing was built yet")),
+        }
     }
 
     /// `{report, idMap, nameMap}` of the last build (JSON; the whole report).
     pub fn meta_json(&self) -> Result<String> {
-        let Some((ids, names)) = &self.maps else {
-            return Err(crate::Error::invalid_input("nothing was built yet"));
-        };
-        let Some(report) = self.cache.full_report() else {
-            return Err(crate::Error::invalid_input("nothing was built yet"));
-        };
-        let rep =
-            serde_json::to_string(&report).map_err(|e| crate::Error::internal(e.to_string()))?;
-        Ok(format!(
-            "{{\"report\":{rep},\"idMap\":{},\"nameMap\":{}}}",
-            super::id_map_json(ids).text(),
-            super::id_map_json(names).text()
-        ))
+        self.meta()?.json()
     }
 }

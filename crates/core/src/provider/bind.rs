@@ -166,7 +166,7 @@ pub fn request_json(req: &request::HttpRequest) -> Value {
     json!({
         "path": req.path,
         "headers": headers,
-        "body": req.body,
+        "body": req.body.text(),
         "report": req.report,
         "nameMap": names,
     })

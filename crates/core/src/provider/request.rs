@@ -2,6 +2,7 @@
 //! [`crate::normalize::convert`] (the same encoders as `toProvider`), plus the
 //! model, limits, thinking and stream flags of each API.
 
+pub use crate::normalize::incremental::{Body, Piece};
 use crate::normalize::{self, CompatibilityReport, J, Provider, ToOptions};
 use crate::{Error, Result};
 
@@ -39,8 +40,8 @@ pub struct HttpRequest {
     pub path: String,
     /// `content-type`, `accept: text/event-stream`, Anthropic's `anthropic-version`.
     pub headers: Vec<(String, String)>,
-    /// The JSON body.
-    pub body: String,
+    /// The JSON body (in parts when it reuses a kept conversion).
+    pub body: Body,
     /// What the conversion changed or left out (as `toProvider` reports it).
     pub report: CompatibilityReport,
     /// Tool-call ids that had to change: target id → original.
@@ -190,7 +191,7 @@ fn build_request_j(
 ) -> Result<HttpRequest> {
     let (model, to) = to_options(opts, system, tools)?;
     let converted = normalize::convert(msgs, api, &to)?;
-    finish(api, opts, model, converted, |body| body.text())
+    finish(api, opts, model, converted, |body| Body::whole(body.text()))
 }
 
 /// [`build_request_raw`] for a conversation that grows step after step: the
@@ -252,7 +253,7 @@ fn finish(
     opts: &RequestOptions,
     model: String,
     converted: normalize::Converted,
-    write: impl FnOnce(&J) -> String,
+    write: impl FnOnce(&J) -> Body,
 ) -> Result<HttpRequest> {
     let model = model.as_str();
     let J::Obj(members) = converted.request else {

@@ -27,6 +27,9 @@ fn meta(c: &normalize::Converted) -> String {
     )
 }
 
+/// Bodies written with sealed pieces of the kept part (all tests).
+static SHARED_BODIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Converts every prefix of `msgs` step after step with one cache per target
 /// and compares with the whole conversion; returns the cache hits.
 fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
@@ -42,6 +45,10 @@ fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
         let mut cache = RequestCache::new();
         // Half the targets with lean reports: the whole report is then asked for.
         cache.lean = n % 2 == 1;
+        // Targets 0 and 2 seal every kept part into a piece of its own (the
+        // bodies of later requests share them), the others keep it open.
+        cache.seal_at = if n % 2 == 0 { 1 } else { usize::MAX };
+        let mut pieces: Vec<forkpoint_core::provider::request::Piece> = Vec::new();
         // Targets 2 and 3 read trees, the others texts.
         let as_trees = trees.as_ref().filter(|_| n / 2 == 1);
         for k in 1..=texts.len() {
@@ -57,7 +64,22 @@ fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
                     } else {
                         assert_eq!(Some(&c.report), cache.full_report().as_ref());
                     }
-                    (cache.write(&c.request, p), meta(&c))
+                    let body = cache.write(&c.request, p);
+                    // A piece once written is the same in every later body.
+                    for (old, new) in pieces.iter().zip(&body.kept) {
+                        assert!(old.id == new.id && std::sync::Arc::ptr_eq(&old.text, &new.text));
+                    }
+                    if !body.kept.is_empty() {
+                        SHARED_BODIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if body.kept.len() >= pieces.len() {
+                        pieces = body.kept.clone();
+                    } else {
+                        assert!(body.kept.is_empty(), "pieces are dropped only all at once");
+                        pieces.clear();
+                    }
+                    assert_eq!(body.len(), body.text().len());
+                    (body.into_text(), meta(&c))
                 })
                 .map_err(|e| e.message.clone());
             match (&want, &got) {
@@ -204,6 +226,9 @@ fn cached_requests_equal_whole_conversions_step_after_step() {
             "{model:?}: only {hits} hits"
         );
     }
+    // The pieces were checked: most later bodies share the kept part's.
+    let shared = SHARED_BODIES.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(shared > msgs.len(), "only {shared} bodies with pieces");
 }
 
 #[test]
@@ -237,6 +262,7 @@ fn the_kept_part_follows_the_conversation_and_a_changed_message_is_noticed() {
     assert!(
         cache
             .write(&c.request, Provider::Anthropic)
+            .into_text()
             .contains("OUT ")
     );
     // Other options: not the kept part of the first.
@@ -251,7 +277,10 @@ fn the_kept_part_follows_the_conversation_and_a_changed_message_is_noticed() {
         .unwrap();
     assert_eq!(cache.hits, hits);
     let (want, _) = whole(&texts, Provider::Anthropic, &other).unwrap();
-    assert_eq!(cache.write(&c.request, Provider::Anthropic), want);
+    assert_eq!(
+        cache.write(&c.request, Provider::Anthropic).into_text(),
+        want
+    );
 }
 
 #[test]

@@ -787,7 +787,13 @@ fn a_wire_stream_is_decoded_by_the_machine_and_a_crash_mid_stream_is_reported() 
         let s = rt.handle(open, 3.0).await.unwrap();
         let req: Value = serde_json::from_str(s.reply.value.as_deref().unwrap()).unwrap();
         assert_eq!(req["path"], "/v1/messages");
-        let body: Value = serde_json::from_str(req["body"].as_str().unwrap()).unwrap();
+        let text = rt
+            .with_machine(|m| m.take_request_body())
+            .unwrap()
+            .expect("the body")
+            .into_text();
+        assert_eq!(req["bodyLength"], text.len());
+        let body: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(body["stream"], true);
         assert_eq!(body["max_tokens"], 100);
         assert_eq!(body["system"], "be brief");

@@ -91,8 +91,8 @@ fn bodies_are_what_to_provider_gives_plus_the_stream_flags() {
             .get("request")
             .cloned()
             .unwrap();
-        assert_eq!(without(&r.body, added), expected, "{}", api.name());
-        let body: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(without(&r.body.text(), added), expected, "{}", api.name());
+        let body: Value = serde_json::from_str(&r.body.text()).unwrap();
         let header = |k: &str| {
             r.headers
                 .iter()
@@ -135,7 +135,7 @@ fn limits_thinking_and_bad_options() {
             thinking: Some(t),
         };
         let r = build_request(api, &o, None, &conversation(), &[]).unwrap();
-        serde_json::from_str::<Value>(&r.body).unwrap()
+        serde_json::from_str::<Value>(&r.body.text()).unwrap()
     };
     let b = think(Provider::Anthropic, ThinkingOption::Budget(10_000), None);
     assert_eq!(
@@ -266,7 +266,7 @@ fn a_streamed_answer_is_replayed_byte_for_byte() {
     )
     .unwrap();
     assert!(
-        r.body.contains(r#"{"role":"assistant","content":[{"type":"thinking","thinking":"Hmm \u00e9","signature":"SIG+/="},{"type":"tool_use","id":"toolu_1","name":"count","input":{"n":1.50}}]}"#),
+        r.body.text().contains(r#"{"role":"assistant","content":[{"type":"thinking","thinking":"Hmm \u00e9","signature":"SIG+/="},{"type":"tool_use","id":"toolu_1","name":"count","input":{"n":1.50}}]}"#),
         "{}",
         r.body
     );
@@ -283,7 +283,11 @@ fn a_streamed_answer_is_replayed_byte_for_byte() {
         &[],
     )
     .unwrap();
-    assert!(r.body.contains(r#""signature":"SIG+/=""#), "{}", r.body);
+    assert!(
+        r.body.text().contains(r#""signature":"SIG+/=""#),
+        "{}",
+        r.body
+    );
 }
 
 #[test]
@@ -481,7 +485,7 @@ fn a_renamed_repeated_made_up_call_id_renames_its_result() {
         (Provider::Google, "gemini-2.5-flash"),
     ] {
         let req = build_request(api, &opts(model), None, &msgs, &tools()).unwrap();
-        let body: Value = serde_json::from_str(&req.body).unwrap();
+        let body: Value = serde_json::from_str(&req.body.text()).unwrap();
         let codes: Vec<&str> = req.report.steps.iter().map(|s| s.code.as_str()).collect();
         assert!(
             !codes
@@ -608,7 +612,7 @@ fn anthropic_thinking_requests_meet_the_final_turn_rule() {
         build_request(Provider::Anthropic, &o, None, &conversation(), &tools()).unwrap()
     };
     let on = req(Some(ThinkingOption::Budget(4096)));
-    let body: Value = serde_json::from_str(&on.body).unwrap();
+    let body: Value = serde_json::from_str(&on.body.text()).unwrap();
     assert_eq!(body["thinking"]["type"], "enabled");
     let msgs = body["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 3);
@@ -625,7 +629,7 @@ fn anthropic_thinking_requests_meet_the_final_turn_rule() {
     // Thinking off (or not given): the calls stay calls.
     for t in [Some(ThinkingOption::Off), None] {
         let off = req(t);
-        let body: Value = serde_json::from_str(&off.body).unwrap();
+        let body: Value = serde_json::from_str(&off.body.text()).unwrap();
         assert_eq!(body["messages"][1]["content"][1]["type"], "tool_use");
         assert!(!off.report.has("tool_calls_to_text"));
     }
@@ -659,7 +663,7 @@ fn cached_requests_of_a_growing_conversation_are_the_raw_ones() {
             let want = build_request_raw(api, &o, Some("sys"), &texts, &tools()).unwrap();
             let got =
                 build_request_cached(&mut cache, api, &o, Some("sys"), &texts, &tools()).unwrap();
-            assert_eq!(got.body, want.body, "{} step {t}", api.name());
+            assert_eq!(got.body.text(), want.body.text(), "{} step {t}", api.name());
             assert_eq!(got.path, want.path);
             assert_eq!(got.id_map, want.id_map);
             assert_eq!(got.name_map, want.name_map);

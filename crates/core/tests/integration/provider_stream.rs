@@ -1310,7 +1310,7 @@ fn responses_reasoning_text_streams_as_thinking_and_round_trips() {
         let req =
             forkpoint_core::provider::build_request(Provider::Responses, &opts, None, &msgs, &[])
                 .unwrap();
-        let body: Value = serde_json::from_str(&req.body).unwrap();
+        let body: Value = serde_json::from_str(&req.body.text()).unwrap();
         let item = body["input"]
             .as_array()
             .unwrap()

@@ -170,11 +170,15 @@ impl AgentMachine {
             decoder.set_pricing(Some(bind::pricing(&v)?));
         }
         self.wire = Some(Wire { decoder, secrets });
-        let mut out = bind::request_json(&req);
-        if let Value::Object(o) = &mut out {
-            o.remove("report");
-            o.remove("nameMap");
-        }
+        // The body is taken apart (`take_request_body`): its kept pieces are
+        // the ones of the last request, which a driver sends as they are.
+        let headers: Vec<[&str; 2]> = req
+            .headers
+            .iter()
+            .map(|(k, v)| [k.as_str(), v.as_str()])
+            .collect();
+        let out = json!({ "path": req.path, "headers": headers, "bodyLength": req.body.len() });
+        self.request_body = Some(req.body);
         Ok(Reply {
             value: Some(out.to_string()),
             bookmark: None,
