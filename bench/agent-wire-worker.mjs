@@ -62,6 +62,7 @@ async function js(url, steps) {
   const msgs = readFileSync(join(dir, 'wire', 'session.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.type === 'message').map((e) => e.message);
   const loadMs = performance.now() - t0;
   const ms = [];
+  let last = 0;
   for (let i = 0; i < steps; i++) {
     const t = performance.now();
     msgs.push({ role: 'user', content: [{ type: 'text', text: `next ${i}` }], timestamp: Date.now() });
@@ -71,8 +72,24 @@ async function js(url, steps) {
     if (!sse.includes('message_stop')) throw new Error('no answer');
     msgs.push({ role: 'assistant', ...{ api: 'anthropic-messages', provider: 'anthropic', model: MODEL, usage }, stopReason: 'stop', content: [{ type: 'text', text: 'ok' }], timestamp: Date.now() });
     ms.push(performance.now() - t);
+    last = Buffer.byteLength(body);
   }
-  return { loadMs, ms };
+  // The wire's floor: the same number of bytes, made before the clock
+  // starts, sent as 1 MiB parts of a stream with the length known (as
+  // forkpoint sends), and the answer read.
+  const floorMs = [];
+  const whole = Buffer.alloc(last, 0x20);
+  for (let i = 0; i < steps; i++) {
+    const parts = [];
+    for (let o = 0; o < last; o += 1 << 20) parts.push(whole.subarray(o, Math.min(last, o + (1 << 20))));
+    const t = performance.now();
+    let k = 0;
+    const stream = new ReadableStream({ pull: (c) => (k < parts.length ? c.enqueue(parts[k++]) : c.close()) });
+    const res = await fetch(url + '/v1/messages', { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(last) }, body: stream, duplex: 'half' });
+    await res.text();
+    floorMs.push(performance.now() - t);
+  }
+  return { loadMs, ms, floorMs };
 }
 
 try {
