@@ -404,3 +404,48 @@ for (const p of PROVIDERS) {
     }
   });
 }
+
+test('a request given up right after its body was taken: the next request still has every piece', async () => {
+  const big = ({ path }) => ({ path, text: `${path} "é" `.repeat(50_000) });
+  const toolRegistry = new ToolRegistry().register({ name: 'read', description: 'reads a file', inputSchema: { type: 'object' }, run: big });
+  const script = [];
+  for (let i = 0; i < 8; i++) {
+    script.push({ turn: { text: `reading f${i}`, toolCalls: [{ id: `call_${i}`, name: 'read', arguments: { path: `f${i}` } }] } });
+    script.push({ turn: { text: `f${i} is read.` } });
+  }
+  const srv = await startProviderServer({ provider: 'anthropic', requireKey: KEY, script });
+  try {
+    const agent = await Agent.create({ model: provider('anthropic', srv), tools: ['read'] }, { store: freshStore(), toolRegistry });
+    // The first body that brings a piece never given before is given up at
+    // once (as an interrupt landing while the request was being built).
+    const native = agent.n;
+    const take = native.takeRequestBody.bind(native);
+    let fired;
+    const firedP = new Promise((r) => (fired = r));
+    let armed = true;
+    native.takeRequestBody = () => {
+      const flat = take();
+      const fresh = flat && flat.some((x, i) => i % 2 === 1 && x !== null && flat[i - 1] !== 0);
+      if (armed && fresh && srv.requests.length > 0) {
+        armed = false;
+        for (const ac of agent.aborts) ac.abort();
+        fired();
+      }
+      return flat;
+    };
+    let i = 0;
+    while (armed && i < 6) assert.equal((await Promise.race([agent.chat(`read f${i++}`), firedP.then(() => null)]))?.status ?? 'given up', armed ? 'ok' : 'given up');
+    assert.equal(armed, false, 'a body with a new piece was given up');
+    await agent.interrupt();
+    const before = srv.requests.length;
+    assert.equal((await agent.chat(`read f${i}`)).status, 'ok');
+    assert.ok(srv.requests.length > before);
+    const msgs = await agent.messages();
+    const answers = msgs.flatMap((m, k) => (m.role === 'assistant' ? [k] : []));
+    const last = srv.requests.at(-1).body.messages;
+    assert.deepEqual(last, napi.toProvider(msgs.slice(0, answers.at(-1)), 'anthropic', { model: defaultModel('anthropic') }).request.messages);
+    await agent.close();
+  } finally {
+    await srv.close();
+  }
+});

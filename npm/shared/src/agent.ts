@@ -808,10 +808,12 @@ export class Agent {
           secrets: p.secrets(),
         });
         const head = open.value as Omit<WireRequest, 'body'> | null;
-        // Taken at once, whatever comes next (the machine keeps it until then).
-        const parts = head ? this.n.takeRequestBody() : null;
+        // Taken and read at once, whatever comes next: the native side now
+        // counts this body's pieces as given (the next body names them by id).
+        const flat = head ? this.n.takeRequestBody() : null;
+        const parts = flat ? this.bodyPieces.parts(flat) : null;
         if (!head || !parts || ac.signal.aborted) return; // the call ended meanwhile
-        const req: WireRequest = { ...head, body: this.bodyPieces.parts(parts) };
+        const req: WireRequest = { ...head, body: parts };
         let body: AsyncIterable<Uint8Array>;
         try {
           body = await p.send(req, ac.signal);

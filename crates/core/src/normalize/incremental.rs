@@ -480,7 +480,7 @@ impl RequestCache {
             }
             item.write(&mut self.open);
         }
-        if self.open.len() >= self.seal_at {
+        if !self.open.is_empty() && self.open.len() >= self.seal_at {
             self.sealed.push(Piece::new(std::mem::take(&mut self.open)));
         }
         self.kept_reps.push(Arc::new([
