@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { web } from './helpers.mjs';
 import { startProviderServer } from './providers/server.mjs';
 import { PROVIDERS, defaultModel } from './providers/wire.mjs';
+import { longConversation, checkRequests } from './providers/long.mjs';
 
 const { Agent, IndexedDbAgentStore, ToolRegistry, createProvider, ForkpointError } = web;
 let n = 0;
@@ -65,14 +66,8 @@ for (const [k, p] of PROVIDERS.entries()) {
   // Half with the user's own fetch: the parts then go as a Blob (what browsers get).
   const own = k % 2 === 0;
   test(`[wasm] ${p}: a long conversation: each request is the whole conversion, its kept part sent as pieces (${own ? 'a Blob' : 'a stream'})`, async () => {
-    const big = ({ path }) => ({ path, text: `${path} "é" `.repeat(50_000) });
-    const toolRegistry = new ToolRegistry().register({ name: 'read', description: 'reads a file', inputSchema: { type: 'object' }, run: big });
     const rounds = 4;
-    const script = [];
-    for (let i = 0; i < rounds; i++) {
-      script.push({ turn: { text: `reading f${i}`, toolCalls: [{ id: `call_${i}`, name: 'read', arguments: { path: `f${i}` } }] } });
-      script.push({ turn: { text: `f${i} is read.` } });
-    }
+    const { toolRegistry, script } = longConversation(ToolRegistry, rounds);
     const srv = await startProviderServer({ provider: p, requireKey: 'sk-web-test', script });
     const store = await IndexedDbAgentStore.open(`providers-web-${process.pid}-${++n}`);
     try {
@@ -84,16 +79,8 @@ for (const [k, p] of PROVIDERS.entries()) {
       const model = createProvider({ provider: p, model: defaultModel(p), apiKey: 'sk-web-test', baseURL: srv.url, ...(own ? { fetch: fetchOwn } : {}) });
       const agent = await Agent.create({ model, tools: ['read'] }, { store, toolRegistry });
       for (let i = 0; i < rounds; i++) assert.equal((await agent.chat(`read f${i}`)).status, 'ok');
-      const msgs = await agent.messages();
-      const list = { anthropic: 'messages', openai: 'messages', 'openai-responses': 'input', google: 'contents' }[p];
       assert.equal(srv.requests.length, 2 * rounds);
-      const answers = msgs.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
-      srv.requests.forEach((rq, j) => {
-        assert.equal(typeof rq.body, 'object', `request ${j} is JSON`);
-        const want = web.toProvider(msgs.slice(0, answers[j]), p, { model: defaultModel(p) }).request[list];
-        assert.deepEqual(rq.body[list], want, `${p}: request ${j}`);
-      });
-      assert.ok(Number(srv.requests.at(-1).headers['content-length']) > 3 << 19, 'the last request is long');
+      checkRequests(srv, await agent.messages(), p, web.toProvider);
       if (own) assert.ok(bodies.some((b) => b instanceof Blob), 'parts went as a Blob');
       await agent.close();
     } finally {

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { napi } from './helpers.mjs';
 import { startProviderServer } from './providers/server.mjs';
 import { PROVIDERS, defaultModel, events as wireEvents } from './providers/wire.mjs';
+import { longConversation, checkRequests } from './providers/long.mjs';
 
 const { Agent, JSONStore, ToolRegistry, ForkpointError, createProvider } = napi;
 const child = fileURLToPath(new URL('./providers-child.mjs', import.meta.url));
@@ -372,32 +373,14 @@ for (const p of PROVIDERS) {
 
 for (const p of PROVIDERS) {
   test(`${p}: a long conversation: each request is the whole conversion, its kept part sent again as the same pieces`, async () => {
-    // Each tool result is about 600 KiB: the kept part passes 1 MiB (a
-    // sealed piece) after the second round, and later requests send it again.
-    const big = ({ path }) => ({ path, text: `${path} "é" `.repeat(50_000) });
-    const toolRegistry = new ToolRegistry().register({ name: 'read', description: 'reads a file', inputSchema: { type: 'object' }, run: big });
     const rounds = 4;
-    const script = [];
-    for (let i = 0; i < rounds; i++) {
-      script.push({ turn: { text: `reading f${i}`, toolCalls: [{ id: `call_${i}`, name: 'read', arguments: { path: `f${i}` } }] } });
-      script.push({ turn: { text: `f${i} is read.` } });
-    }
+    const { toolRegistry, script } = longConversation(ToolRegistry, rounds);
     const srv = await startProviderServer({ provider: p, requireKey: KEY, script });
     try {
       const agent = await Agent.create({ model: provider(p, srv), tools: ['read'] }, { store: freshStore(), toolRegistry });
       for (let i = 0; i < rounds; i++) assert.equal((await agent.chat(`read f${i}`)).status, 'ok');
-      const msgs = await agent.messages();
-      const list = { anthropic: 'messages', openai: 'messages', 'openai-responses': 'input', google: 'contents' }[p];
       assert.equal(srv.requests.length, 2 * rounds);
-      // Request k carries the messages before the k-th answer.
-      const answers = msgs.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
-      srv.requests.forEach((rq, k) => {
-        assert.equal(typeof rq.body, 'object', `request ${k} is JSON`);
-        assert.ok(Number(rq.headers['content-length']) > 0, `request ${k} says its length`);
-        const want = napi.toProvider(msgs.slice(0, answers[k]), p, { model: defaultModel(p) }).request[list];
-        assert.deepEqual(rq.body[list], want, `${p}: request ${k}`);
-      });
-      assert.ok(Number(srv.requests.at(-1).headers['content-length']) > 3 << 19, 'the last request is long');
+      checkRequests(srv, await agent.messages(), p, napi.toProvider);
       await agent.close();
     } finally {
       await srv.close();
@@ -406,13 +389,7 @@ for (const p of PROVIDERS) {
 }
 
 test('a request given up right after its body was taken: the next request still has every piece', async () => {
-  const big = ({ path }) => ({ path, text: `${path} "é" `.repeat(50_000) });
-  const toolRegistry = new ToolRegistry().register({ name: 'read', description: 'reads a file', inputSchema: { type: 'object' }, run: big });
-  const script = [];
-  for (let i = 0; i < 8; i++) {
-    script.push({ turn: { text: `reading f${i}`, toolCalls: [{ id: `call_${i}`, name: 'read', arguments: { path: `f${i}` } }] } });
-    script.push({ turn: { text: `f${i} is read.` } });
-  }
+  const { toolRegistry, script } = longConversation(ToolRegistry, 8);
   const srv = await startProviderServer({ provider: 'anthropic', requireKey: KEY, script });
   try {
     const agent = await Agent.create({ model: provider('anthropic', srv), tools: ['read'] }, { store: freshStore(), toolRegistry });

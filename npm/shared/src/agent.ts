@@ -13,7 +13,7 @@ import { ForkpointError, call, callAsync, toForkpointError, toJson } from './err
 import { ENDS_ON_ABORT, isStreamingProvider } from './provider.js';
 import type { StreamingProvider, WireRequest } from './provider.js';
 import { EventBus } from './events.js';
-import { BodyPieces } from './normalize.js';
+import { BodyPieces, concat } from './normalize.js';
 import { GroupCommit } from './group-commit.js';
 import type { BookmarkedEvent, EventLog, LoggedEvent } from './events.js';
 
@@ -458,18 +458,6 @@ function refOf(m: ModelProvider | ModelRef): ModelRef {
   return r;
 }
 
-/** The bytes of several chunks as one. */
-export function concat(parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
 
 /** A request whose messages are read from the machine when first asked for. */
 function request(c: Extract<Cmd, { kind: 'callModel' }>, read: (upTo: number) => AgentMessage[]): ModelRequest {

@@ -142,7 +142,7 @@ function conversionOf(parts: readonly Uint8Array[], metaText: () => string): Pro
   return {
     bodyParts: parts,
     get bodyBytes() {
-      return (bytes ??= joinParts(parts));
+      return (bytes ??= concat(parts));
     },
     get body() {
       return (body ??= decodeBody(this.bodyBytes));
@@ -166,8 +166,8 @@ function conversionOf(parts: readonly Uint8Array[], metaText: () => string): Pro
   };
 }
 
-/** @internal Parts as one array (a copy). */
-export function joinParts(parts: readonly Uint8Array[]): Uint8Array {
+/** The bytes of several chunks as one (a copy). */
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
   let n = 0;
   for (const p of parts) n += p.byteLength;
   const out = new Uint8Array(n);
