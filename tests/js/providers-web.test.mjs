@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { web } from './helpers.mjs';
 import { startProviderServer } from './providers/server.mjs';
 import { PROVIDERS, defaultModel } from './providers/wire.mjs';
-import { longConversation, checkRequests } from './providers/long.mjs';
+import { longConversation, checkRequests, countReuse } from './providers/long.mjs';
 
 const { Agent, IndexedDbAgentStore, ToolRegistry, createProvider, ForkpointError } = web;
 let n = 0;
@@ -78,8 +78,10 @@ for (const [k, p] of PROVIDERS.entries()) {
       };
       const model = createProvider({ provider: p, model: defaultModel(p), apiKey: 'sk-web-test', baseURL: srv.url, ...(own ? { fetch: fetchOwn } : {}) });
       const agent = await Agent.create({ model, tools: ['read'] }, { store, toolRegistry });
+      const seen = countReuse(agent);
       for (let i = 0; i < rounds; i++) assert.equal((await agent.chat(`read f${i}`)).status, 'ok');
       assert.equal(srv.requests.length, 2 * rounds);
+      assert.ok(seen.reused >= 1, `later requests named kept pieces by id (${seen.reused} in ${seen.bodies} bodies)`);
       checkRequests(srv, await agent.messages(), p, web.toProvider);
       if (own) assert.ok(bodies.some((b) => b instanceof Blob), 'parts went as a Blob');
       await agent.close();

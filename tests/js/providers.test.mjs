@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { napi } from './helpers.mjs';
 import { startProviderServer } from './providers/server.mjs';
 import { PROVIDERS, defaultModel, events as wireEvents } from './providers/wire.mjs';
-import { longConversation, checkRequests } from './providers/long.mjs';
+import { longConversation, checkRequests, countReuse } from './providers/long.mjs';
 
 const { Agent, JSONStore, ToolRegistry, ForkpointError, createProvider } = napi;
 const child = fileURLToPath(new URL('./providers-child.mjs', import.meta.url));
@@ -378,8 +378,10 @@ for (const p of PROVIDERS) {
     const srv = await startProviderServer({ provider: p, requireKey: KEY, script });
     try {
       const agent = await Agent.create({ model: provider(p, srv), tools: ['read'] }, { store: freshStore(), toolRegistry });
+      const seen = countReuse(agent);
       for (let i = 0; i < rounds; i++) assert.equal((await agent.chat(`read f${i}`)).status, 'ok');
       assert.equal(srv.requests.length, 2 * rounds);
+      assert.ok(seen.reused >= 1, `later requests named kept pieces by id (${seen.reused} in ${seen.bodies} bodies)`);
       checkRequests(srv, await agent.messages(), p, napi.toProvider);
       await agent.close();
     } finally {

@@ -378,11 +378,14 @@ fn external_piece(env: &Env, text: Arc<String>) -> napi::Result<BufferSlice<'_>>
     env.adjust_external_memory(size)?;
     let (data, len) = (text.as_ptr().cast_mut(), text.len());
     // SAFETY: `data` is the piece's text, `len` long; an `Arc` of it is the
-    // finalizer's hint, so the text lives (never moved, never written: the
-    // core shares it read-only, and no JavaScript of this library writes
-    // these buffers) until V8 calls the finalizer, which drops it. Each
-    // piece is given to JavaScript once (`body_parts`), so no two buffers
-    // share its memory.
+    // finalizer's hint, so the text lives (never moved) until V8 calls the
+    // finalizer, which drops it. The core never reads a piece's bytes after
+    // writing it (bodies only hand the `Arc` on), so a caller that writes
+    // into the Buffer (the API says not to) changes only its own requests.
+    // Each piece is given to JavaScript once (`body_parts`: a body whose
+    // parts could not all be made leaves `given` as it was, and a piece
+    // absent from a body never comes back, since only `clear` drops pieces),
+    // so no two buffers share its memory.
     unsafe {
         BufferSlice::from_external(env, data, len, text, move |env: Env, text| {
             drop(text);

@@ -51,7 +51,8 @@ export interface ProviderConversion {
    * `RequestBuilder.build`, the parts kept from the build before are the same
    * objects (never copied again), so sending the parts as they are (a
    * stream, a `Blob`) costs what is new, not the conversation's length.
-   * `bodyBytes` joins them on first use.
+   * `bodyBytes` joins them on first use. Read them, never write them: the
+   * kept parts are shared with the builder's later requests.
    */
   bodyParts: readonly Uint8Array[];
 }

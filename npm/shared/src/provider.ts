@@ -62,7 +62,8 @@ export interface WireRequest {
   /**
    * The JSON body: its text, or its UTF-8 bytes in parts sent in order (an
    * agent's request: the parts kept from its last request are the same
-   * objects, never copied again).
+   * objects, never copied again; read them, never write them). A `send`
+   * wrapper that needs the text decodes the parts joined (`Buffer.concat`).
    */
   body: string | readonly Uint8Array[];
 }
@@ -196,8 +197,10 @@ export function createProviders(native: NativeProviderLike) {
     const timeoutMs = opts.timeoutMs ?? 600_000;
     const maxRetries = Math.max(0, Math.floor(opts.maxRetries ?? 3));
     const doFetch = opts.fetch ?? globalThis.fetch;
-    // Node's own fetch takes a stream body with its length (see `fetchBody`).
-    const streams = opts.fetch === undefined && typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string';
+    // Node's own fetch (undici) takes a stream body with its length (see
+    // `fetchBody`); Bun, Deno and Electron, which also have `process`, get a Blob.
+    const proc = (globalThis as { process?: { release?: { name?: string }; versions?: Record<string, string | undefined> } }).process;
+    const streams = opts.fetch === undefined && proc?.release?.name === 'node' && !proc.versions?.bun && !proc.versions?.deno && !proc.versions?.electron;
     const options: StreamingProvider['wire']['options'] = {};
     if (opts.maxTokens !== undefined) options.maxTokens = opts.maxTokens;
     if (opts.temperature !== undefined) options.temperature = opts.temperature;

@@ -30,3 +30,22 @@ export function checkRequests(srv, msgs, p, toProvider) {
   });
   assert.ok(Number(srv.requests.at(-1).headers['content-length']) > 3 << 19, 'the last request is long');
 }
+
+/**
+ * Counts, for `agent`'s requests, the kept pieces given again by id (not
+ * copied out again): wraps the native side's `takeRequestBody`.
+ */
+export function countReuse(agent) {
+  const native = agent.n;
+  const take = native.takeRequestBody.bind(native);
+  const seen = { reused: 0, bodies: 0 };
+  native.takeRequestBody = () => {
+    const flat = take();
+    if (flat) {
+      seen.bodies++;
+      for (let i = 1; i < flat.length; i += 2) if (flat[i] === null) seen.reused++;
+    }
+    return flat;
+  };
+  return seen;
+}

@@ -481,6 +481,8 @@ impl RequestCache {
             item.write(&mut self.open);
         }
         if !self.open.is_empty() && self.open.len() >= self.seal_at {
+            // Kept for good: no room past the text.
+            self.open.shrink_to_fit();
             self.sealed.push(Piece::new(std::mem::take(&mut self.open)));
         }
         self.kept_reps.push(Arc::new([
