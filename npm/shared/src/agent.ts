@@ -458,7 +458,6 @@ function refOf(m: ModelProvider | ModelRef): ModelRef {
   return r;
 }
 
-
 /** A request whose messages are read from the machine when first asked for. */
 function request(c: Extract<Cmd, { kind: 'callModel' }>, read: (upTo: number) => AgentMessage[]): ModelRequest {
   let messages: AgentMessage[] | undefined;
