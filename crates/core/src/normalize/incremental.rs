@@ -1208,7 +1208,7 @@ impl RequestBuilder {
     }
 
     /// The request body for the whole conversation (what `toProvider` gives
-    /// for it); [`RequestBuilder::meta_json`] then has its report and maps.
+    /// for it); [`RequestBuilder::meta`] then has its report and maps.
     pub fn build(&mut self) -> Result<Body> {
         let c = self
             .cache
@@ -1227,10 +1227,5 @@ impl RequestBuilder {
             }),
             _ => Err(crate::Error::invalid_input("nothing was built yet")),
         }
-    }
-
-    /// `{report, idMap, nameMap}` of the last build (JSON; the whole report).
-    pub fn meta_json(&self) -> Result<String> {
-        self.meta()?.json()
     }
 }
