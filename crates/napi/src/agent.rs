@@ -299,7 +299,7 @@ pub struct NativeAgent {
     /// The writer of the model call being streamed (its ticket).
     feed: Mutex<Option<(u32, Arc<Feed>)>>,
     /// The kept pieces of the last request body given to JavaScript.
-    given: Mutex<Vec<u64>>,
+    held: Mutex<forkpoint_core::provider::request::Held>,
     events: AgentLog,
     id: String,
 }
@@ -345,7 +345,7 @@ fn agent(store: &Store, rt: Runtime) -> NativeAgent {
     NativeAgent {
         rt: Arc::new(Mutex::new(rt)),
         feed: Mutex::new(None),
-        given: Mutex::new(Vec::new()),
+        held: Mutex::default(),
         events,
         id,
     }
@@ -452,11 +452,11 @@ impl NativeAgent {
         let Some(body) = body else {
             return Ok(None);
         };
-        let mut given = self
-            .given
+        let mut held = self
+            .held
             .lock()
             .map_err(|_| napi::Error::from_reason("agent poisoned by a panic"))?;
-        body_parts(env, body, &mut given).map(Some)
+        body_parts(env, body, &mut held).map(Some)
     }
 
     /// Starts the writer of model call `ticket`'s streamed body, on a thread of

@@ -129,7 +129,7 @@ pub fn check_compatibility_json(source: String, target: String) -> napi::Result<
 pub struct NativeRequestBuilder {
     inner: normalize::incremental::RequestBuilder,
     /// The kept pieces of the last body given to JavaScript.
-    given: Vec<u64>,
+    held: forkpoint_core::provider::request::Held,
 }
 
 #[napi]
@@ -140,7 +140,7 @@ impl NativeRequestBuilder {
         guard(|| {
             Ok(NativeRequestBuilder {
                 inner: normalize::incremental::RequestBuilder::new(&target, options.as_deref())?,
-                given: Vec::new(),
+                held: Default::default(),
             })
         })
     }
@@ -168,7 +168,7 @@ impl NativeRequestBuilder {
     #[napi(ts_return_type = "Array<number | Buffer | null>")]
     pub fn build<'env>(&mut self, env: &'env Env) -> napi::Result<crate::util::BodyParts<'env>> {
         let body = guard(|| self.inner.build())?;
-        crate::util::body_parts(env, body, &mut self.given)
+        crate::util::body_parts(env, body, &mut self.held)
     }
 
     /// The last build's `{report, idMap, nameMap}`, made when read (it stays

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use forkpoint_core::Error;
+use forkpoint_core::provider::request::{BodyPart, Held};
 use napi::bindgen_prelude::{BufferSlice, Either, Latin1String};
 use napi::{Env, JsString, JsStringLatin1, JsStringUtf16, Status};
 
@@ -339,36 +340,27 @@ pub type BodyParts<'env> = Vec<Either<f64, Option<BufferSlice<'env>>>>;
 /// A request body's parts for JavaScript, flat: `[id, bytes, id, bytes, …]`
 /// in order. `id` 0 is a part of this body alone (head, tail); another is a
 /// kept piece ([`forkpoint_core::provider::request::Piece`]), whose bytes
-/// are given once: `null` where the last body given by the same `given` had
-/// it (the caller keeps the pieces of the last body by id). A piece's bytes
-/// are an external buffer over its text: made once, never copied.
+/// are given once: `null` where the last body given with the same `held` had
+/// it (the caller keeps the pieces of the last body by id; [`Held::parts`]
+/// says which). A piece's bytes are an external buffer over its text: made
+/// once, never copied.
 pub fn body_parts<'env>(
     env: &'env Env,
     body: forkpoint_core::provider::request::Body,
-    given: &mut Vec<u64>,
+    held: &mut Held,
 ) -> napi::Result<BodyParts<'env>> {
-    let mut out = Vec::with_capacity(2 * body.kept.len() + 4);
-    let mut now = Vec::with_capacity(body.kept.len());
-    let head = body.head.into_bytes();
-    if !head.is_empty() {
-        out.push(Either::A(0.0));
-        out.push(Either::B(Some(BufferSlice::from_data(env, head)?)));
+    let (parts, now) = held.parts(body);
+    let mut out = Vec::with_capacity(2 * parts.len());
+    for part in parts {
+        let (id, bytes) = match part {
+            BodyPart::Own(text) => (0, Some(BufferSlice::from_data(env, text.into_bytes())?)),
+            BodyPart::New(piece) => (piece.id, Some(external_piece(env, piece.text)?)),
+            BodyPart::Known(id) => (id, None),
+        };
+        out.push(Either::A(id as f64));
+        out.push(Either::B(bytes));
     }
-    for piece in body.kept {
-        out.push(Either::A(piece.id as f64));
-        if given.contains(&piece.id) {
-            out.push(Either::B(None));
-        } else {
-            out.push(Either::B(Some(external_piece(env, piece.text)?)));
-        }
-        now.push(piece.id);
-    }
-    let tail = body.tail.into_bytes();
-    if !tail.is_empty() {
-        out.push(Either::A(0.0));
-        out.push(Either::B(Some(BufferSlice::from_data(env, tail)?)));
-    }
-    *given = now;
+    *held = now;
     Ok(out)
 }
 
@@ -382,8 +374,8 @@ fn external_piece(env: &Env, text: Arc<String>) -> napi::Result<BufferSlice<'_>>
     // finalizer, which drops it. The core never reads a piece's bytes after
     // writing it (bodies only hand the `Arc` on), so a caller that writes
     // into the Buffer (the API says not to) changes only its own requests.
-    // Each piece is given to JavaScript once (`body_parts`: a body whose
-    // parts could not all be made leaves `given` as it was, and a piece
+    // Each piece is given to JavaScript once (`Held::parts`; `body_parts`
+    // keeps the new `Held` only once every part is made, and a piece
     // absent from a body never comes back, since only `clear` drops pieces),
     // so no two buffers share its memory.
     unsafe {

@@ -316,7 +316,7 @@ impl NativeAgentLog {
 pub struct NativeAgent {
     rt: Rc<Runtime>,
     /// The kept pieces of the last request body given to JavaScript.
-    given: RefCell<Vec<u64>>,
+    held: RefCell<forkpoint_core::provider::request::Held>,
     log: Rc<LogInner>,
     serial: Rc<Serial>,
     id: String,
@@ -328,7 +328,7 @@ fn agent(store: &Rc<IdbAgentStorage>, rt: Runtime) -> NativeAgent {
     NativeAgent {
         log: LogInner::new(store.clone(), &id, last),
         rt: Rc::new(rt),
-        given: RefCell::default(),
+        held: RefCell::default(),
         serial: Rc::default(),
         id,
     }
@@ -447,7 +447,7 @@ impl NativeAgent {
     pub fn take_request_body(&self) -> Result<JsValue, JsError> {
         let body = self.machine(|m| Ok(m.take_request_body())).map_err(err)?;
         Ok(match body {
-            Some(b) => crate::util::body_parts(b, &mut self.given.borrow_mut()).into(),
+            Some(b) => crate::util::body_parts(b, &mut self.held.borrow_mut()).into(),
             None => JsValue::NULL,
         })
     }

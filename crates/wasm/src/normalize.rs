@@ -34,7 +34,7 @@ pub fn to_provider_bytes(
 pub struct NativeRequestBuilder {
     inner: normalize::incremental::RequestBuilder,
     /// The kept pieces of the last body given to JavaScript.
-    given: Vec<u64>,
+    held: forkpoint_core::provider::request::Held,
 }
 
 #[wasm_bindgen]
@@ -45,7 +45,7 @@ impl NativeRequestBuilder {
         Ok(NativeRequestBuilder {
             inner: normalize::incremental::RequestBuilder::new(target, options.as_deref())
                 .map_err(err)?,
-            given: Vec::new(),
+            held: Default::default(),
         })
     }
 
@@ -63,7 +63,7 @@ impl NativeRequestBuilder {
     #[wasm_bindgen(unchecked_return_type = "Array<number | Uint8Array | null>")]
     pub fn build(&mut self) -> Result<js_sys::Array, JsError> {
         let body = self.inner.build().map_err(err)?;
-        Ok(crate::util::body_parts(body, &mut self.given))
+        Ok(crate::util::body_parts(body, &mut self.held))
     }
 
     /// The last build's `{report, idMap, nameMap}`, made when read (it stays

@@ -1,6 +1,7 @@
 //! Shared conversions.
 
 use forkpoint_core::Error;
+use forkpoint_core::provider::request::{BodyPart, Held};
 use wasm_bindgen::prelude::*;
 
 /// A core error as a JS error (message = the error's JSON).
@@ -27,29 +28,20 @@ pub fn reserve_memory(bytes: usize) {
 /// A request body's parts for JavaScript, flat: `[id, bytes, id, bytes, …]`
 /// in order. `id` 0 is a part of this body alone (head, tail); another is a
 /// kept piece of the conversion, whose bytes are copied out once: `null`
-/// where the last body given by the same `given` had it (the caller keeps
-/// the pieces of the last body by id).
-pub fn body_parts(
-    body: forkpoint_core::provider::request::Body,
-    given: &mut Vec<u64>,
-) -> js_sys::Array {
+/// where the last body given with the same `held` had it (the caller keeps
+/// the pieces of the last body by id; [`Held::parts`] says which).
+pub fn body_parts(body: forkpoint_core::provider::request::Body, held: &mut Held) -> js_sys::Array {
+    let (parts, now) = held.parts(body);
     let out = js_sys::Array::new();
-    let mut now = Vec::with_capacity(body.kept.len());
-    let part = |id: u64, bytes: Option<&[u8]>| {
+    for part in parts {
+        let (id, bytes) = match &part {
+            BodyPart::Own(text) => (0, Some(text.as_bytes())),
+            BodyPart::New(piece) => (piece.id, Some(piece.text.as_bytes())),
+            BodyPart::Known(id) => (*id, None),
+        };
         out.push(&JsValue::from_f64(id as f64));
         out.push(&bytes.map_or(JsValue::NULL, |b| js_sys::Uint8Array::from(b).into()));
-    };
-    if !body.head.is_empty() {
-        part(0, Some(body.head.as_bytes()));
     }
-    for piece in &body.kept {
-        let seen = given.contains(&piece.id);
-        part(piece.id, (!seen).then_some(piece.text.as_bytes()));
-        now.push(piece.id);
-    }
-    if !body.tail.is_empty() {
-        part(0, Some(body.tail.as_bytes()));
-    }
-    *given = now;
+    *held = now;
     out
 }

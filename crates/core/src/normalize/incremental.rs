@@ -253,9 +253,59 @@ impl Body {
         out
     }
 
-    /// [`Body::into_text`] of a clone.
+    /// The whole text, joined from the parts (no clone of them first).
     pub fn text(&self) -> String {
-        self.clone().into_text()
+        let mut out = String::with_capacity(self.len());
+        for p in self.parts() {
+            out.push_str(p);
+        }
+        out
+    }
+}
+
+/// One part of a [`Body`] as a driver is handed it (see [`Held`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum BodyPart {
+    /// Text of this body alone (its head or tail).
+    Own(String),
+    /// A kept piece the driver was not given before: its text, once.
+    New(Piece),
+    /// A kept piece the driver was given with the last body: its id alone
+    /// (the driver keeps what it made of the last body's pieces by id).
+    Known(u64),
+}
+
+/// The kept pieces a driver holds: those of the last body it was handed.
+/// A piece's text is handed over once; a later body that reuses it names it
+/// by id. A piece is never in a body again once a body went without it (a
+/// [`RequestCache`] drops pieces only all at once), so the driver needs to
+/// keep only the last body's pieces.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Held(Vec<u64>);
+
+impl Held {
+    /// `body`'s parts in order for a driver that holds `self`, and what it
+    /// holds once it has them all. The binding makes them into its own values
+    /// and only then keeps the new [`Held`]: a body that could not be handed
+    /// over whole leaves the driver holding what it held before.
+    pub fn parts(&self, body: Body) -> (Vec<BodyPart>, Held) {
+        let mut parts = Vec::with_capacity(body.kept.len() + 2);
+        let mut now = Vec::with_capacity(body.kept.len());
+        if !body.head.is_empty() {
+            parts.push(BodyPart::Own(body.head));
+        }
+        for piece in body.kept {
+            now.push(piece.id);
+            parts.push(if self.0.contains(&piece.id) {
+                BodyPart::Known(piece.id)
+            } else {
+                BodyPart::New(piece)
+            });
+        }
+        if !body.tail.is_empty() {
+            parts.push(BodyPart::Own(body.tail));
+        }
+        (parts, Held(now))
     }
 }
 

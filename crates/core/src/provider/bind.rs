@@ -153,11 +153,6 @@ pub fn build_request_json(
 
 /// A request as the driver sends it: `{path, headers: [[name, value]], body, report, nameMap}`.
 pub fn request_json(req: &request::HttpRequest) -> Value {
-    let headers: Vec<[&str; 2]> = req
-        .headers
-        .iter()
-        .map(|(k, v)| [k.as_str(), v.as_str()])
-        .collect();
     let names: serde_json::Map<String, Value> = req
         .name_map
         .iter()
@@ -165,11 +160,16 @@ pub fn request_json(req: &request::HttpRequest) -> Value {
         .collect();
     json!({
         "path": req.path,
-        "headers": headers,
+        "headers": headers_json(req),
         "body": req.body.text(),
         "report": req.report,
         "nameMap": names,
     })
+}
+
+/// A request's headers as the driver sets them: `[[name, value]]`.
+pub fn headers_json(req: &request::HttpRequest) -> Value {
+    req.headers.iter().map(|(k, v)| json!([k, v])).collect()
 }
 
 /// What an HTTP error answer means: `{code, message, retryable}` (JSON).

@@ -2,7 +2,7 @@
 //! [`crate::normalize::convert`] (the same encoders as `toProvider`), plus the
 //! model, limits, thinking and stream flags of each API.
 
-pub use crate::normalize::incremental::{Body, Piece};
+pub use crate::normalize::incremental::{Body, BodyPart, Held, Piece};
 use crate::normalize::{self, CompatibilityReport, J, Provider, ToOptions};
 use crate::{Error, Result};
 

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use forkpoint_core::normalize::incremental::{self, RequestCache, Split};
+use forkpoint_core::normalize::incremental::{self, BodyPart, Held, RequestCache, Split};
 use forkpoint_core::normalize::{self, J, Provider, ToOptions};
 
 fn whole(msgs: &[&str], p: Provider, opts: &ToOptions) -> Result<(String, String), String> {
@@ -51,6 +51,10 @@ fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
         // bodies of later requests share them), the others keep it open.
         cache.seal_at = if n % 2 == 0 { 1 } else { usize::MAX };
         let mut pieces: Vec<forkpoint_core::provider::request::Piece> = Vec::new();
+        // A driver handed the bodies in parts: it keeps the last body's
+        // pieces by id, as the bindings' callers do.
+        let mut held = Held::default();
+        let mut driver: Vec<(u64, std::sync::Arc<String>)> = Vec::new();
         // Targets 2 and 3 read trees, the others texts.
         let as_trees = trees.as_ref().filter(|_| n / 2 == 1);
         for k in 1..=texts.len() {
@@ -81,6 +85,32 @@ fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
                         pieces.clear();
                     }
                     assert_eq!(body.len(), body.text().len());
+                    let (parts, now) = held.parts(body.clone());
+                    let mut sent = String::new();
+                    let mut kept_now = Vec::new();
+                    for part in parts {
+                        match part {
+                            BodyPart::Own(t) => sent.push_str(&t),
+                            BodyPart::New(piece) => {
+                                assert!(
+                                    driver.iter().all(|(id, _)| *id != piece.id),
+                                    "a piece handed twice"
+                                );
+                                sent.push_str(&piece.text);
+                                kept_now.push((piece.id, piece.text));
+                            }
+                            BodyPart::Known(id) => {
+                                let (_, t) = driver
+                                    .iter()
+                                    .find(|(d, _)| *d == id)
+                                    .expect("a piece named by id was handed with the last body");
+                                sent.push_str(t);
+                                kept_now.push((id, t.clone()));
+                            }
+                        }
+                    }
+                    assert_eq!(sent, body.text(), "the parts as handed are the body");
+                    (held, driver) = (now, kept_now);
                     (body.into_text(), meta(&c))
                 })
                 .map_err(|e| e.message.clone());

@@ -172,12 +172,11 @@ impl AgentMachine {
         self.wire = Some(Wire { decoder, secrets });
         // The body is taken apart (`take_request_body`): its kept pieces are
         // the ones of the last request, which a driver sends as they are.
-        let headers: Vec<[&str; 2]> = req
-            .headers
-            .iter()
-            .map(|(k, v)| [k.as_str(), v.as_str()])
-            .collect();
-        let out = json!({ "path": req.path, "headers": headers, "bodyLength": req.body.len() });
+        let out = json!({
+            "path": req.path,
+            "headers": bind::headers_json(&req),
+            "bodyLength": req.body.len(),
+        });
         self.request_body = Some(req.body);
         Ok(Reply {
             value: Some(out.to_string()),
