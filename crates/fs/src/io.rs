@@ -125,8 +125,12 @@ const PARALLEL_READ_MIN: u64 = 8 << 20;
 /// there, as one read from the start would have.
 pub fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; len as usize];
-    let parts = scan_threads().min((len / (PARALLEL_READ_MIN / 2)).max(1) as usize);
-    if len < PARALLEL_READ_MIN || parts < 2 {
+    let parts = if len < PARALLEL_READ_MIN {
+        1
+    } else {
+        scan_threads().min((len / (PARALLEL_READ_MIN / 2)) as usize)
+    };
+    if parts < 2 {
         let done = fill(file, path, offset, &mut buf)?;
         buf.truncate(done);
         return Ok(buf);
