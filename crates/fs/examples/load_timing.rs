@@ -12,7 +12,7 @@ fn ms(t: Instant) -> f64 {
 fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_default();
-    let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(5).max(1);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);

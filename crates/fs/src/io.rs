@@ -116,8 +116,9 @@ const PARALLEL_READ_MIN: u64 = 8 << 20;
 
 /// Reads exactly `len` bytes at `offset` (fewer only at the end of the file).
 ///
-/// A long read is made in parts at once, one a thread (up to
-/// [`scan_threads`]), each into its own range of the buffer: most of a long
+/// A long read is made in parts at once (as many as [`scan_threads`], at
+/// most one per 4 MiB), each into its own range of the buffer, the first on
+/// the calling thread and each other on a thread of its own: most of a long
 /// read's time is the kernel faulting in and filling the buffer's fresh
 /// pages, which threads do side by side (a 128 MiB file: 80–90 ms on two
 /// threads against 150–180 ms on one, `examples/load_timing.rs`). A part that

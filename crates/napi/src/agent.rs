@@ -299,7 +299,7 @@ pub struct NativeAgent {
     /// The writer of the model call being streamed (its ticket).
     feed: Mutex<Option<(u32, Arc<Feed>)>>,
     /// The kept pieces of the last request body given to JavaScript.
-    held: Mutex<forkpoint_core::provider::request::Held>,
+    held: Mutex<crate::util::Handed>,
     events: AgentLog,
     id: String,
 }

@@ -129,7 +129,7 @@ pub fn check_compatibility_json(source: String, target: String) -> napi::Result<
 pub struct NativeRequestBuilder {
     inner: normalize::incremental::RequestBuilder,
     /// The kept pieces of the last body given to JavaScript.
-    held: forkpoint_core::provider::request::Held,
+    held: crate::util::Handed,
 }
 
 #[napi]

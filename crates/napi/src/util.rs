@@ -337,30 +337,63 @@ pub fn seed() -> u64 {
 /// What [`body_parts`] gives: ids and bytes, flat.
 pub type BodyParts<'env> = Vec<Either<f64, Option<BufferSlice<'env>>>>;
 
+/// What a JavaScript caller was handed of request bodies ([`body_parts`]).
+#[derive(Debug, Default)]
+pub struct Handed {
+    /// The kept pieces of the last body it was handed.
+    held: Held,
+    /// Pieces an external buffer was made for in a call that failed before
+    /// its parts reached JavaScript: V8 may hold that buffer until it is
+    /// collected, and must never get a second one over the same memory, so
+    /// these pieces' bytes are copied instead (only after a failed N-API call).
+    spoiled: Vec<u64>,
+}
+
 /// A request body's parts for JavaScript, flat: `[id, bytes, id, bytes, …]`
 /// in order. `id` 0 is a part of this body alone (head, tail); another is a
 /// kept piece ([`forkpoint_core::provider::request::Piece`]), whose bytes
-/// are given once: `null` where the last body given with the same `held` had
-/// it (the caller keeps the pieces of the last body by id; [`Held::parts`]
-/// says which). A piece's bytes are an external buffer over its text: made
-/// once, never copied.
+/// are given once: `null` where the last body handed over had it (the
+/// caller keeps the pieces of the last body by id; [`Held::parts`] says
+/// which). A piece's bytes are an external buffer over its text: made once,
+/// never copied.
 pub fn body_parts<'env>(
     env: &'env Env,
     body: forkpoint_core::provider::request::Body,
-    held: &mut Held,
+    handed: &mut Handed,
 ) -> napi::Result<BodyParts<'env>> {
-    let (parts, now) = held.parts(body);
+    let (parts, now) = handed.held.parts(body);
     let mut out = Vec::with_capacity(2 * parts.len());
-    for part in parts {
-        let (id, bytes) = match part {
+    let mut made = Vec::new();
+    let mut make = |part: BodyPart| -> napi::Result<(u64, Option<BufferSlice<'env>>)> {
+        Ok(match part {
             BodyPart::Own(text) => (0, Some(BufferSlice::from_data(env, text.into_bytes())?)),
-            BodyPart::New(piece) => (piece.id, Some(external_piece(env, piece.text)?)),
+            BodyPart::New(piece) if handed.spoiled.contains(&piece.id) => {
+                let bytes = piece.text.as_bytes().to_vec();
+                (piece.id, Some(BufferSlice::from_data(env, bytes)?))
+            }
+            BodyPart::New(piece) => {
+                let buffer = external_piece(env, piece.text)?;
+                made.push(piece.id);
+                (piece.id, Some(buffer))
+            }
             BodyPart::Known(id) => (id, None),
-        };
-        out.push(Either::A(id as f64));
-        out.push(Either::B(bytes));
+        })
+    };
+    for part in parts {
+        match make(part) {
+            Ok((id, bytes)) => {
+                out.push(Either::A(id as f64));
+                out.push(Either::B(bytes));
+            }
+            Err(e) => {
+                // The caller keeps what it held; the buffers made are not
+                // handed over, and their pieces are copied from now on.
+                handed.spoiled.extend(made);
+                return Err(e);
+            }
+        }
     }
-    *held = now;
+    handed.held = now;
     Ok(out)
 }
 
@@ -375,7 +408,8 @@ fn external_piece(env: &Env, text: Arc<String>) -> napi::Result<BufferSlice<'_>>
     // writing it (bodies only hand the `Arc` on), so a caller that writes
     // into the Buffer (the API says not to) changes only its own requests.
     // Each piece is given to JavaScript once (`Held::parts`; `body_parts`
-    // keeps the new `Held` only once every part is made, and a piece
+    // keeps the new `Held` only once every part is made, and copies a
+    // piece whose buffer was made in a call that failed, and a piece
     // absent from a body never comes back, since only `clear` drops pieces),
     // so no two buffers share its memory.
     unsafe {
