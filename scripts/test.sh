@@ -28,6 +28,7 @@ step "package-lock.json matches package.json (npm ci installs it unchanged)" nod
 step "rustfmt" cargo fmt --all --check
 step "clippy" cargo clippy --quiet --workspace --all-targets --features forkpoint-napi/contract -- -D warnings
 step "clippy (wasm32)" cargo clippy --quiet -p forkpoint-wasm --target wasm32-unknown-unknown -- -D warnings
+step "rustdoc (no broken links or HTML)" env RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --workspace
 step "Rust tests" cargo test --quiet --workspace
 step "build" bash scripts/build.sh
 if git rev-parse --git-dir >/dev/null 2>&1; then

@@ -1264,7 +1264,7 @@ struct Block {
 const MAX_DEPTH: usize = 512;
 
 /// Parses JSON as the session writer accepts it: depth checked first (up to
-/// [`MAX_DEPTH`], iteratively), then serde without its own recursion limit.
+/// `MAX_DEPTH`, iteratively), then serde without its own recursion limit.
 pub fn parse_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T> {
     json::validate(text.as_bytes(), MAX_DEPTH)
         .map_err(|e| Error::corrupted(format!("{what}: {}", e.describe())))?;

@@ -11,7 +11,7 @@
 //! Implementations: files (`forkpoint-fs`), [`MemoryStorage`] (tests),
 //! [`FaultStorage`] (fails, tears or loses the Nth operation, for crash-point
 //! enumeration), IndexedDB (`forkpoint-wasm`). One contract suite
-//! ([`contract`], cargo feature `contract`; and the JS suite) runs on all.
+//! (the `contract` module, cargo feature `contract`; and the JS suite) runs on all.
 
 use std::sync::Arc;
 
