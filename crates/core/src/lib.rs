@@ -32,6 +32,7 @@ pub mod secrets;
 pub mod session;
 pub mod storage;
 pub mod store;
+pub mod threads;
 pub mod time;
 pub mod tree;
 pub mod types;

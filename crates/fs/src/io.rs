@@ -139,22 +139,17 @@ pub fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8
     let each = buf.len().div_ceil(parts);
     // Each part's bytes read; `None` for a part whose thread could not be
     // had (or panicked): it is read again here, after the others.
-    let results: Vec<Option<Result<usize>>> = std::thread::scope(|sc| {
-        let mut slices = buf.chunks_mut(each).enumerate();
-        let first = slices.next();
-        let jobs: Vec<_> = slices
-            .map(|(k, slice)| {
-                let at = offset + (k * each) as u64;
-                std::thread::Builder::new()
-                    .spawn_scoped(sc, move || fill(file, path, at, slice))
-                    .ok()
-            })
-            .collect();
-        let mut out = Vec::with_capacity(parts);
-        out.push(first.map(|(_, slice)| fill(file, path, offset, slice)));
-        out.extend(jobs.into_iter().map(|j| j.and_then(|h| h.join().ok())));
-        out
-    });
+    let results: Vec<Option<Result<usize>>> = {
+        let (head, rest) = buf.split_at_mut(each);
+        let later = rest.chunks_mut(each).enumerate();
+        let (first, later) = forkpoint_core::threads::on_threads(
+            "forkpoint-read",
+            later,
+            || fill(file, path, offset, head),
+            |(k, slice)| fill(file, path, offset + ((k + 1) * each) as u64, slice),
+        );
+        std::iter::once(Some(first)).chain(later).collect()
+    };
     let mut done = 0usize;
     for (k, r) in results.into_iter().enumerate() {
         let start = k * each;

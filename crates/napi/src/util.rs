@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use forkpoint_core::Error;
 use forkpoint_core::provider::request::{BodyPart, Held};
+use forkpoint_core::threads::on_threads;
 use napi::bindgen_prelude::{BufferSlice, Either, Latin1String};
 use napi::{Env, JsString, JsStringLatin1, JsStringUtf16, Status};
 
@@ -198,15 +199,21 @@ fn transcoded<T: Copy + Default + Send>(
         }
         cuts.push(text.len());
         let pieces: Vec<&str> = cuts.windows(2).map(|w| &text[w[0]..w[1]]).collect();
-        let sizes: Vec<usize> = std::thread::scope(|s| {
-            let jobs: Vec<_> = pieces
-                .iter()
-                .map(|p| std::thread::Builder::new().spawn_scoped(s, || units(p.as_bytes())))
-                .collect();
-            jobs.into_iter()
-                .map(|h| h.ok().and_then(|h| h.join().ok()).unwrap_or(usize::MAX))
-                .collect()
-        });
+        // Counted on the threads (a part whose thread could not be had here).
+        let (first, later) = on_threads(
+            "forkpoint-count",
+            &pieces[1..],
+            || units(pieces[0].as_bytes()),
+            |p| units(p.as_bytes()),
+        );
+        let sizes: Vec<usize> = std::iter::once(first)
+            .chain(
+                later
+                    .into_iter()
+                    .zip(&pieces[1..])
+                    .map(|(n, p)| n.unwrap_or_else(|| units(p.as_bytes()))),
+            )
+            .collect();
         let total = sizes.iter().try_fold(0usize, |a, &n| a.checked_add(n));
         if let Some(total) = total.filter(|&t| t <= out.len()) {
             let mut slots = Vec::with_capacity(parts);
@@ -217,18 +224,20 @@ fn transcoded<T: Copy + Default + Send>(
                 rest = tail;
             }
             let convert = &convert;
-            let exact = std::thread::scope(|s| {
-                let jobs: Vec<_> = pieces
-                    .iter()
-                    .zip(slots)
-                    .zip(&sizes)
-                    .map(|((p, slot), &n)| {
-                        std::thread::Builder::new().spawn_scoped(s, move || convert(p, slot) == n)
-                    })
-                    .collect();
-                jobs.into_iter()
-                    .all(|h| h.is_ok_and(|h| h.join().unwrap_or(false)))
-            });
+            let mut jobs = pieces.iter().zip(slots).zip(&sizes);
+            let exact = match jobs.next() {
+                Some(((p, slot), &n)) => {
+                    let (mine, theirs) = on_threads(
+                        "forkpoint-transcode",
+                        jobs,
+                        || convert(p, slot) == n,
+                        |((p, slot), &n)| convert(p, slot) == n,
+                    );
+                    // A part whose thread could not be had: all again below.
+                    mine && theirs.into_iter().all(|ok| ok == Some(true))
+                }
+                None => false,
+            };
             if exact {
                 out.truncate(total);
                 return out;

@@ -895,7 +895,7 @@ pub fn convert_split(
     // passes the checks of a kept part, and no made-up call id is in two
     // parts (the whole conversion would rename the later one).
     let ranges: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
-    let (first, later) = super::on_threads(
+    let (first, later) = crate::threads::on_threads(
         "forkpoint-check",
         &ranges[1..],
         || alone_ok(&msgs[ranges[0].0..ranges[0].1]),
@@ -944,7 +944,7 @@ pub fn convert_split(
         ));
     }
     later.reverse();
-    let (mine, theirs) = super::on_threads(
+    let (mine, theirs) = crate::threads::on_threads(
         "forkpoint-convert",
         &later,
         || {

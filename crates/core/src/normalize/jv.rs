@@ -406,7 +406,7 @@ impl J {
             return J::parse_shared(buf, 0, end);
         }
         let later: Vec<usize> = (1..starts.len()).collect();
-        let (first, later) = super::on_threads(
+        let (first, later) = crate::threads::on_threads(
             "forkpoint-parse",
             &later,
             || items_from(b, buf, &starts, 0),
@@ -814,7 +814,7 @@ fn write_items_threads(items: &[J], out: &mut String, threads: usize) {
     // The room `out` has left is about the list's size.
     let each = out.capacity().saturating_sub(out.len()) / parts.len();
     out.push('[');
-    let ((), later) = super::on_threads(
+    let ((), later) = crate::threads::on_threads(
         "forkpoint-write",
         &parts[1..],
         || write_list(parts[0], out),

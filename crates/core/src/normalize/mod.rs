@@ -447,33 +447,7 @@ pub fn session_to_provider_lines(
     )
 }
 
-/// Runs `first` on this thread while `f` runs on each of `later` on threads
-/// of its own (named `name`); `None` for a part whose thread could not be
-/// started or panicked (the caller does that part itself).
-pub(crate) fn on_threads<P: Sync, U, T: Send>(
-    name: &str,
-    later: &[P],
-    first: impl FnOnce() -> U,
-    f: impl Fn(&P) -> T + Sync,
-) -> (U, Vec<Option<T>>) {
-    std::thread::scope(|sc| {
-        let f = &f;
-        let handles: Vec<_> = later
-            .iter()
-            .map(|part| {
-                std::thread::Builder::new()
-                    .name(name.into())
-                    .spawn_scoped(sc, move || f(part))
-            })
-            .collect();
-        let mine = first();
-        let theirs = handles
-            .into_iter()
-            .map(|h| h.ok().and_then(|h| h.join().ok()))
-            .collect();
-        (mine, theirs)
-    })
-}
+use crate::threads::on_threads;
 
 /// The trees of a session's context messages as pi's `convertToLlm` gives
 /// them ([`crate::context::to_llm`]): a message the LLM takes as it is is

@@ -1,0 +1,56 @@
+//! Work split over threads, the caller's own taking the first part.
+
+/// Runs `first` on this thread while `f` runs on each of `later` on a thread
+/// of its own (named `name`), all at once; gives `first`'s result and, in
+/// order, each later part's: `None` for a part whose thread could not be
+/// started or panicked (the caller does that part itself). Where threads
+/// cannot be had (WebAssembly), every later part is `None`.
+pub fn on_threads<P: Send, U, T: Send>(
+    name: &str,
+    later: impl IntoIterator<Item = P>,
+    first: impl FnOnce() -> U,
+    f: impl Fn(P) -> T + Sync,
+) -> (U, Vec<Option<T>>) {
+    std::thread::scope(|sc| {
+        let f = &f;
+        let handles: Vec<_> = later
+            .into_iter()
+            .map(|part| {
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn_scoped(sc, move || f(part))
+            })
+            .collect();
+        let mine = first();
+        let theirs = handles
+            .into_iter()
+            .map(|h| h.ok().and_then(|h| h.join().ok()))
+            .collect();
+        (mine, theirs)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_threads;
+
+    #[test]
+    fn the_first_part_runs_here_and_the_others_on_named_threads_in_order() {
+        let here = std::thread::current().id();
+        let (mine, theirs) = on_threads(
+            "forkpoint-test",
+            (1..5).map(|k| k * 10),
+            || std::thread::current().id() == here,
+            |k| {
+                let t = std::thread::current();
+                (k, t.id() != here && t.name() == Some("forkpoint-test"))
+            },
+        );
+        assert!(mine);
+        let theirs: Vec<_> = theirs.into_iter().map(Option::unwrap).collect();
+        assert_eq!(theirs, [(10, true), (20, true), (30, true), (40, true)]);
+        // A part that panics is `None` (the caller does it itself).
+        let (_, theirs) = on_threads("forkpoint-test", [1, 0], || (), |k| 10 / k);
+        assert_eq!(theirs, [Some(10), None]);
+    }
+}
