@@ -298,8 +298,8 @@ pub struct NativeAgent {
     rt: Arc<Mutex<Runtime>>,
     /// The writer of the model call being streamed (its ticket).
     feed: Mutex<Option<(u32, Arc<Feed>)>>,
-    /// The kept pieces of the last request body given to JavaScript.
-    held: Mutex<crate::util::Handed>,
+    /// What JavaScript was handed of request bodies.
+    handed: Mutex<crate::util::Handed>,
     events: AgentLog,
     id: String,
 }
@@ -345,7 +345,7 @@ fn agent(store: &Store, rt: Runtime) -> NativeAgent {
     NativeAgent {
         rt: Arc::new(Mutex::new(rt)),
         feed: Mutex::new(None),
-        held: Mutex::default(),
+        handed: Mutex::default(),
         events,
         id,
     }
@@ -452,11 +452,11 @@ impl NativeAgent {
         let Some(body) = body else {
             return Ok(None);
         };
-        let mut held = self
-            .held
+        let mut handed = self
+            .handed
             .lock()
             .map_err(|_| napi::Error::from_reason("agent poisoned by a panic"))?;
-        body_parts(env, body, &mut held).map(Some)
+        body_parts(env, body, &mut handed).map(Some)
     }
 
     /// Starts the writer of model call `ticket`'s streamed body, on a thread of

@@ -128,8 +128,8 @@ pub fn check_compatibility_json(source: String, target: String) -> napi::Result<
 #[napi]
 pub struct NativeRequestBuilder {
     inner: normalize::incremental::RequestBuilder,
-    /// The kept pieces of the last body given to JavaScript.
-    held: crate::util::Handed,
+    /// What JavaScript was handed of the bodies built.
+    handed: crate::util::Handed,
 }
 
 #[napi]
@@ -140,7 +140,7 @@ impl NativeRequestBuilder {
         guard(|| {
             Ok(NativeRequestBuilder {
                 inner: normalize::incremental::RequestBuilder::new(&target, options.as_deref())?,
-                held: Default::default(),
+                handed: Default::default(),
             })
         })
     }
@@ -168,7 +168,7 @@ impl NativeRequestBuilder {
     #[napi(ts_return_type = "Array<number | Buffer | null>")]
     pub fn build<'env>(&mut self, env: &'env Env) -> napi::Result<crate::util::BodyParts<'env>> {
         let body = guard(|| self.inner.build())?;
-        crate::util::body_parts(env, body, &mut self.held)
+        crate::util::body_parts(env, body, &mut self.handed)
     }
 
     /// The last build's `{report, idMap, nameMap}`, made when read (it stays

@@ -246,11 +246,7 @@ impl Body {
         if self.kept.is_empty() && self.tail.is_empty() {
             return self.head;
         }
-        let mut out = String::with_capacity(self.len());
-        for p in self.parts() {
-            out.push_str(p);
-        }
-        out
+        self.text()
     }
 
     /// The whole text, joined from the parts (no clone of them first).
