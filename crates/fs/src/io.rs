@@ -125,7 +125,20 @@ const PARALLEL_READ_MIN: u64 = 8 << 20;
 /// comes back short (the file was cut while it was read) ends the result
 /// there, as one read from the start would have.
 pub fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; len as usize];
+    // A length no allocation can hold (a sparse file claiming terabytes, say)
+    // is an error, not an abort of the process.
+    let too_long = || {
+        Error::new(
+            ErrorCode::LimitExceeded,
+            format!("cannot hold {len} bytes in memory (a lazy load reads only what it needs)"),
+        )
+        .with_path(path.display().to_string())
+    };
+    let n = usize::try_from(len).map_err(|_| too_long())?;
+    Vec::<u8>::new()
+        .try_reserve_exact(n)
+        .map_err(|_| too_long())?;
+    let mut buf = vec![0u8; n];
     let parts = if len < PARALLEL_READ_MIN {
         1
     } else {
@@ -303,5 +316,27 @@ mod tests {
         let got = read_at(&file, &path, len as u64 + 5, PARALLEL_READ_MIN).unwrap();
         assert!(got.is_empty());
         assert!(read_all(&path).unwrap() == data);
+    }
+
+    #[test]
+    fn a_file_longer_than_memory_can_hold_is_an_error_not_an_abort() {
+        // Only where the kernel refuses an allocation larger than the
+        // machine (heuristic or strict overcommit); with "always" the read
+        // would go ahead.
+        let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+        if mode.trim() == "1" {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse");
+        let file = File::create(&path).unwrap();
+        // 8 TiB of nothing: a sparse file (no blocks), where the file system allows it.
+        if file.set_len(8 << 40).is_err() {
+            return;
+        }
+        let e = read_all(&path).unwrap_err();
+        assert_eq!(e.code, ErrorCode::LimitExceeded, "{e}");
+        assert!(e.message.contains("cannot hold"), "{e}");
+        assert_eq!(e.path.as_deref(), Some(path.display().to_string().as_str()));
     }
 }
