@@ -26,6 +26,9 @@ fn main() {
     };
     let mut cache = RequestCache::new();
     cache.lean = std::env::var("LEAN").is_ok_and(|v| v == "1");
+    if let Some(n) = std::env::var("THREADS").ok().and_then(|n| n.parse().ok()) {
+        cache.threads = n;
+    }
     let t = Instant::now();
     let c = cache.convert(&texts[..a], target, &opts).expect("convert");
     let t_convert = t.elapsed();
@@ -56,10 +59,12 @@ fn main() {
         eprintln!("convert again: {:?} each", t.elapsed() / reps as u32);
     }
     eprintln!(
-        "step N: convert {t_convert:?} write {t_write:?} ({} bytes) | step N+1: convert {t_next:?} write {t_write2:?} ({} bytes), kept {} of {}",
+        "step N: convert {t_convert:?} write {t_write:?} ({} bytes) | step N+1: convert {t_next:?} write {t_write2:?} ({} bytes), kept {} of {}, first conversion {} on {} threads",
         body.len(),
         body2.len(),
         cache.kept(),
-        texts.len()
+        texts.len(),
+        if cache.splits > 0 { "cut" } else { "whole" },
+        cache.threads
     );
 }

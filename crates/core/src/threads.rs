@@ -1,5 +1,17 @@
 //! Work split over threads, the caller's own taking the first part.
 
+/// Threads worth using for one long piece of work: the cores this process
+/// may use, at most 8 (1 where threads cannot be had, WebAssembly). Asked
+/// of the system once (on Linux that reads the cgroup's quota files).
+pub fn available() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+    })
+}
+
 /// Runs `first` on this thread while `f` runs on each of `later` on a thread
 /// of its own (named `name`), all at once; gives `first`'s result and, in
 /// order, each later part's: `None` for a part whose thread could not be

@@ -104,11 +104,9 @@ pub fn read_session(path: &Path, opts: &LoadOptions) -> Result<Session> {
     )
 }
 
-/// Threads used to scan large files: the available cores, at most 8.
+/// Threads used to scan large files: [`forkpoint_core::threads::available`].
 pub fn scan_threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8)
+    forkpoint_core::threads::available()
 }
 
 /// Reads of at least this many bytes are made in parts on several threads.

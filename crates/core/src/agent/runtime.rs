@@ -68,7 +68,12 @@ fn header(now: f64, parent: Option<&str>, seed: u64) -> String {
 }
 
 fn load(bytes: Vec<u8>) -> Result<Session> {
-    Session::from_bytes(bytes, &LoadOptions::default(), None)
+    Session::from_bytes_threads(
+        bytes,
+        &LoadOptions::default(),
+        None,
+        crate::threads::available(),
+    )
 }
 
 /// Runs two futures at once; both outputs when both are done.

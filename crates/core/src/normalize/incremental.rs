@@ -75,6 +75,15 @@ pub struct RequestCache {
     /// How many requests reused a kept part / were converted whole.
     pub hits: u64,
     pub misses: u64,
+    /// Threads a first conversion (nothing kept yet: an agent's first call
+    /// after a resume, a builder's first build) may use: its messages are
+    /// parsed and converted in parts at once, as [`convert_split`] does
+    /// (default: [`crate::threads::available`]; 1: on the caller's thread).
+    pub threads: usize,
+    /// Messages a part has at least (below this a thread of its own does not pay).
+    pub min_per_part: usize,
+    /// First conversions that were cut in parts and kept.
+    pub splits: u64,
 }
 
 /// The last request's report: whole, or in the parts [`RequestCache::full_report`] joins.
@@ -129,6 +138,11 @@ impl FullReport {
 /// One part converted: its provider messages and what the rules left.
 struct Part {
     items: Vec<J>,
+    /// Its provider messages already written, after `items` (a first part
+    /// kept that was cut in parts: each part's are written on its thread):
+    /// JSON texts joined with commas, each text after the first starting
+    /// with one.
+    written: Vec<String>,
     turn: TurnScan,
     synthetic: Vec<String>,
     transformed: usize,
@@ -140,6 +154,23 @@ struct Part {
     /// Gemini call ids it sent, and response ids it found not sent.
     sent: HashSet<String>,
     unsent: Vec<String>,
+}
+
+impl Part {
+    /// Writes `items` as one text of `written` (a comma first unless it is
+    /// the first), freeing each tree once written.
+    fn write_items(&mut self, first: bool) {
+        let mut out = String::new();
+        for (n, item) in self.items.drain(..).enumerate() {
+            if n > 0 || !first {
+                out.push(',');
+            }
+            item.write(&mut out);
+        }
+        if !out.is_empty() {
+            self.written.push(out);
+        }
+    }
 }
 
 /// A conversation's canonical messages as a [`RequestCache`] reads them:
@@ -155,6 +186,34 @@ pub trait Messages {
     /// Messages `from..` as trees.
     fn trees(&self, from: usize) -> Result<Vec<J>> {
         (from..self.count()).map(|i| self.tree(i)).collect()
+    }
+
+    /// [`Messages::trees`] made on up to `threads` threads, in runs of at
+    /// least [`RequestCache::min_per_part`] messages: the same trees in the
+    /// same order, and the same first error.
+    fn trees_threads(&self, from: usize, threads: usize, min: usize) -> Result<Vec<J>>
+    where
+        Self: Sync,
+    {
+        let n = self.count().saturating_sub(from);
+        let parts = threads.min(n / min.max(1)).max(1);
+        if parts < 2 {
+            return self.trees(from);
+        }
+        let runs: Vec<(usize, usize)> = (0..parts)
+            .map(|k| (from + n * k / parts, from + n * (k + 1) / parts))
+            .collect();
+        let run =
+            |&(a, b): &(usize, usize)| -> Result<Vec<J>> { (a..b).map(|i| self.tree(i)).collect() };
+        let (first, later) =
+            crate::threads::on_threads("forkpoint-parse", &runs[1..], || run(&runs[0]), run);
+        let mut all = first?;
+        all.reserve(n - all.len());
+        for (r, got) in runs[1..].iter().zip(later) {
+            // A run whose thread could not be had is made here.
+            all.extend(got.unwrap_or_else(|| run(r))?);
+        }
+        Ok(all)
     }
 }
 
@@ -205,6 +264,10 @@ pub struct Piece {
 /// Kept text is sealed into a piece once this long (what a body copies of
 /// the kept part at most).
 const SEAL_AT: usize = 1 << 20;
+
+/// Below this many messages a part of its own does not pay (a conversion
+/// cut in parts checks and joins them).
+pub const MIN_PER_PART: usize = 1024;
 
 impl Piece {
     fn new(text: String) -> Piece {
@@ -341,6 +404,9 @@ impl Default for RequestCache {
             strikes: 0,
             hits: 0,
             misses: 0,
+            threads: crate::threads::available(),
+            min_per_part: MIN_PER_PART,
+            splits: 0,
         }
     }
 }
@@ -359,12 +425,16 @@ impl RequestCache {
             self.strikes,
             self.seal_at,
         );
+        let (threads, min_per_part, splits) = (self.threads, self.min_per_part, self.splits);
         *self = RequestCache {
             hits,
             misses,
             lean,
             strikes,
             seal_at,
+            threads,
+            min_per_part,
+            splits,
             ..Default::default()
         };
     }
@@ -396,7 +466,7 @@ impl RequestCache {
     /// does. The request's conversation list holds only the messages after the
     /// kept part: write it with [`RequestCache::write`], which puts the kept
     /// ones in front.
-    pub fn convert<M: Messages + ?Sized>(
+    pub fn convert<M: Messages + ?Sized + Sync>(
         &mut self,
         msgs: &M,
         target: Provider,
@@ -446,8 +516,9 @@ impl RequestCache {
             self.key = Some((target, opts.clone()));
         }
         self.misses += 1;
-        let all = msgs.trees(0)?;
-        let c = super::convert(all, target, opts)?;
+        let (threads, min) = (self.threads, self.min_per_part);
+        let all = msgs.trees_threads(0, threads, min)?;
+        let c = super::convert_threads(all, target, opts, threads, min, || msgs.trees(0))?;
         self.last = Last::Whole(Arc::new(c.report.clone()));
         Ok(c)
     }
@@ -499,13 +570,16 @@ impl RequestCache {
     }
 
     /// Keeps more of `msgs` (up to their last assistant message) when the checks allow.
-    fn advance<M: Messages + ?Sized>(
+    fn advance<M: Messages + ?Sized + Sync>(
         &mut self,
         msgs: &M,
         target: Provider,
         opts: &ToOptions,
     ) -> Result<()> {
-        let parsed = msgs.trees(self.done.min(msgs.count()))?;
+        // Nothing kept yet: the messages are parsed and converted on the
+        // threads given, as `convert_split` does.
+        let threads = if self.done == 0 { self.threads } else { 1 };
+        let parsed = msgs.trees_threads(self.done.min(msgs.count()), threads, self.min_per_part)?;
         let Some(cut) = parsed.iter().rposition(kept_turn) else {
             return Ok(());
         };
@@ -517,7 +591,12 @@ impl RequestCache {
         if part.last().is_some_and(|m| role(m) == "assistant") {
             return Ok(());
         }
-        let Some(p) = self.convert_part(part, target, opts, true)? else {
+        let p = if threads > 1 {
+            self.convert_split_part(part, msgs, cut, target, opts)?
+        } else {
+            self.convert_part(part, target, opts, true)?
+        };
+        let Some(p) = p else {
             return Ok(());
         };
         for (n, item) in p.items.iter().enumerate() {
@@ -526,10 +605,15 @@ impl RequestCache {
             }
             item.write(&mut self.open);
         }
-        if !self.open.is_empty() && self.open.len() >= self.seal_at {
-            // Kept for good: no room past the text.
-            self.open.shrink_to_fit();
-            self.sealed.push(Piece::new(std::mem::take(&mut self.open)));
+        self.seal();
+        for text in p.written {
+            if self.open.is_empty() && text.len() >= self.seal_at {
+                // Long enough to be a piece as it is (not copied).
+                self.sealed.push(Piece::new(text));
+            } else {
+                self.open.push_str(&text);
+                self.seal();
+            }
         }
         self.kept_reps.push(Arc::new([
             shifted(p.l_rep, self.done),
@@ -546,6 +630,15 @@ impl RequestCache {
         self.done += cut;
         self.last_hash = msgs.fingerprint(self.done - 1);
         Ok(())
+    }
+
+    /// Seals the open text into a piece once it is long enough.
+    fn seal(&mut self) {
+        if !self.open.is_empty() && self.open.len() >= self.seal_at {
+            // Kept for good: no room past the text.
+            self.open.shrink_to_fit();
+            self.sealed.push(Piece::new(std::mem::take(&mut self.open)));
+        }
     }
 
     /// The request from the kept part and the rest converted now; `None` when a check fails.
@@ -638,6 +731,37 @@ impl RequestCache {
             self.ids.rollback();
         }
         Ok(r)
+    }
+
+    /// [`RequestCache::convert_part`] of the first part kept (`msgs[..cut]`),
+    /// cut in parts converted on [`RequestCache::threads`] threads when the
+    /// parts give what converting it whole gives ([`split_parts`]).
+    fn convert_split_part<M: Messages + ?Sized + Sync>(
+        &mut self,
+        part: Vec<J>,
+        msgs: &M,
+        cut: usize,
+        target: Provider,
+        opts: &ToOptions,
+    ) -> Result<Option<Part>> {
+        let part = match split_parts(part, target, opts, self.threads, self.min_per_part, true)? {
+            Joined::Done(joint) => {
+                let Joint { part, ids, spent } = *joint;
+                // Nothing was kept, so the map was empty: the parts' map is it.
+                self.ids = ids;
+                self.splits += 1;
+                free_later(spent);
+                return Ok(Some(part));
+            }
+            Joined::Whole(part) => part,
+            // A part converted alone differed: whole, from the messages again.
+            Joined::Differs => {
+                let mut part = msgs.trees_threads(0, self.threads, self.min_per_part)?;
+                part.truncate(cut);
+                part
+            }
+        };
+        self.convert_part(part, target, opts, true)
     }
 
     /// What [`RequestCache::convert_part`] checks of its input before converting it.
@@ -750,6 +874,7 @@ impl RequestCache {
         }
         Some(Part {
             items: encoded.items,
+            written: Vec::new(),
             sent: encoded.sent,
             unsent: encoded.unsent,
             turn,
@@ -854,6 +979,77 @@ pub fn convert_split(
     threads: usize,
     min_per_part: usize,
 ) -> Result<Split> {
+    let (part, mut ids, spent) =
+        match split_parts(msgs, target, opts, threads, min_per_part, false)? {
+            Joined::Done(joint) => {
+                let Joint { part, ids, spent } = *joint;
+                (part, ids, spent)
+            }
+            Joined::Whole(msgs) => return Ok(Split::Whole(msgs)),
+            Joined::Differs => return Ok(Split::Differs),
+        };
+    // The system prompt and tools, as [`RequestCache`] does for a request.
+    let mut s_rep = CompatibilityReport::new();
+    let (system, tools) = prepare(target, opts, &mut ids, &mut s_rep)?;
+    let (mut request, r_rep) = frame(target, opts, system, tools);
+    match request.get_mut(list_key(target)) {
+        Some(J::Arr(list)) => list.extend(part.items),
+        _ => return Ok(Split::Differs),
+    }
+    // In the whole conversion's order: every message's rules, what the target
+    // refuses, the system prompt and tools, every message's encoding, the
+    // system prompt's and tools' encoding.
+    let mut report = part.l_rep;
+    for rep in [part.t_rep, part.m_rep, s_rep, part.e_rep, r_rep] {
+        report.merge(rep, None);
+    }
+    let id_map = std::mem::take(&mut ids.changed);
+    let name_map = ids.names_changed().to_vec();
+    free_later((ids, spent));
+    Ok(Split::Done(Converted {
+        request,
+        report,
+        id_map,
+        name_map,
+    }))
+}
+
+/// What [`split_parts`] did.
+enum Joined {
+    /// The parts converted and joined.
+    Done(Box<Joint>),
+    /// As [`Split::Whole`].
+    Whole(Vec<J>),
+    /// As [`Split::Differs`].
+    Differs,
+}
+
+/// Parts converted and joined: what converting them as one part gives, and
+/// the id map after them; `spent`, the parts' own state, to be freed.
+struct Joint {
+    part: Part,
+    ids: IdMap,
+    spent: Vec<RequestCache>,
+}
+
+/// Drops `x` on another thread (if none can be had, here), not while a caller waits.
+fn free_later<T: Send + 'static>(x: T) {
+    let _ = std::thread::Builder::new()
+        .name("forkpoint-free".into())
+        .spawn(move || drop(x));
+}
+
+/// The messages of [`convert_split`] (or, with `keep`, of a part that
+/// [`RequestCache`] keeps: every part ends closed, and a part whose images
+/// need steps is not converted) cut in parts, converted on threads and joined.
+fn split_parts(
+    msgs: Vec<J>,
+    target: Provider,
+    opts: &ToOptions,
+    threads: usize,
+    min_per_part: usize,
+    keep: bool,
+) -> Result<Joined> {
     check_messages(&msgs, 0)?;
     let n = threads.min(msgs.len() / min_per_part.max(1));
     // Ids given back are read from the whole conversation; Anthropic's
@@ -863,7 +1059,7 @@ pub fn convert_split(
         || !opts.id_map.is_empty()
         || (opts.thinking && target == Provider::Anthropic)
     {
-        return Ok(Split::Whole(msgs));
+        return Ok(Joined::Whole(msgs));
     }
     let mut cuts = vec![0];
     for k in 1..n {
@@ -875,7 +1071,7 @@ pub fn convert_split(
     cuts.push(msgs.len());
     cuts.dedup();
     if cuts.len() < 3 {
-        return Ok(Split::Whole(msgs));
+        return Ok(Joined::Whole(msgs));
     }
     // Anthropic and Gemini want a user turn first: one added changes every
     // index after it (converted whole).
@@ -885,7 +1081,7 @@ pub fn convert_split(
             .find(|m| role(m) != "system")
             .is_some_and(|m| role(m) == "assistant")
     {
-        return Ok(Split::Whole(msgs));
+        return Ok(Joined::Whole(msgs));
     }
     // What can be told from the input alone, on the threads: every part
     // passes the checks of a kept part, and no made-up call id is in two
@@ -904,14 +1100,14 @@ pub fn convert_split(
             None => alone_ok(&msgs[ranges[k].0..ranges[k].1]),
         };
         let Some(alone) = alone else {
-            return Ok(Split::Whole(msgs));
+            return Ok(Joined::Whole(msgs));
         };
         parts.push(alone);
     }
     let mut made_up: HashSet<&str> = HashSet::new();
     for (k, part) in parts.iter().enumerate() {
         if part.made_up.iter().any(|id| made_up.contains(id.as_str())) {
-            return Ok(Split::Whole(msgs));
+            return Ok(Joined::Whole(msgs));
         }
         made_up.extend(part.made_up.iter().map(String::as_str));
         // A result that answers no call of its part answers none of another.
@@ -921,21 +1117,22 @@ pub fn convert_split(
                 .enumerate()
                 .any(|(j, other)| j != k && other.answers(id))
         };
-        if part.unknown.iter().any(|id| elsewhere(id)) {
-            return Ok(Split::Whole(msgs));
+        // A kept part has none (RequestCache::input_ok).
+        if (keep && !part.unknown.is_empty()) || part.unknown.iter().any(|id| elsewhere(id)) {
+            return Ok(Joined::Whole(msgs));
         }
     }
     drop(made_up);
     drop(parts);
     // The parts after the first, each with where it starts and whether it
-    // must end closed (all but the last).
+    // must end closed (all but the last, unless all are kept).
     let mut first = msgs;
     let mut later: Vec<Later> = Vec::new();
     for k in (1..cuts.len() - 1).rev() {
         let part = first.split_off(cuts[k]);
         later.push((
             cuts[k],
-            k + 2 < cuts.len(),
+            keep || k + 2 < cuts.len(),
             std::sync::Mutex::new(Some(part)),
         ));
     }
@@ -945,7 +1142,10 @@ pub fn convert_split(
         &later,
         || {
             let mut cache = RequestCache::new();
-            let part = cache.rules_and_encoding(first, target, opts, true, true);
+            let mut part = cache.rules_and_encoding(first, target, opts, true, !keep);
+            if let Some(p) = part.as_mut().filter(|_| keep) {
+                p.write_items(true);
+            }
             (part, cache)
         },
         |(start, closed, trees)| {
@@ -957,18 +1157,22 @@ pub fn convert_split(
                 ..Default::default()
             };
             cache.ids.record();
-            let part = cache.rules_and_encoding(trees, target, opts, *closed, true);
+            let mut part = cache.rules_and_encoding(trees, target, opts, *closed, !keep);
+            if let Some(p) = part.as_mut().filter(|_| keep) {
+                p.write_items(false);
+            }
             let asked = cache.ids.take_record();
             // Freed later, not while the caller waits.
             Some((part, asked, cache))
         },
     );
     let (Some(first), mut cache) = mine else {
-        return Ok(Split::Differs);
+        return Ok(Joined::Differs);
     };
-    let mut items = first.items;
+    let (mut items, mut written) = (first.items, first.written);
     let (mut l_rep, mut t_rep, mut m_rep, mut e_rep) =
         (first.l_rep, first.t_rep, first.m_rep, first.e_rep);
+    let mut turn = first.turn;
     cache.transformed = first.transformed;
     cache.synthetic.extend(first.synthetic);
     cache.sent = std::sync::Arc::new(first.sent);
@@ -979,11 +1183,11 @@ pub fn convert_split(
             Some((part, (ids, names), spent)) => {
                 later_caches.push(spent);
                 if cache.ids.replay(ids).is_none() {
-                    return Ok(Split::Differs);
+                    return Ok(Joined::Differs);
                 }
                 // A tool name mapped in an earlier part is reported there only.
                 let Some(seen_before) = cache.ids.names().replay(names) else {
-                    return Ok(Split::Differs);
+                    return Ok(Joined::Differs);
                 };
                 let mut part = part;
                 if let Some(p) = &mut part {
@@ -995,7 +1199,7 @@ pub fn convert_split(
                             .iter()
                             .position(|s| s.code == "tool_name_mapped" && s.detail == detail)
                         else {
-                            return Ok(Split::Differs);
+                            return Ok(Joined::Differs);
                         };
                         p.t_rep.steps.remove(at);
                     }
@@ -1004,19 +1208,27 @@ pub fn convert_split(
             }
             // Its thread did not run: the part is converted here.
             None => match trees.lock().ok().and_then(|mut t| t.take()) {
-                Some(trees) => cache.rules_and_encoding(trees, target, opts, *closed, true),
+                Some(trees) => {
+                    let mut part = cache.rules_and_encoding(trees, target, opts, *closed, !keep);
+                    if let Some(p) = part.as_mut().filter(|_| keep) {
+                        p.write_items(false);
+                    }
+                    part
+                }
                 None => None,
             },
         };
         let Some(part) = part else {
-            return Ok(Split::Differs);
+            return Ok(Joined::Differs);
         };
         if part.synthetic.iter().any(|id| cache.synthetic.contains(id))
             || part.unsent.iter().any(|id| cache.sent.contains(id))
         {
-            return Ok(Split::Differs);
+            return Ok(Joined::Differs);
         }
+        turn = part.turn;
         items.extend(part.items);
+        written.extend(part.written);
         l_rep.merge(shifted(part.l_rep, cache.done), None);
         t_rep.merge(
             shifted_rules(part.t_rep, cache.done, cache.transformed),
@@ -1028,33 +1240,29 @@ pub fn convert_split(
         cache.synthetic.extend(part.synthetic);
         std::sync::Arc::make_mut(&mut cache.sent).extend(part.sent);
     }
-    // The system prompt and tools, as [`RequestCache`] does for a request.
-    let mut s_rep = CompatibilityReport::new();
-    let (system, tools) = prepare(target, opts, &mut cache.ids, &mut s_rep)?;
-    let (mut request, r_rep) = frame(target, opts, system, tools);
-    match request.get_mut(list_key(target)) {
-        Some(J::Arr(list)) => list.extend(items),
-        _ => return Ok(Split::Differs),
-    }
-    // In the whole conversion's order: every message's rules, what the target
-    // refuses, the system prompt and tools, every message's encoding, the
-    // system prompt's and tools' encoding.
-    let mut report = l_rep;
-    for part in [t_rep, m_rep, s_rep, e_rep, r_rep] {
-        report.merge(part, None);
-    }
-    let id_map = std::mem::take(&mut cache.ids.changed);
-    let name_map = cache.ids.names_changed().to_vec();
-    // The maps are freed on another thread (if none can be had, here).
-    let _ = std::thread::Builder::new()
-        .name("forkpoint-free".into())
-        .spawn(move || drop((cache, later_caches)));
-    Ok(Split::Done(Converted {
-        request,
-        report,
-        id_map,
-        name_map,
-    }))
+    let ids = std::mem::replace(&mut cache.ids, IdMap::new());
+    // `turn` is the last part's scan alone, not the whole one's: a
+    // [`TurnScan`] is read only for Anthropic with thinking on, which is
+    // never cut.
+    let part = Part {
+        items,
+        written,
+        turn,
+        synthetic: cache.synthetic.drain().collect(),
+        transformed: cache.transformed,
+        l_rep,
+        t_rep,
+        m_rep,
+        e_rep,
+        sent: std::mem::take(std::sync::Arc::make_mut(&mut cache.sent)),
+        unsent: Vec::new(),
+    };
+    later_caches.push(cache);
+    Ok(Joined::Done(Box::new(Joint {
+        part,
+        ids,
+        spent: later_caches,
+    })))
 }
 
 type FastSet<T> = HashSet<T, foldhash::fast::RandomState>;

@@ -370,7 +370,7 @@ pub fn to_provider_lines(
     let body = body_buffer(size, threads);
     let again = || parsed(&mut opts.clone());
     lines(
-        convert_threads(msgs, p, &opts, threads, again)?,
+        convert_threads(msgs, p, &opts, threads, incremental::MIN_PER_PART, again)?,
         size,
         threads,
         body,
@@ -384,11 +384,10 @@ pub fn convert_threads(
     target: Provider,
     opts: &ToOptions,
     threads: usize,
+    min_per_part: usize,
     again: impl FnOnce() -> Result<Vec<J>>,
 ) -> Result<Converted> {
-    /// Below this many messages a part of its own does not pay.
-    const MIN_PER_PART: usize = 1024;
-    match incremental::convert_split(msgs, target, opts, threads, MIN_PER_PART)? {
+    match incremental::convert_split(msgs, target, opts, threads, min_per_part)? {
         incremental::Split::Done(c) => Ok(c),
         incremental::Split::Whole(msgs) => convert(msgs, target, opts),
         incremental::Split::Differs => convert(again()?, target, opts),
@@ -440,7 +439,14 @@ pub fn session_to_provider_lines(
     };
     let body = body_buffer(size, threads);
     lines(
-        convert_threads(trees()?, p, &opts, threads, trees)?,
+        convert_threads(
+            trees()?,
+            p,
+            &opts,
+            threads,
+            incremental::MIN_PER_PART,
+            trees,
+        )?,
         size,
         threads,
         body,

@@ -32,10 +32,14 @@ thread_local! {
     static SHARED_BODIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Pieces a driver was handed by id alone (this test's thread).
     static KNOWN_PARTS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// First conversions a cache cut in parts on threads and kept.
+    static SPLIT_KEPT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Converts every prefix of `msgs` step after step with one cache per target
-/// and compares with the whole conversion; returns the cache hits.
+/// and compares with the whole conversion; returns the cache hits. Each
+/// prefix is also converted by a fresh cache that cuts its first conversion
+/// in parts of any length on 2 to 4 threads, and compared.
 fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
     let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
     // The messages also as trees (what `RequestBuilder` keeps), when they parse.
@@ -47,6 +51,8 @@ fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
     let mut hits = 0;
     for (n, p) in Provider::ALL.into_iter().enumerate() {
         let mut cache = RequestCache::new();
+        // One thread: the step after step cache keeps its first part whole.
+        cache.threads = 1;
         // Half the targets with lean reports: the whole report is then asked for.
         cache.lean = n % 2 == 1;
         // Targets 0 and 2 seal every kept part into a piece of its own (the
@@ -64,6 +70,41 @@ fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
         let as_trees = trees.as_ref().filter(|_| n / 2 == 1);
         for k in 1..=texts.len() {
             let want = whole(&texts[..k], p, opts);
+            let mut fresh = RequestCache::new();
+            fresh.threads = 2 + k % 3;
+            fresh.min_per_part = 1;
+            // Every other one seals each part's text as a piece of its own.
+            fresh.seal_at = if k % 2 == 0 { 1 } else { usize::MAX };
+            let got = match as_trees {
+                Some(trees) => fresh.convert(&trees[..k], p, opts),
+                None => fresh.convert(&texts[..k], p, opts),
+            }
+            .map(|c| {
+                let report = fresh.full_report().unwrap();
+                let body = fresh.write(&c.request, p).into_text();
+                let meta = format!(
+                    "{}\n{:?}\n{:?}",
+                    serde_json::to_string(&report).unwrap(),
+                    c.id_map,
+                    c.name_map
+                );
+                (body, meta)
+            })
+            .map_err(|e| e.message.clone());
+            SPLIT_KEPT.set(SPLIT_KEPT.get() + fresh.splits);
+            match (&want, &got) {
+                (Ok(w), Ok(g)) => assert!(
+                    w == g,
+                    "{name} → {} after {k} messages, first conversion on {} threads:\n got: {g:?}\nwant: {w:?}",
+                    p.name(),
+                    fresh.threads
+                ),
+                (Err(_), Err(_)) => {}
+                _ => panic!(
+                    "{name} → {} after {k}, first conversion on threads: {want:?} vs {got:?}",
+                    p.name()
+                ),
+            }
             let got = match as_trees {
                 Some(trees) => cache.convert(&trees[..k], p, opts),
                 None => cache.convert(&texts[..k], p, opts),
@@ -267,6 +308,10 @@ fn cached_requests_equal_whole_conversions_step_after_step() {
     // And a driver was handed most of them by id.
     let known = KNOWN_PARTS.get();
     assert!(known > msgs.len(), "only {known} pieces named by id");
+    // Most first conversions on threads were cut and kept (the others were
+    // converted whole: a check failed, or the options are never cut).
+    let split = SPLIT_KEPT.get() as usize;
+    assert!(split > 3 * msgs.len(), "only {split} first conversions cut");
 }
 
 #[test]
