@@ -12,6 +12,24 @@ pub fn available() -> usize {
     })
 }
 
+thread_local! {
+    static ONE_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every [`on_threads`] in it on this thread alone, as where
+/// threads cannot be had (every later part `None`): for tests of that path.
+pub fn on_one_thread<R>(f: impl FnOnce() -> R) -> R {
+    /// Sets the flag back as it was, also when `f` panics.
+    struct Was(bool);
+    impl Drop for Was {
+        fn drop(&mut self) {
+            ONE_THREAD.with(|o| o.set(self.0));
+        }
+    }
+    let _was = Was(ONE_THREAD.with(|o| o.replace(true)));
+    f()
+}
+
 /// Runs `first` on this thread while `f` runs on each of `later` on a thread
 /// of its own (named `name`), all at once; gives `first`'s result and, in
 /// order, each later part's: `None` for a part whose thread could not be
@@ -23,6 +41,10 @@ pub fn on_threads<P: Send, U, T: Send>(
     first: impl FnOnce() -> U,
     f: impl Fn(P) -> T + Sync,
 ) -> (U, Vec<Option<T>>) {
+    if ONE_THREAD.with(std::cell::Cell::get) {
+        let none = later.into_iter().map(|_| None).collect();
+        return (first(), none);
+    }
     std::thread::scope(|sc| {
         let f = &f;
         let handles: Vec<_> = later
@@ -64,5 +86,10 @@ mod tests {
         // A part that panics is `None` (the caller does it itself).
         let (_, theirs) = on_threads("forkpoint-test", [1, 0], || (), |k| 10 / k);
         assert_eq!(theirs, [Some(10), None]);
+        // With no threads to be had, every later part is `None`.
+        let (mine, theirs) =
+            super::on_one_thread(|| on_threads("forkpoint-test", [1, 2], || 0, |k| k));
+        assert_eq!((mine, theirs), (0, vec![None, None]));
+        assert_eq!(on_threads("forkpoint-test", [1], || 0, |k| k).1, [Some(1)]);
     }
 }

@@ -84,6 +84,10 @@ pub struct RequestCache {
     pub min_per_part: usize,
     /// First conversions that were cut in parts and kept.
     pub splits: u64,
+    /// A first conversion cut in parts differed from the whole one: later
+    /// first conversions of this cache use one thread (each would pay for
+    /// the parts and then the whole).
+    split_differed: bool,
 }
 
 /// The last request's report: whole, or in the parts [`RequestCache::full_report`] joins.
@@ -140,8 +144,8 @@ struct Part {
     items: Vec<J>,
     /// Its provider messages already written, after `items` (a first part
     /// kept that was cut in parts: each part's are written on its thread):
-    /// JSON texts joined with commas, each text after the first starting
-    /// with one.
+    /// JSON texts of messages joined with commas, each text of a part after
+    /// the first starting with one.
     written: Vec<String>,
     turn: TurnScan,
     synthetic: Vec<String>,
@@ -407,6 +411,7 @@ impl Default for RequestCache {
             threads: crate::threads::available(),
             min_per_part: MIN_PER_PART,
             splits: 0,
+            split_differed: false,
         }
     }
 }
@@ -425,7 +430,12 @@ impl RequestCache {
             self.strikes,
             self.seal_at,
         );
-        let (threads, min_per_part, splits) = (self.threads, self.min_per_part, self.splits);
+        let (threads, min_per_part, splits, split_differed) = (
+            self.threads,
+            self.min_per_part,
+            self.splits,
+            self.split_differed,
+        );
         *self = RequestCache {
             hits,
             misses,
@@ -435,6 +445,7 @@ impl RequestCache {
             threads,
             min_per_part,
             splits,
+            split_differed,
             ..Default::default()
         };
     }
@@ -578,7 +589,11 @@ impl RequestCache {
     ) -> Result<()> {
         // Nothing kept yet: the messages are parsed and converted on the
         // threads given, as `convert_split` does.
-        let threads = if self.done == 0 { self.threads } else { 1 };
+        let threads = if self.done == 0 && !self.split_differed {
+            self.threads
+        } else {
+            1
+        };
         let parsed = msgs.trees_threads(self.done.min(msgs.count()), threads, self.min_per_part)?;
         let Some(cut) = parsed.iter().rposition(kept_turn) else {
             return Ok(());
@@ -606,9 +621,21 @@ impl RequestCache {
             item.write(&mut self.open);
         }
         self.seal();
-        for text in p.written {
+        for mut text in p.written {
+            // The first text kept has no comma before it (a part written
+            // after one that gave no messages starts with one).
+            let after = !self.open.is_empty() || !self.sealed.is_empty();
+            match (after, text.starts_with(',')) {
+                (false, true) => {
+                    text.remove(0);
+                }
+                (true, false) => self.open.push(','),
+                _ => {}
+            }
             if self.open.is_empty() && text.len() >= self.seal_at {
-                // Long enough to be a piece as it is (not copied).
+                // Long enough to be a piece as it is (not copied; no room
+                // past the text).
+                text.shrink_to_fit();
                 self.sealed.push(Piece::new(text));
             } else {
                 self.open.push_str(&text);
@@ -756,6 +783,7 @@ impl RequestCache {
             Joined::Whole(part) => part,
             // A part converted alone differed: whole, from the messages again.
             Joined::Differs => {
+                self.split_differed = true;
                 let mut part = msgs.trees_threads(0, self.threads, self.min_per_part)?;
                 part.truncate(cut);
                 part
@@ -945,8 +973,9 @@ fn shifted_rules(mut r: CompatibilityReport, inputs: usize, outputs: usize) -> C
     r
 }
 
-/// A part after the first, for [`convert_split`]: where it starts, whether it
-/// must end closed (all but the last), its messages until a thread takes them.
+/// A part after the first, for [`split_parts`]: where it starts, whether it
+/// must end closed (all but the last, unless all are kept), its messages
+/// until a thread takes them.
 type Later = (usize, bool, std::sync::Mutex<Option<Vec<J>>>);
 
 /// What [`convert_split`] did.
@@ -1137,6 +1166,25 @@ fn split_parts(
         ));
     }
     later.reverse();
+    // A later part, converted alone with an id map of its own that notes
+    // what it is asked (on its thread, or here when none could be had).
+    let convert_later = |(start, closed, trees): &Later| {
+        let trees = trees.lock().ok()?.take()?;
+        let mut cache = RequestCache {
+            done: *start,
+            // Not the first part (its index offsets are not needed here).
+            transformed: 1,
+            ..Default::default()
+        };
+        cache.ids.record();
+        let mut part = cache.rules_and_encoding(trees, target, opts, *closed, !keep);
+        if let Some(p) = part.as_mut().filter(|_| keep) {
+            p.write_items(false);
+        }
+        let asked = cache.ids.take_record();
+        // Freed later, not while the caller waits.
+        Some((part, asked, cache))
+    };
     let (mine, theirs) = crate::threads::on_threads(
         "forkpoint-convert",
         &later,
@@ -1148,23 +1196,7 @@ fn split_parts(
             }
             (part, cache)
         },
-        |(start, closed, trees)| {
-            let trees = trees.lock().ok()?.take()?;
-            let mut cache = RequestCache {
-                done: *start,
-                // Not the first part (its index offsets are not needed here).
-                transformed: 1,
-                ..Default::default()
-            };
-            cache.ids.record();
-            let mut part = cache.rules_and_encoding(trees, target, opts, *closed, !keep);
-            if let Some(p) = part.as_mut().filter(|_| keep) {
-                p.write_items(false);
-            }
-            let asked = cache.ids.take_record();
-            // Freed later, not while the caller waits.
-            Some((part, asked, cache))
-        },
+        convert_later,
     );
     let (Some(first), mut cache) = mine else {
         return Ok(Joined::Differs);
@@ -1177,47 +1209,36 @@ fn split_parts(
     cache.synthetic.extend(first.synthetic);
     cache.sent = std::sync::Arc::new(first.sent);
     let mut later_caches = Vec::new();
-    for ((start, closed, trees), theirs) in later.iter().zip(theirs) {
-        cache.done = *start;
-        let part = match theirs.flatten() {
-            Some((part, (ids, names), spent)) => {
-                later_caches.push(spent);
-                if cache.ids.replay(ids).is_none() {
-                    return Ok(Joined::Differs);
-                }
-                // A tool name mapped in an earlier part is reported there only.
-                let Some(seen_before) = cache.ids.names().replay(names) else {
+    for (item, theirs) in later.iter().zip(theirs) {
+        cache.done = item.0;
+        // A part whose thread did not run is converted here, the same way.
+        let Some((part, (ids, names), spent)) = theirs.flatten().or_else(|| convert_later(item))
+        else {
+            return Ok(Joined::Differs);
+        };
+        later_caches.push(spent);
+        if cache.ids.replay(ids).is_none() {
+            return Ok(Joined::Differs);
+        }
+        // A tool name mapped in an earlier part is reported there only.
+        let Some(seen_before) = cache.ids.names().replay(names) else {
+            return Ok(Joined::Differs);
+        };
+        let mut part = part;
+        if let Some(p) = &mut part {
+            for (name, mapped) in seen_before {
+                let detail = transform::name_mapped(&name, &mapped, target);
+                let Some(at) = p
+                    .t_rep
+                    .steps
+                    .iter()
+                    .position(|s| s.code == "tool_name_mapped" && s.detail == detail)
+                else {
                     return Ok(Joined::Differs);
                 };
-                let mut part = part;
-                if let Some(p) = &mut part {
-                    for (name, mapped) in seen_before {
-                        let detail = transform::name_mapped(&name, &mapped, target);
-                        let Some(at) = p
-                            .t_rep
-                            .steps
-                            .iter()
-                            .position(|s| s.code == "tool_name_mapped" && s.detail == detail)
-                        else {
-                            return Ok(Joined::Differs);
-                        };
-                        p.t_rep.steps.remove(at);
-                    }
-                }
-                part
+                p.t_rep.steps.remove(at);
             }
-            // Its thread did not run: the part is converted here.
-            None => match trees.lock().ok().and_then(|mut t| t.take()) {
-                Some(trees) => {
-                    let mut part = cache.rules_and_encoding(trees, target, opts, *closed, !keep);
-                    if let Some(p) = part.as_mut().filter(|_| keep) {
-                        p.write_items(false);
-                    }
-                    part
-                }
-                None => None,
-            },
-        };
+        }
         let Some(part) = part else {
             return Ok(Joined::Differs);
         };

@@ -36,6 +36,15 @@ thread_local! {
     static SPLIT_KEPT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// `f()`, on this thread alone when `one` (as where threads cannot be had).
+fn on_threads_or_not<R>(one: bool, f: impl FnOnce() -> R) -> R {
+    if one {
+        forkpoint_core::threads::on_one_thread(f)
+    } else {
+        f()
+    }
+}
+
 /// Converts every prefix of `msgs` step after step with one cache per target
 /// and compares with the whole conversion; returns the cache hits. Each
 /// prefix is also converted by a fresh cache that cuts its first conversion
@@ -51,8 +60,10 @@ fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
     let mut hits = 0;
     for (n, p) in Provider::ALL.into_iter().enumerate() {
         let mut cache = RequestCache::new();
-        // One thread: the step after step cache keeps its first part whole.
-        cache.threads = 1;
+        // Targets 1 and 3 cut their first conversion in parts on threads
+        // (and go on from what the parts kept), the others keep it whole.
+        cache.threads = if n % 2 == 1 { 3 } else { 1 };
+        cache.min_per_part = 1;
         // Half the targets with lean reports: the whole report is then asked for.
         cache.lean = n % 2 == 1;
         // Targets 0 and 2 seal every kept part into a piece of its own (the
@@ -75,10 +86,12 @@ fn check_steps(name: &str, msgs: &[String], opts: &ToOptions) -> u64 {
             fresh.min_per_part = 1;
             // Every other one seals each part's text as a piece of its own.
             fresh.seal_at = if k % 2 == 0 { 1 } else { usize::MAX };
-            let got = match as_trees {
+            // One in four as where no thread can be had: each part after the
+            // first is converted on this thread instead, the same way.
+            let got = on_threads_or_not(k % 4 == 3, || match as_trees {
                 Some(trees) => fresh.convert(&trees[..k], p, opts),
                 None => fresh.convert(&texts[..k], p, opts),
-            }
+            })
             .map(|c| {
                 let report = fresh.full_report().unwrap();
                 let body = fresh.write(&c.request, p).into_text();
@@ -535,7 +548,11 @@ fn check_split(name: &str, msgs: &[String], opts: &ToOptions, seen: &mut Splits)
     for p in Provider::ALL {
         let want = whole(&texts, p, opts);
         for threads in 2..=5 {
-            let got = incremental::convert_split(trees(), p, opts, threads, 1);
+            // On 5 "threads" none can be had: the parts after the first are
+            // converted on this thread, the same way.
+            let got = on_threads_or_not(threads == 5, || {
+                incremental::convert_split(trees(), p, opts, threads, 1)
+            });
             let got = match got {
                 Err(e) => Err(e.message.clone()),
                 Ok(Split::Done(c)) => {
@@ -671,6 +688,82 @@ fn a_part_whose_id_an_earlier_part_took_is_found_to_differ() {
     let mut seen = Splits::default();
     check_split("an id taken by an earlier part", &msgs, &opts, &mut seen);
     check_split("ids that do not meet", &other, &opts, &mut seen);
+    // Also where no thread can be had (the later part was converted with
+    // the earlier part's map, and `a_b` taken by `a.b` went unnoticed).
+    let trees: Vec<J> = msgs
+        .iter()
+        .map(|m| normalize::parse(m, "a message").unwrap())
+        .collect();
+    let got = forkpoint_core::threads::on_one_thread(|| {
+        incremental::convert_split(trees, Provider::Anthropic, &opts, 2, 1).unwrap()
+    });
+    assert!(matches!(got, Split::Differs), "{got:?}");
+    // And a cache's first conversion keeps what the whole one gives, with
+    // threads or without.
+    msgs.push(r#"{"role":"assistant","provider":"openai","api":"openai-completions","model":"m","stopReason":"stop","content":[{"type":"text","text":"done"}]}"#.to_string());
+    msgs.push(r#"{"role":"user","content":"next"}"#.to_string());
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let want = whole(&texts, Provider::Anthropic, &opts);
+    for one in [false, true] {
+        let mut cache = RequestCache::new();
+        cache.threads = 2;
+        cache.min_per_part = 1;
+        let got = on_threads_or_not(one, || {
+            cache.convert(&texts[..], Provider::Anthropic, &opts)
+        })
+        .map(|c| {
+            (
+                cache.write(&c.request, Provider::Anthropic).into_text(),
+                meta(&c),
+            )
+        })
+        .map_err(|e| e.message.clone());
+        assert_eq!(got, want, "no threads: {one}");
+        assert_eq!(cache.splits, 0, "the parts differ: not kept as cut");
+    }
+}
+
+#[test]
+fn a_first_part_with_no_messages_to_send_leaves_no_comma() {
+    // A user message whose kept Responses original is an empty list gives
+    // no item: the first part's text is empty, and the next part's, which
+    // starts with a comma, is the first text kept.
+    let m0 = J::parse(r#"{"role":"user","content":"hi"}"#).unwrap();
+    let hash = normalize::canon::semantic_hash(std::slice::from_ref(&m0));
+    let m0 = format!(
+        r#"{{"role":"user","content":"hi","original":{{"provider":"openai-responses","json":"[]","count":1,"hash":"{hash}"}}}}"#
+    );
+    let assistant = |t: &str| {
+        format!(
+            r#"{{"role":"assistant","api":"openai-completions","provider":"openai","model":"m","stopReason":"stop","content":[{{"type":"text","text":"{t}"}}]}}"#
+        )
+    };
+    let msgs = [
+        m0,
+        assistant("a"),
+        r#"{"role":"user","content":"u"}"#.to_string(),
+        assistant("b"),
+        r#"{"role":"user","content":"v"}"#.to_string(),
+    ];
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let p = Provider::Responses;
+    let want = whole(&texts, p, &opts);
+    for seal_at in [1, usize::MAX] {
+        let mut cache = RequestCache::new();
+        cache.threads = 2;
+        cache.min_per_part = 1;
+        cache.seal_at = seal_at;
+        let got = cache
+            .convert(&texts[..], p, &opts)
+            .map(|c| (cache.write(&c.request, p).into_text(), meta(&c)))
+            .map_err(|e| e.message.clone());
+        assert_eq!(got, want, "seal_at {seal_at}");
+        assert_eq!(cache.splits, 1, "the first conversion was cut");
+    }
 }
 
 #[test]
