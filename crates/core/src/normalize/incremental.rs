@@ -84,10 +84,11 @@ pub struct RequestCache {
     pub min_per_part: usize,
     /// First conversions that were cut in parts and kept.
     pub splits: u64,
-    /// A first conversion cut in parts differed from the whole one: later
-    /// first conversions of this cache use one thread (each would pay for
-    /// the parts and then the whole).
-    split_differed: bool,
+    /// The target and options for which a first conversion cut in parts
+    /// differed from the whole one: later first conversions of this cache
+    /// for them use one thread (each would pay for the parts and then the
+    /// whole).
+    split_differed: Option<(Provider, ToOptions)>,
 }
 
 /// The last request's report: whole, or in the parts [`RequestCache::full_report`] joins.
@@ -411,7 +412,7 @@ impl Default for RequestCache {
             threads: crate::threads::available(),
             min_per_part: MIN_PER_PART,
             splits: 0,
-            split_differed: false,
+            split_differed: None,
         }
     }
 }
@@ -434,7 +435,7 @@ impl RequestCache {
             self.threads,
             self.min_per_part,
             self.splits,
-            self.split_differed,
+            self.split_differed.take(),
         );
         *self = RequestCache {
             hits,
@@ -588,12 +589,9 @@ impl RequestCache {
         opts: &ToOptions,
     ) -> Result<()> {
         // Nothing kept yet: the messages are parsed and converted on the
-        // threads given, as `convert_split` does.
-        let threads = if self.done == 0 && !self.split_differed {
-            self.threads
-        } else {
-            1
-        };
+        // threads given, as `convert_split` does (parsed on them also after
+        // a cut conversion differed: a parse cannot differ).
+        let threads = if self.done == 0 { self.threads } else { 1 };
         let parsed = msgs.trees_threads(self.done.min(msgs.count()), threads, self.min_per_part)?;
         let Some(cut) = parsed.iter().rposition(kept_turn) else {
             return Ok(());
@@ -606,7 +604,11 @@ impl RequestCache {
         if part.last().is_some_and(|m| role(m) == "assistant") {
             return Ok(());
         }
-        let p = if threads > 1 {
+        let differed = self
+            .split_differed
+            .as_ref()
+            .is_some_and(|(p, o)| *p == target && o == opts);
+        let p = if threads > 1 && !differed {
             self.convert_split_part(part, msgs, cut, target, opts)?
         } else {
             self.convert_part(part, target, opts, true)?
@@ -783,7 +785,7 @@ impl RequestCache {
             Joined::Whole(part) => part,
             // A part converted alone differed: whole, from the messages again.
             Joined::Differs => {
-                self.split_differed = true;
+                self.split_differed = Some((target, opts.clone()));
                 let mut part = msgs.trees_threads(0, self.threads, self.min_per_part)?;
                 part.truncate(cut);
                 part

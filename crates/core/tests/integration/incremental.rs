@@ -721,6 +721,23 @@ fn a_part_whose_id_an_earlier_part_took_is_found_to_differ() {
         assert_eq!(got, want, "no threads: {one}");
         assert_eq!(cache.splits, 0, "the parts differ: not kept as cut");
     }
+    // Once a cut first conversion differed, the cache's later first
+    // conversions for that target keep on one thread; another target cuts.
+    other.extend(msgs[msgs.len() - 2..].iter().cloned());
+    let other: Vec<&str> = other.iter().map(String::as_str).collect();
+    let mut cache = RequestCache::new();
+    cache.threads = 2;
+    cache.min_per_part = 1;
+    cache
+        .convert(&texts[..], Provider::Anthropic, &opts)
+        .unwrap();
+    for (target, cuts) in [(Provider::Anthropic, 0), (Provider::OpenAi, 1)] {
+        cache.clear();
+        let c = cache.convert(&other[..], target, &opts).unwrap();
+        assert_eq!(cache.splits, cuts, "{}", target.name());
+        let body = cache.write(&c.request, target).into_text();
+        assert_eq!(Ok(body), whole(&other, target, &opts).map(|w| w.0));
+    }
 }
 
 #[test]
