@@ -12,6 +12,14 @@ pub fn available() -> usize {
     })
 }
 
+/// Drops `x` on a thread of its own (here if none can be had), so that a
+/// caller does not wait while a large conversion is freed.
+pub fn free_later<T: Send + 'static>(x: T) {
+    let _ = std::thread::Builder::new()
+        .name("forkpoint-free".into())
+        .spawn(move || drop(x));
+}
+
 thread_local! {
     static ONE_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }

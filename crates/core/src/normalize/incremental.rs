@@ -28,6 +28,7 @@ use super::report::CompatibilityReport;
 use super::transform::{self, call_key, id_rule, name_rule};
 use super::{Converted, ToOptions, check_messages, encode, parse, prepare};
 use crate::Result;
+use crate::threads::free_later;
 
 /// The conversion of a conversation's first messages, kept for the next request.
 #[derive(Debug)]
@@ -424,29 +425,18 @@ impl RequestCache {
 
     /// Forgets the kept part (call when earlier messages changed).
     pub fn clear(&mut self) {
-        let (hits, misses, lean, strikes, seal_at) = (
-            self.hits,
-            self.misses,
-            self.lean,
-            self.strikes,
-            self.seal_at,
-        );
-        let (threads, min_per_part, splits, split_differed) = (
-            self.threads,
-            self.min_per_part,
-            self.splits,
-            self.split_differed.take(),
-        );
+        // The settings and counters stay; the kept part goes.
+        let old = std::mem::take(self);
         *self = RequestCache {
-            hits,
-            misses,
-            lean,
-            strikes,
-            seal_at,
-            threads,
-            min_per_part,
-            splits,
-            split_differed,
+            hits: old.hits,
+            misses: old.misses,
+            lean: old.lean,
+            strikes: old.strikes,
+            seal_at: old.seal_at,
+            threads: old.threads,
+            min_per_part: old.min_per_part,
+            splits: old.splits,
+            split_differed: old.split_differed,
             ..Default::default()
         };
     }
@@ -1061,13 +1051,6 @@ struct Joint {
     part: Part,
     ids: IdMap,
     spent: Vec<RequestCache>,
-}
-
-/// Drops `x` on another thread (if none can be had, here), not while a caller waits.
-fn free_later<T: Send + 'static>(x: T) {
-    let _ = std::thread::Builder::new()
-        .name("forkpoint-free".into())
-        .spawn(move || drop(x));
 }
 
 /// The messages of [`convert_split`] (or, with `keep`, of a part that

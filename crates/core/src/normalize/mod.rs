@@ -548,10 +548,7 @@ fn lines(
     out.push_str(&id_map_json(&c.name_map).text());
     out.push('}');
     if threads > 1 {
-        // If no thread can be started the closure, and `c` with it, is dropped here.
-        let _ = std::thread::Builder::new()
-            .name("forkpoint-free".into())
-            .spawn(move || drop(c));
+        crate::threads::free_later(c);
     }
     Ok(out)
 }
