@@ -795,13 +795,21 @@ pub fn skim_entry(b: &[u8]) -> Option<Skim<'_>> {
 
 /// The end (after the closing quote) of the string starting at `b[i]`.
 fn skim_string(b: &[u8], i: usize) -> Option<usize> {
+    // From quote to quote: a quote ends the string when an even number of
+    // backslashes stands before it (each escape pair is two of them). Escapes
+    // such as `\n`, frequent in text, are not stopped at one by one.
     let mut j = i + 1;
     loop {
-        j += memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
-        if b[j] == b'"' {
-            return Some(j + 1);
+        let q = j + memchr::memchr(b'"', b.get(j..)?)?;
+        let run = b[i + 1..q]
+            .iter()
+            .rev()
+            .take_while(|&&c| c == b'\\')
+            .count();
+        if run % 2 == 0 {
+            return Some(q + 1);
         }
-        j += 2;
+        j = q + 1;
     }
 }
 
@@ -1020,6 +1028,26 @@ mod tests {
         assert!(skim_entry(br#"{"type":"x","id":"a"} trailing"#).is_none());
         assert!(skim_entry(br#"{"type":"x","id":"a","s":"unterminated}"#).is_none());
         assert!(skim_entry(b"[1]").is_none());
+    }
+
+    #[test]
+    fn skimmed_strings_end_where_json_says() {
+        // Runs of backslashes before a quote, of every length up to 6, inside
+        // and at the end of a string, with other escapes between.
+        for run in 0..=6 {
+            for tail in ["", "x", "\"", "\n\\n", "é\u{1F600}"] {
+                let text = format!("a{}{}\"b{tail}{}", "\\".repeat(run), tail, "\\".repeat(run));
+                let lit = serde_json::to_string(&text).unwrap();
+                let line = format!("{lit},1");
+                assert_eq!(skim_string(line.as_bytes(), 0), Some(lit.len()), "{lit}");
+                let entry = format!(r#"{{"type":"m","id":"i","x":[{lit},{{"k":{lit}}}]}}"#);
+                assert!(skim_entry(entry.as_bytes()).is_some(), "{entry}");
+            }
+        }
+        // A quote after an odd run is escaped: the string goes on.
+        assert_eq!(skim_string(br#""a\"b" "#, 0), Some(6));
+        assert_eq!(skim_string(br#""a\\\"b"#, 0), None);
+        assert_eq!(skim_string(br#""\\""#, 0), Some(4));
     }
 
     #[test]

@@ -134,6 +134,9 @@ pub struct LazyLoader {
     ctx_msgs: usize,
     thinking_found: bool,
     model_found: bool,
+    /// A model was set on the path behind the context (the newest such entry is
+    /// the hint's `modelEntry`, so older ones need not be read as models).
+    model_behind: bool,
     hint_anchor_on_path: bool,
     /// The thinking level and model (JSON) read from the entries the hint points to.
     hint_thinking: Option<Box<str>>,
@@ -192,6 +195,7 @@ impl LazyLoader {
             ctx_msgs: 0,
             thinking_found: false,
             model_found: false,
+            model_behind: false,
             hint_anchor_on_path: false,
             hint_thinking: None,
             hint_model: None,
@@ -542,9 +546,13 @@ impl LazyLoader {
         };
         let start = offset + first_line as u64;
         if let Some(s) = self.take_lines(start, &bytes[first_line..])? {
-            // A re-read is needed: lines before `s` are read again with the next chunk.
+            // A re-read is needed, or the load is satisfied: lines before `s` are
+            // read again with the next chunk, if there is one.
             self.boundary = s;
-            return Ok(());
+            if self.phase == Phase::Reread {
+                return Ok(());
+            }
+            return self.after_step();
         }
         self.boundary = start;
         self.phase = Phase::Scan;
@@ -600,7 +608,7 @@ impl LazyLoader {
 
     /// Processes the lines of `region` (starting at file offset `start`, made of
     /// whole lines) last first. Returns the start of the line that asked for a
-    /// re-read, if one did.
+    /// re-read, or after which nothing more was needed, if one did.
     fn take_lines(&mut self, start: u64, region: &[u8]) -> Result<Option<u64>> {
         if region.is_empty() {
             return Ok(None);
@@ -616,6 +624,12 @@ impl LazyLoader {
             let s = memchr::memrchr(b'\n', &region[..end]).map_or(0, |i| i + 1);
             self.take_line(&region[s..end], start + s as u64, has_nl)?;
             if self.phase == Phase::Reread {
+                return Ok(Some(start + s as u64));
+            }
+            // Nothing more is needed: the lines before this one are left unread,
+            // as if the chunk had ended here (history reads on from there). The
+            // check is skipped while history is asked for (it counts the path).
+            if self.phase == Phase::Scan && self.history_target == 0 && self.satisfied() {
                 return Ok(Some(start + s as u64));
             }
             has_nl = true;
@@ -672,12 +686,16 @@ impl LazyLoader {
             && let Some(id) = sk.id
             && let Ok(id) = std::str::from_utf8(id)
             && !id.is_empty()
-            && id != &**w
         {
-            if !self.seen.contains_key(id) && !self.passed.contains_key(id) {
-                self.passed.insert(id.into(), (offset, bytes.len() as u32));
+            if id != &**w {
+                if !self.seen.contains_key(id) && !self.passed.contains_key(id) {
+                    self.passed.insert(id.into(), (offset, bytes.len() as u32));
+                }
+                return Ok(());
             }
-            return Ok(());
+            if let Some(rec) = self.behind_by_skim(&sk, id, offset, bytes.len()) {
+                return self.on_entry(rec, Box::from(""));
+            }
         }
         let proc = self
             .proc
@@ -704,6 +722,57 @@ impl LazyLoader {
             self.on_entry(rec, text)?;
         }
         Ok(())
+    }
+
+    /// The path's next entry, from its skimmed keys alone, when nothing in it can
+    /// matter to this load: the context is complete and only the thinking level
+    /// is still looked for (the model is known from a newer entry behind the
+    /// context, which is the one a hint names), no history
+    /// is asked for, and the line is a `message` entry of a current-version file
+    /// (no migration). Its place is all that is kept, as for any entry behind the
+    /// context; history reads and parses it in full first (`refill`). Most of a
+    /// long path behind a compaction goes this way on a first open, as the
+    /// hinted resume never reads those lines at all.
+    fn behind_by_skim(
+        &self,
+        sk: &json::Skim<'_>,
+        id: &str,
+        offset: u64,
+        len: usize,
+    ) -> Option<EntryRec> {
+        let current = self
+            .proc
+            .as_ref()
+            .and_then(|p| p.header.as_ref())
+            .is_some_and(|h| h.version == crate::load::CURRENT_VERSION);
+        let behind = current
+            && len as u64 <= self.proc.as_ref().map_or(0, |p| p.opts.max_line_bytes)
+            && self.ctx_complete_at.is_some()
+            && self.history_target == 0
+            && self.model_behind
+            && !self.thinking_found
+            && sk.ty == Some(b"message".as_slice())
+            && !self.seen.contains_key(id)
+            && !self.passed.contains_key(id);
+        if !behind {
+            return None;
+        }
+        let parent_id = match sk.parent {
+            Some(Some(p)) => Some(Box::from(std::str::from_utf8(p).ok()?)),
+            _ => None,
+        };
+        Some(EntryRec {
+            offset,
+            len: u32::try_from(len).ok()?,
+            line: 0,
+            kind: EntryKind::Message,
+            id: id.into(),
+            parent_id,
+            target: None,
+            msg: (0, 0),
+            role: Role::None,
+            setting: 0,
+        })
     }
 
     fn on_entry(&mut self, rec: EntryRec, text: Box<str>) -> Result<()> {
@@ -846,6 +915,11 @@ impl LazyLoader {
     /// Updates what the path tells about the context as `rec` joins it.
     fn track(&mut self, rec: &EntryRec, text: &str) {
         let producing = self.produces_message(rec, text);
+        let sets_model = rec.kind == EntryKind::ModelChange
+            || (rec.kind == EntryKind::Message && rec.role == Role::Assistant);
+        if sets_model && self.ctx_complete_at.is_some() {
+            self.model_behind = true;
+        }
         match rec.kind {
             EntryKind::Compaction if self.compaction.is_none() => {
                 self.compaction = Some(self.path_rev.len());
@@ -1006,8 +1080,16 @@ impl LazyLoader {
             && (self.model_found || self.hinted_model().is_some())
     }
 
+    /// Where history starts in `path_rev`: after the context's first entry, or
+    /// after the compaction when the path was followed to its root without
+    /// finding the first entry it kept (the context starts at the compaction).
+    fn history_from(&self) -> Option<usize> {
+        self.ctx_complete_at
+            .or_else(|| self.compaction.filter(|_| self.root_reached).map(|c| c + 1))
+    }
+
     fn history_count(&self) -> usize {
-        match self.ctx_complete_at {
+        match self.history_from() {
             Some(done) => self.path_rev[done.min(self.path_rev.len())..]
                 .iter()
                 .filter(|(r, t)| self.produces_message(r, t))
@@ -1118,7 +1200,7 @@ impl LazyLoader {
                 Ok(context::join_array(&body[lo..hi]))
             }
             HistoryReq::Older { n } => {
-                let Some(done) = self.ctx_complete_at else {
+                let Some(done) = self.history_from() else {
                     return Ok("[]".into());
                 };
                 let mut msgs = Vec::new();

@@ -267,6 +267,9 @@ fn oracle(bytes: &[u8]) -> Value {
         }
     };
     let mut msgs = vec![];
+    // History: the path's messages before the context's first entry (none with
+    // no compaction: the context is the whole path).
+    let mut history = vec![];
     match comp {
         Some(c) => {
             let ce = &entries[c];
@@ -283,10 +286,11 @@ fn oracle(bytes: &[u8]) -> Value {
             for &i in path[start..ci].iter().chain(&path[ci + 1..]) {
                 emit(i, &mut msgs);
             }
+            path[..start].iter().for_each(|&i| emit(i, &mut history));
         }
         None => path.iter().for_each(|&i| emit(i, &mut msgs)),
     }
-    json!({"messages": msgs, "thinkingLevel": thinking, "model": model})
+    json!({"messages": msgs, "thinkingLevel": thinking, "model": model, "history": history})
 }
 
 fn check(seed: u64, steps: usize) {
@@ -298,7 +302,9 @@ fn check(seed: u64, steps: usize) {
     let full = load(&b).unwrap();
     let full_ctx = full.context_json(None, false).unwrap();
     let ours: Value = serde_json::from_str(&full_ctx).unwrap();
-    assert_eq!(ours, oracle(&b), "seed {seed}: full load vs oracle");
+    let mut want = oracle(&b);
+    let want_history = want.as_object_mut().unwrap().remove("history").unwrap();
+    assert_eq!(ours, want, "seed {seed}: full load vs oracle");
 
     // Lazy without a hint, then with the hint it wrote.
     let l = lazy(&b, LazyOptions::default(), None).unwrap();
@@ -322,6 +328,33 @@ fn check(seed: u64, steps: usize) {
             "seed {seed}: {:?} hint {}",
             md.hint_rejected,
             hint.as_deref().unwrap_or("")
+        );
+    }
+    // History behind the context, paged back to its start, from a first open
+    // (which stops reading once satisfied and follows the path behind the
+    // context by its skimmed keys) and from a hinted one: every message of the
+    // path before the context, in order.
+    for (how, h) in [("scan", None), ("hint", hint.clone())] {
+        let mut lh = lazy(&b, LazyOptions::default(), h).unwrap();
+        let mut older: Vec<Value> = vec![];
+        for _ in 0..1000 {
+            lh.request_more_history(5).unwrap();
+            drive(&mut lh, &b).unwrap();
+            let page: Vec<Value> = serde_json::from_str(&lh.take_history_json().unwrap()).unwrap();
+            if page.is_empty() {
+                break;
+            }
+            older.splice(0..0, page);
+        }
+        assert_eq!(
+            Value::Array(older),
+            want_history,
+            "seed {seed}: history ({how})"
+        );
+        assert_eq!(
+            lh.context_json(false).unwrap(),
+            full_ctx,
+            "seed {seed}: context after history ({how})"
         );
     }
     // Without settings resolution the messages are still exact.
@@ -538,4 +571,68 @@ fn batched_scan_reports_the_line_across_batch_boundaries() {
             );
         }
     }
+}
+
+/// A first open follows the path behind a compaction by skimmed keys once the
+/// model is known from behind the context; the hint it writes must still name
+/// the newest model before its anchor. A later path through the same anchor,
+/// with a compaction of its own and no model after the anchor, takes its model
+/// from that entry of the hint.
+#[test]
+fn the_hint_names_the_newest_model_behind_the_context() {
+    let ts = "2026-02-01T00:00:00.000Z";
+    // Entries behind the anchor are long, so that a hinted load reads past them.
+    let msg = |id: &str, parent: Option<&str>, role: &str, model: &str| {
+        let text = match id {
+            "e2" | "e3" => format!("{id} {}", "x".repeat(80_000)),
+            _ => id.to_string(),
+        };
+        let mut m =
+            json!({"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1});
+        if role == "assistant" {
+            m = json!({"role": "assistant", "content": [{"type": "text", "text": text}], "api": "x",
+                "provider": "openai", "model": model, "usage": {}, "stopReason": "stop", "timestamp": 1});
+        }
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": ts, "message": m})
+            .to_string()
+    };
+    let mut lines = vec![
+        json!({"type": "session", "version": 3, "id": "s", "timestamp": ts, "cwd": "/"})
+            .to_string(),
+        json!({"type": "model_change", "id": "e1", "parentId": null, "timestamp": ts,
+            "provider": "openai", "modelId": "old"})
+        .to_string(),
+        msg("e2", Some("e1"), "user", ""),
+        msg("e3", Some("e2"), "assistant", "behind"),
+        msg("e4", Some("e3"), "user", ""),
+        json!({"type": "model_change", "id": "e5", "parentId": "e4", "timestamp": ts,
+            "provider": "openai", "modelId": "in-context"})
+        .to_string(),
+        json!({"type": "compaction", "id": "e6", "parentId": "e5", "timestamp": ts,
+            "summary": "s1", "firstKeptEntryId": "e4", "tokensBefore": 1})
+        .to_string(),
+        msg("e7", Some("e6"), "user", ""),
+    ];
+    let text = |lines: &[String]| format!("{}\n", lines.join("\n")).into_bytes();
+    let b = text(&lines);
+    let first = lazy(&b, LazyOptions::default(), None).unwrap();
+    assert_eq!(
+        first.context_json(false).unwrap(),
+        load(&b).unwrap().context_json(None, false).unwrap()
+    );
+    let hint = first.new_hint().map(|h| h.to_json()).expect("a hint");
+    // A new branch from the anchor, compacted again from it: no model after it.
+    lines.push(msg("e8", Some("e4"), "user", ""));
+    lines.push(
+        json!({"type": "compaction", "id": "e9", "parentId": "e8", "timestamp": ts,
+            "summary": "s2", "firstKeptEntryId": "e4", "tokensBefore": 1})
+        .to_string(),
+    );
+    lines.push(msg("e10", Some("e9"), "user", ""));
+    let b2 = text(&lines);
+    let full = load(&b2).unwrap().context_json(None, false).unwrap();
+    assert!(full.contains(r#""modelId":"behind""#), "{full}");
+    let later = lazy(&b2, LazyOptions::default(), Some(hint)).unwrap();
+    assert_eq!(later.metadata(false).unwrap().mode, "hint");
+    assert_eq!(later.context_json(false).unwrap(), full);
 }
