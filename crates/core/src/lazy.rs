@@ -12,7 +12,10 @@
 //! Version 1 files (whose ids come from their position) and gzip files are read
 //! whole, then served the same way.
 
-use std::collections::{HashMap, HashSet};
+// Ids from the file are hashed with foldhash, seeded per process, as the
+// converter's maps are: one lookup per line read on a first open.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 
 use crate::context::{self, PathItem, Window};
 use crate::entry::EntryKind;
@@ -177,9 +180,9 @@ impl LazyLoader {
             bytes_read: 0,
             saw_last_line: false,
             torn: None,
-            seen: HashMap::new(),
+            seen: HashMap::default(),
             seen_text_bytes: 0,
-            passed: HashMap::new(),
+            passed: HashMap::default(),
             reread_line: None,
             refill: Vec::new(),
             leaf: Leaf::Unknown,
@@ -187,7 +190,7 @@ impl LazyLoader {
             wanted: None,
             reread: None,
             path_rev: Vec::new(),
-            path_ids: HashSet::new(),
+            path_ids: HashSet::default(),
             root_reached: false,
             compaction: None,
             first_kept: None,
