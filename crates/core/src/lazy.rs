@@ -731,8 +731,10 @@ impl LazyLoader {
     /// matter to this load: the context is complete and only the thinking level
     /// is still looked for (the model is known from a newer entry behind the
     /// context, which is the one a hint names), no history
-    /// is asked for, and the line is a `message` entry of a current-version file
-    /// (no migration). Its place is all that is kept, as for any entry behind the
+    /// is asked for, the load is strict, and the line is a `message` entry of a
+    /// current-version file (no migration). The line is not checked: a damaged
+    /// one is found when history reads it, as a hinted resume (which never
+    /// reads it) finds it. Its place is all that is kept, as for any entry behind the
     /// context; history reads and parses it in full first (`refill`). Most of a
     /// long path behind a compaction goes this way on a first open, as the
     /// hinted resume never reads those lines at all.
@@ -748,7 +750,10 @@ impl LazyLoader {
             .as_ref()
             .and_then(|p| p.header.as_ref())
             .is_some_and(|h| h.version == crate::load::CURRENT_VERSION);
+        // Lenient loads parse every path line: a damaged one ends the path there
+        // (as the full load drops it), which changes the settings found behind it.
         let behind = current
+            && !self.opts.lenient
             && len as u64 <= self.proc.as_ref().map_or(0, |p| p.opts.max_line_bytes)
             && self.ctx_complete_at.is_some()
             && self.history_target == 0

@@ -636,3 +636,99 @@ fn the_hint_names_the_newest_model_behind_the_context() {
     assert_eq!(later.metadata(false).unwrap().mode, "hint");
     assert_eq!(later.context_json(false).unwrap(), full);
 }
+
+/// A damaged message line on the path behind the context (helper review). A
+/// lenient load drops it, so the path ends there and the thinking level set
+/// before it is not in force: a first open must parse such lines, not skim them.
+/// A strict first open skims them (as a hinted one never reads them) and finds
+/// the damage when history reaches the line.
+#[test]
+fn a_damaged_line_behind_the_context_ends_a_lenient_path() {
+    let ts = "2026-02-01T00:00:00.000Z";
+    let user = |id: &str, parent: &str| {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": ts,
+            "message": {"role": "user", "content": [{"type": "text", "text": id}], "timestamp": 1}})
+        .to_string()
+    };
+    let damaged = [
+        // Brackets that balance around text that is not JSON.
+        format!(
+            r#"{{"type":"message","id":"e2","parentId":"e1","timestamp":"{ts}","message":{{"role":"user","content":[1 2],"timestamp":1}}}}"#
+        ),
+        // Deeper than maxDepth (20 here).
+        format!(
+            r#"{{"type":"message","id":"e2","parentId":"e1","timestamp":"{ts}","message":{{"role":"user","content":{}1{},"timestamp":1}}}}"#,
+            "[".repeat(30),
+            "]".repeat(30)
+        ),
+    ];
+    for bad in damaged {
+        let lines = [
+            json!({"type": "session", "version": 3, "id": "s", "timestamp": ts, "cwd": "/"})
+                .to_string(),
+            json!({"type": "thinking_level_change", "id": "e1", "parentId": null,
+                "timestamp": ts, "thinkingLevel": "high"})
+            .to_string(),
+            bad,
+            json!({"type": "message", "id": "e3", "parentId": "e2", "timestamp": ts,
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "e3"}],
+                "api": "x", "provider": "openai", "model": "behind", "usage": {},
+                "stopReason": "stop", "timestamp": 1}})
+            .to_string(),
+            user("e4", "e3"),
+            json!({"type": "compaction", "id": "e5", "parentId": "e4", "timestamp": ts,
+                "summary": "s", "firstKeptEntryId": "e4", "tokensBefore": 1})
+            .to_string(),
+            user("e6", "e5"),
+        ];
+        let b = format!("{}\n", lines.join("\n")).into_bytes();
+        let lenient = LazyOptions {
+            lenient: true,
+            max_depth: 20,
+            ..Default::default()
+        };
+        let full = forkpoint_core::Session::from_bytes(
+            b.clone(),
+            &forkpoint_core::LoadOptions {
+                lenient: true,
+                max_depth: 20,
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap()
+        .context_json(None, false)
+        .unwrap();
+        assert!(full.contains(r#""thinkingLevel":"off""#), "{full}");
+        let mut first = lazy(&b, lenient.clone(), None).unwrap();
+        assert_eq!(first.context_json(false).unwrap(), full);
+        let hint = first.new_hint().map(|h| h.to_json());
+        let hinted = lazy(&b, lenient.clone(), hint).unwrap();
+        assert_eq!(hinted.context_json(false).unwrap(), full);
+        first.request_more_history(10).unwrap();
+        drive(&mut first, &b).unwrap();
+        let page: Value = serde_json::from_str(&first.take_history_json().unwrap()).unwrap();
+        assert_eq!(page.as_array().map(Vec::len), Some(1), "{page}");
+
+        // Strict: the first open skims the line; history finds it damaged.
+        let strict = LazyOptions {
+            max_depth: 20,
+            ..Default::default()
+        };
+        let mut s = lazy(&b, strict, None).unwrap();
+        assert!(
+            s.context_json(false)
+                .unwrap()
+                .contains(r#""thinkingLevel":"high""#)
+        );
+        s.request_more_history(10).unwrap();
+        let err = drive(&mut s, &b).unwrap_err();
+        assert!(
+            matches!(
+                err.code,
+                forkpoint_core::ErrorCode::CorruptedData | forkpoint_core::ErrorCode::LimitExceeded
+            ),
+            "{err:?}"
+        );
+    }
+}
