@@ -293,6 +293,22 @@ fn oracle(bytes: &[u8]) -> Value {
     json!({"messages": msgs, "thinkingLevel": thinking, "model": model, "history": history})
 }
 
+/// Every message `loadMoreHistory` gives, `n` at a time until a page is empty,
+/// oldest first.
+fn all_history(l: &mut forkpoint_core::lazy::LazyLoader, b: &[u8], n: usize) -> Vec<Value> {
+    let mut older: Vec<Value> = vec![];
+    for _ in 0..1000 {
+        l.request_more_history(n).unwrap();
+        drive(l, b).unwrap();
+        let page: Vec<Value> = serde_json::from_str(&l.take_history_json().unwrap()).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        older.splice(0..0, page);
+    }
+    older
+}
+
 fn check(seed: u64, steps: usize) {
     let mut g = Gen::new(seed);
     for _ in 0..steps {
@@ -336,16 +352,7 @@ fn check(seed: u64, steps: usize) {
     // path before the context, in order.
     for (how, h) in [("scan", None), ("hint", hint.clone())] {
         let mut lh = lazy(&b, LazyOptions::default(), h).unwrap();
-        let mut older: Vec<Value> = vec![];
-        for _ in 0..1000 {
-            lh.request_more_history(5).unwrap();
-            drive(&mut lh, &b).unwrap();
-            let page: Vec<Value> = serde_json::from_str(&lh.take_history_json().unwrap()).unwrap();
-            if page.is_empty() {
-                break;
-            }
-            older.splice(0..0, page);
-        }
+        let older = all_history(&mut lh, &b, 5);
         assert_eq!(
             Value::Array(older),
             want_history,
@@ -413,16 +420,7 @@ fn check(seed: u64, steps: usize) {
         want_tail,
         "seed {seed}: newest messages"
     );
-    let mut older: Vec<Value> = vec![];
-    for _ in 0..1000 {
-        l5.request_more_history(4).unwrap();
-        drive(&mut l5, &b2).unwrap();
-        let page: Vec<Value> = serde_json::from_str(&l5.take_history_json().unwrap()).unwrap();
-        if page.is_empty() {
-            break;
-        }
-        older.splice(0..0, page);
-    }
+    let older = all_history(&mut l5, &b2, 4);
     assert!(
         older.len() >= body.len() - want_tail.len(),
         "seed {seed}: history covers the cut context"
