@@ -8,7 +8,7 @@
 //! anchor are read from the entries it points to, which are checked like the rest.
 
 use crate::entry::EntryKind;
-use crate::load::{EntryRec, Header, Role};
+use crate::load::{EntryRec, Header};
 use serde::{Deserialize, Serialize};
 
 /// Value of the `format` field.
@@ -200,10 +200,7 @@ pub fn compute(
         }
     };
     let thinking_entry = find(&|e| e.kind == EntryKind::ThinkingLevelChange);
-    let model_entry = find(&|e| {
-        e.kind == EntryKind::ModelChange
-            || (e.kind == EntryKind::Message && e.role == Role::Assistant)
-    });
+    let model_entry = find(&|e| e.sets_model());
     let span = |e: &EntryRec| [e.offset, (e.offset + u64::from(e.len) + 1).min(file_len)];
     let mut spans: Vec<[u64; 2]> = path[anchor..].iter().map(|e| span(e)).collect();
     for e in before.iter().rev() {

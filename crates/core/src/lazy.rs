@@ -730,14 +730,12 @@ impl LazyLoader {
     /// The path's next entry, from its skimmed keys alone, when nothing in it can
     /// matter to this load: the context is complete and only the thinking level
     /// is still looked for (the model is known from a newer entry behind the
-    /// context, which is the one a hint names), no history
-    /// is asked for, the load is strict, and the line is a `message` entry of a
-    /// current-version file (no migration). The line is not checked: a damaged
-    /// one is found when history reads it, as a hinted resume (which never
-    /// reads it) finds it. Its place is all that is kept, as for any entry behind the
-    /// context; history reads and parses it in full first (`refill`). Most of a
-    /// long path behind a compaction goes this way on a first open, as the
-    /// hinted resume never reads those lines at all.
+    /// context, which is the one a hint names), no history is asked for, the
+    /// load is strict, and the line is a `message` entry of a current-version
+    /// file (no migration). Its place is all that is kept, as for any entry
+    /// behind the context: history reads, parses and checks it first (`refill`),
+    /// so a damaged one is found then — as a hinted resume, which never reads
+    /// these lines, finds it.
     fn behind_by_skim(
         &self,
         sk: &json::Skim<'_>,
@@ -794,8 +792,7 @@ impl LazyLoader {
             let anchor_bad = rec.offset == h.anchor_offset && *rec.id != *h.anchor_id;
             let compaction_bad = Some(rec.offset) == h.compaction_offset
                 && Some(&*rec.id) != h.compaction_id.as_deref();
-            let model_kind = rec.kind == EntryKind::ModelChange
-                || (rec.kind == EntryKind::Message && rec.role == Role::Assistant);
+            let model_kind = rec.sets_model();
             // The values come from the entries themselves, never from the hint.
             let value: Box<str> = self.interner().get(rec.setting).into();
             if anchor_bad {
@@ -923,10 +920,11 @@ impl LazyLoader {
     /// Updates what the path tells about the context as `rec` joins it.
     fn track(&mut self, rec: &EntryRec, text: &str) {
         let producing = self.produces_message(rec, text);
-        let sets_model = rec.kind == EntryKind::ModelChange
-            || (rec.kind == EntryKind::Message && rec.role == Role::Assistant);
-        if sets_model && self.ctx_complete_at.is_some() {
-            self.model_behind = true;
+        if rec.sets_model() {
+            self.model_found = true;
+            if self.ctx_complete_at.is_some() {
+                self.model_behind = true;
+            }
         }
         match rec.kind {
             EntryKind::Compaction if self.compaction.is_none() => {
@@ -937,8 +935,6 @@ impl LazyLoader {
                 }
             }
             EntryKind::ThinkingLevelChange => self.thinking_found = true,
-            EntryKind::ModelChange => self.model_found = true,
-            EntryKind::Message if rec.role == Role::Assistant => self.model_found = true,
             _ => {}
         }
         if self.ctx_complete_at.is_none() {

@@ -154,6 +154,13 @@ impl EntryRec {
     pub fn line_no(&self) -> Option<u64> {
         (self.line > 0).then_some(self.line)
     }
+
+    /// Whether the entry sets the model in force: a model change, or an
+    /// assistant message (its provider and model).
+    pub fn sets_model(&self) -> bool {
+        self.kind == EntryKind::ModelChange
+            || (self.kind == EntryKind::Message && self.role == Role::Assistant)
+    }
 }
 
 /// What a line turned out to be.
