@@ -1063,11 +1063,10 @@ fn openai_one(
                             calls.push(c);
                             continue;
                         }
-                        let args = match b.get("argumentsRaw") {
-                            Some(raw) => raw.clone(),
-                            None => {
-                                J::s(&b.get("arguments").cloned().unwrap_or(J::Obj(vec![])).text())
-                            }
+                        let args = match (b.get("argumentsRaw"), b.get("arguments")) {
+                            (Some(raw), _) => raw.clone(),
+                            (None, Some(a)) => a.text_as_string(),
+                            (None, None) => J::s("{}"),
                         };
                         let mut c = J::obj([
                             ("id", b.get("id").cloned().unwrap_or(J::s(""))),
@@ -1366,18 +1365,22 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                             item.set("id", J::s(&it));
                         }
                         item.set("call_id", J::s(&call_id));
-                        let args = b.get("arguments").cloned().unwrap_or(J::Obj(vec![]));
+                        let args = b.get("arguments");
                         match kind.as_deref() {
                             Some("custom_tool_call") => {
                                 item.set("name", b.get("name").cloned().unwrap_or(J::s("")));
-                                item.set("input", args.get("input").cloned().unwrap_or(J::s("")));
+                                let input = args.and_then(|a| a.get("input"));
+                                item.set("input", input.cloned().unwrap_or(J::s("")));
                             }
-                            Some("local_shell_call") => item.set("action", args),
+                            Some("local_shell_call") => {
+                                item.set("action", args.cloned().unwrap_or(J::Obj(vec![])))
+                            }
                             _ => {
                                 item.set("name", b.get("name").cloned().unwrap_or(J::s("")));
-                                let text = match b.get("argumentsRaw") {
-                                    Some(raw) => raw.clone(),
-                                    None => J::s(&args.text()),
+                                let text = match (b.get("argumentsRaw"), args) {
+                                    (Some(raw), _) => raw.clone(),
+                                    (None, Some(a)) => a.text_as_string(),
+                                    (None, None) => J::s("{}"),
                                 };
                                 item.set("arguments", text);
                             }

@@ -440,6 +440,15 @@ impl J {
         J::Str(out.into())
     }
 
+    /// This value's JSON text as a JSON string (OpenAI's `arguments`): written
+    /// once and escaped once, the value neither cloned nor copied.
+    pub fn text_as_string(&self) -> J {
+        let text = self.text();
+        let mut out = String::with_capacity(text.len() + text.len() / 8 + 2);
+        push_escaped(&mut out, &text);
+        J::Str(out.into())
+    }
+
     /// An object from members with plain keys.
     pub fn obj<const N: usize>(members: [(&str, J); N]) -> J {
         J::Obj(members.into_iter().map(|(k, v)| (k.into(), v)).collect())
