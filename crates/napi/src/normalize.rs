@@ -11,7 +11,9 @@ use napi::bindgen_prelude::{AsyncTask, Buffer, Uint8ArraySlice, Utf16String};
 use napi::{Env, JsString, Task};
 use napi_derive::napi;
 
-use crate::util::{JsonText, err, external_string, guard, json_text, now_ms, push_utf16, utf8_of};
+use crate::util::{
+    JsonText, err, external_string, guard, json_text, now_ms, push_utf16_with, utf8_of,
+};
 
 /// `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON).
 #[napi(ts_return_type = "string")]
@@ -59,6 +61,10 @@ pub fn utf8_to_string<'env>(
 #[napi]
 pub struct NativeUtf8Text {
     text: String,
+    /// Room for a piece's UTF-8, kept from piece to piece (made anew for
+    /// each, it was fresh memory to fault in each time: for a 124 MiB
+    /// context the crossing took 171–256 ms, with it kept 145–189 ms).
+    scratch: String,
 }
 
 #[napi]
@@ -70,17 +76,21 @@ impl NativeUtf8Text {
         let units = units as usize;
         let mut text = String::new();
         let _ = text.try_reserve_exact(units + units / 16);
-        NativeUtf8Text { text }
+        NativeUtf8Text {
+            text,
+            scratch: String::new(),
+        }
     }
 
     /// Appends a piece (the caller never cuts a surrogate pair in two).
     #[napi]
     pub fn push(&mut self, piece: Utf16String) {
-        push_utf16(&mut self.text, &piece);
+        push_utf16_with(&mut self.text, &piece, &mut self.scratch);
     }
 
     /// The text gathered (which is then gone).
     fn take(&mut self) -> String {
+        self.scratch = String::new();
         std::mem::take(&mut self.text)
     }
 

@@ -265,8 +265,19 @@ pub fn utf8_of(units: &[u16]) -> String {
 /// pair cut between two calls would be two lone halves: callers cut before
 /// a high surrogate).
 pub fn push_utf16(out: &mut String, units: &[u16]) {
+    push_utf16_with(out, units, &mut String::new());
+}
+
+/// [`push_utf16`] with `scratch`, room for a piece's UTF-8 that a caller
+/// appending many pieces keeps (a fresh one for each piece was fresh memory
+/// to fault in each time).
+pub fn push_utf16_with(out: &mut String, units: &[u16], scratch: &mut String) {
     const PIECE: usize = 1 << 16;
-    let mut buf = "\0".repeat(PIECE.min(units.len()) * 3 + 3);
+    let room = PIECE.min(units.len()) * 3 + 3;
+    if scratch.len() < room {
+        *scratch = "\0".repeat(room);
+    }
+    let buf = scratch.as_mut_str();
     let mut rest = units;
     while !rest.is_empty() {
         let mut n = rest.len().min(PIECE);
@@ -281,8 +292,7 @@ pub fn push_utf16(out: &mut String, units: &[u16]) {
         } else {
             let mut piece = piece;
             while !piece.is_empty() {
-                let (read, written) =
-                    encoding_rs::mem::convert_utf16_to_str_partial(piece, &mut buf);
+                let (read, written) = encoding_rs::mem::convert_utf16_to_str_partial(piece, buf);
                 out.push_str(&buf[..written]);
                 piece = &piece[read..];
             }
