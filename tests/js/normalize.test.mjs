@@ -94,9 +94,18 @@ test(`[${BACKEND}] raw JSON text in: number spellings survive every conversion`,
   const g = pkg.toProvider(conv.json, 'google');
   assert.match(g.body, /"args":\{"a":1\.10,"big":123456789012345678901234567890,"e":1e400\}/);
   // Through JS objects the same-provider bytes still come back (the original is kept
-  // and matched by value), as long as every number has a JS value.
-  const req2 = req.replace(',"e":1e400', '');
-  assert.equal(pkg.toProvider(pkg.fromProvider(req2, 'anthropic').messages, 'anthropic').body, req2);
+  // and matched by value as JSON.parse and JSON.stringify see it: 1e400 is Infinity,
+  // written null; -0 is written 0). Before, either made every spelling of the
+  // message come out as JSON.stringify writes it (1.10 as 1.1).
+  for (const r of [req, req.replace('"a":1.10', '"a":1.10,"z":-0.0'), req.replace(',"e":1e400', ',"e":-0')]) {
+    const back = pkg.toProvider(pkg.fromProvider(r, 'anthropic').messages, 'anthropic');
+    assert.equal(back.body, r);
+    assert.deepEqual(back.report.steps, []);
+  }
+  // An edit is still seen: the value changed, so the message is encoded afresh.
+  const edited = pkg.fromProvider(req, 'anthropic').messages;
+  edited[1].content[0].arguments.a = 2;
+  assert.match(pkg.toProvider(edited, 'anthropic').body, /"input":\{"a":2,/);
 });
 
 test(`[${BACKEND}] MessageNormalizer: the seed API, one message at a time`, () => {

@@ -217,9 +217,17 @@ fn feed(v: &J, buf: &mut Vec<u8>, top: bool) {
         J::Null => buf.push(b'n'),
         J::Bool(b) => buf.extend_from_slice(if *b { b"T" } else { b"F" }),
         J::Num(n) => {
-            buf.push(b'#');
             let f: f64 = n.parse().unwrap_or(f64::NAN);
-            buf.extend_from_slice(&f.to_bits().to_le_bytes());
+            if f.is_infinite() {
+                // Past a double's range (`1e400`): JavaScript reads Infinity,
+                // which `JSON.stringify` writes as `null`.
+                buf.push(b'n');
+            } else {
+                buf.push(b'#');
+                // `-0` is written `0` by `JSON.stringify`.
+                let f = if f == 0.0 { 0.0 } else { f };
+                buf.extend_from_slice(&f.to_bits().to_le_bytes());
+            }
         }
         J::Str(_) => {
             buf.push(b'"');
