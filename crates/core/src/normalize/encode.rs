@@ -670,7 +670,8 @@ fn anthropic_block(b: &J, i: usize, rep: &mut CompatibilityReport) -> Option<J> 
 }
 
 /// Arguments for targets that need an object: the original text when it is an
-/// object (its numbers as written), else `{"invalid_arguments": text}`.
+/// object (its numbers as written), else `{"invalid_arguments": text}`; parsed
+/// arguments that are not an object likewise, as their JSON text.
 fn object_args(b: &J) -> J {
     match b.get("argumentsRaw") {
         // Empty arguments (`""`, as OpenAI streams a call without any): no arguments.
@@ -679,7 +680,13 @@ fn object_args(b: &J) -> J {
             Some(o @ J::Obj(_)) => o,
             _ => J::obj([("invalid_arguments", raw.clone())]),
         },
-        None => b.get("arguments").cloned().unwrap_or(J::Obj(vec![])),
+        None => match b.get("arguments") {
+            Some(o @ J::Obj(_)) => o.clone(),
+            // No arguments (missing or `null`): `{}`.
+            None | Some(J::Null) => J::Obj(vec![]),
+            // An array, a string, a number: its JSON text, wrapped.
+            Some(other) => J::obj([("invalid_arguments", other.text_as_string())]),
+        },
     }
 }
 
@@ -1065,8 +1072,8 @@ fn openai_one(
                         }
                         let args = match (b.get("argumentsRaw"), b.get("arguments")) {
                             (Some(raw), _) => raw.clone(),
+                            (None, None | Some(J::Null)) => J::s("{}"),
                             (None, Some(a)) => a.text_as_string(),
-                            (None, None) => J::s("{}"),
                         };
                         let mut c = J::obj([
                             ("id", b.get("id").cloned().unwrap_or(J::s(""))),
@@ -1379,8 +1386,8 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                                 item.set("name", b.get("name").cloned().unwrap_or(J::s("")));
                                 let text = match (b.get("argumentsRaw"), args) {
                                     (Some(raw), _) => raw.clone(),
+                                    (None, None | Some(J::Null)) => J::s("{}"),
                                     (None, Some(a)) => a.text_as_string(),
-                                    (None, None) => J::s("{}"),
                                 };
                                 item.set("arguments", text);
                             }

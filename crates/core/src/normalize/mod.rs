@@ -828,7 +828,7 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             format!("{tn} has no error flag on tool results"),
         );
     }
-    if to_ag && from_chat {
+    if to_ag {
         r.warn_step(
             "invalid_arguments_wrapped",
             None,

@@ -582,9 +582,14 @@ pub fn apply_parts(
                                 );
                             }
                             // Empty arguments mean no arguments: `{}` (not wrapped).
-                            let raw_not_object = b.str_of("argumentsRaw").is_some_and(|r| {
-                                !r.trim().is_empty() && !J::parse(&r).is_ok_and(|v| v.is_obj())
-                            });
+                            let raw_not_object = match b.str_of("argumentsRaw") {
+                                Some(r) => {
+                                    !r.trim().is_empty() && !J::parse(&r).is_ok_and(|v| v.is_obj())
+                                }
+                                None => b
+                                    .get("arguments")
+                                    .is_some_and(|a| !a.is_obj() && !matches!(a, J::Null)),
+                            };
                             if raw_not_object
                                 && matches!(target, Provider::Anthropic | Provider::Google)
                             {
