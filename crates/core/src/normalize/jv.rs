@@ -706,8 +706,14 @@ impl J {
                 let J::Obj(m) = self else { return 0 };
                 m.iter_mut()
                     .zip(skip)
-                    .filter(|(_, s)| !s)
-                    .map(|((_, v), _)| v.replace_lone_surrogates_except(keep))
+                    .map(|((k, v), s)| {
+                        fix_lone(k)
+                            + if s {
+                                0
+                            } else {
+                                v.replace_lone_surrogates_except(keep)
+                            }
+                    })
                     .sum()
             }
             other => other.replace_lone_surrogates(),
@@ -717,23 +723,30 @@ impl J {
     /// Replaces lone-surrogate escapes in every string with U+FFFD; returns how many.
     pub fn replace_lone_surrogates(&mut self) -> usize {
         match self {
-            J::Str(raw) => {
-                if !raw.escaped() || !raw.contains("\\u") {
-                    return 0;
-                }
-                let (fixed, found) = lone_surrogates(raw);
-                if found {
-                    let n = count_lone(raw);
-                    *raw = fixed.into();
-                    n
-                } else {
-                    0
-                }
-            }
+            J::Str(raw) => fix_lone(raw),
             J::Arr(a) => a.iter_mut().map(J::replace_lone_surrogates).sum(),
-            J::Obj(m) => m.iter_mut().map(|(_, v)| v.replace_lone_surrogates()).sum(),
+            J::Obj(m) => m
+                .iter_mut()
+                .map(|(k, v)| fix_lone(k) + v.replace_lone_surrogates())
+                .sum(),
             _ => 0,
         }
+    }
+}
+
+/// Replaces lone-surrogate escapes in a string's or a key's escaped text
+/// with U+FFFD; returns how many.
+fn fix_lone(raw: &mut S) -> usize {
+    if !raw.escaped() || !raw.contains("\\u") {
+        return 0;
+    }
+    let (fixed, found) = lone_surrogates(raw);
+    if found {
+        let n = count_lone(raw);
+        *raw = fixed.into();
+        n
+    } else {
+        0
     }
 }
 
