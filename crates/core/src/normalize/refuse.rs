@@ -26,6 +26,56 @@ pub fn accepts_image(target: Provider, mime: &str) -> bool {
     }
 }
 
+/// Whether `target` takes a document of type `mime` as data or by URL:
+/// Anthropic (a `document` block) and OpenAI Chat (a `file` part) take PDFs;
+/// Responses takes files (`input_file`) but no audio or video; Gemini takes
+/// what it has a part for (`inlineData`, `fileData`: audio and video too).
+pub fn accepts_document(target: Provider, mime: &str) -> bool {
+    let m = mime.trim().to_ascii_lowercase();
+    match target {
+        Provider::Anthropic | Provider::OpenAi => m == "application/pdf",
+        Provider::Responses => !(m.starts_with("audio/") || m.starts_with("video/")),
+        Provider::Google => true,
+    }
+}
+
+/// Rule 12 for documents: one given as data or by URL whose type `target`
+/// does not take becomes a text placeholder (`document_dropped`, lossy). A
+/// document without a type, by file id or as text is left as it is.
+fn document(
+    b: &mut J,
+    i: usize,
+    target: Provider,
+    sent_as_file: bool,
+    rep: &mut CompatibilityReport,
+    changed: &mut bool,
+) {
+    let Some(mime) = b
+        .str_of("mimeType")
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+    else {
+        return;
+    };
+    if !sent_as_file || accepts_document(target, &mime) {
+        return;
+    }
+    *b = text_block(&format!(
+        "[{mime} document not sent: {} does not accept this type]",
+        target.name()
+    ));
+    *changed = true;
+    rep.lossy(
+        "document_dropped",
+        Some(i),
+        "document",
+        format!(
+            "{} does not accept {mime} documents: replaced by a text placeholder",
+            target.name()
+        ),
+    );
+}
+
 /// The MIME type of a URL's file extension (path only; query and fragment ignored).
 pub fn mime_from_url(url: &str) -> Option<&'static str> {
     let path = url.split(['?', '#']).next().unwrap_or(url);
@@ -111,7 +161,8 @@ pub fn media(m: &mut J, i: usize, target: Provider, rep: &mut CompatibilityRepor
                 }
             }
         }
-        if kind != "image" {
+        if kind == "document" {
+            document(b, i, target, has_data || url.is_some(), rep, &mut changed);
             continue;
         }
         let Some(mime) = b
