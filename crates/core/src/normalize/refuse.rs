@@ -39,6 +39,13 @@ pub fn accepts_document(target: Provider, mime: &str) -> bool {
     }
 }
 
+/// A block's `mimeType`, trimmed (none when empty).
+fn mime_of(b: &J) -> Option<String> {
+    b.str_of("mimeType")
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
 /// Rule 12 for documents: one given as data or by URL whose type `target`
 /// does not take becomes a text placeholder (`document_dropped`, lossy). A
 /// document without a type, by file id or as text is left as it is.
@@ -50,11 +57,7 @@ fn document(
     rep: &mut CompatibilityReport,
     changed: &mut bool,
 ) {
-    let Some(mime) = b
-        .str_of("mimeType")
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-    else {
+    let Some(mime) = mime_of(b) else {
         return;
     };
     if !sent_as_file || accepts_document(target, &mime) {
@@ -121,10 +124,7 @@ pub fn media(m: &mut J, i: usize, target: Provider, rep: &mut CompatibilityRepor
         }
         let url = b.str_of("url").map(|u| u.into_owned());
         let has_data = b.get("data").is_some();
-        let mime = b
-            .str_of("mimeType")
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty());
+        let mime = mime_of(b);
         // Gemini: a URL is `fileData`, which needs a MIME type.
         if target == Provider::Google
             && !has_data
@@ -165,11 +165,7 @@ pub fn media(m: &mut J, i: usize, target: Provider, rep: &mut CompatibilityRepor
             document(b, i, target, has_data || url.is_some(), rep, &mut changed);
             continue;
         }
-        let Some(mime) = b
-            .str_of("mimeType")
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-        else {
+        let Some(mime) = mime_of(b) else {
             continue;
         };
         if !has_data && url.is_none() {
