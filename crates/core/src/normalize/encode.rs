@@ -651,7 +651,7 @@ fn anthropic_block(b: &J, i: usize, rep: &mut CompatibilityReport) -> Option<J> 
             ("type", J::s("tool_use")),
             ("id", b.get("id").cloned().unwrap_or(J::s(""))),
             ("name", b.get("name").cloned().unwrap_or(J::s(""))),
-            ("input", object_args(b)),
+            ("input", object_args(b, i, rep)),
         ]),
         "image" | "document" => match anthropic_media(b) {
             Some(m) => return Some(m),
@@ -671,21 +671,39 @@ fn anthropic_block(b: &J, i: usize, rep: &mut CompatibilityReport) -> Option<J> 
 
 /// Arguments for targets that need an object: the original text when it is an
 /// object (its numbers as written), else `{"invalid_arguments": text}`; parsed
-/// arguments that are not an object likewise, as their JSON text.
-fn object_args(b: &J) -> J {
+/// arguments that are not an object likewise, as their JSON text (rule 7; the
+/// wrap is reported here, where it is made: a message sent as its provider
+/// wrote it is not wrapped).
+fn object_args(b: &J, i: usize, rep: &mut CompatibilityReport) -> J {
+    let wrapped = |text: J, rep: &mut CompatibilityReport| {
+        let id = b.str_of("id").unwrap_or_default();
+        rep.warn_step(
+            "invalid_arguments_wrapped",
+            Some(i),
+            format!("arguments of call {id} are not a JSON object: sent as {{\"invalid_arguments\": <the original text>}}"),
+        );
+        J::obj([("invalid_arguments", text)])
+    };
     match b.get("argumentsRaw") {
-        // Empty arguments (`""`, as OpenAI streams a call without any): no arguments.
-        Some(raw) if raw.as_str().is_some_and(|t| t.trim().is_empty()) => J::Obj(vec![]),
+        // Empty arguments (`""`, as OpenAI streams a call without any) and
+        // `null`: no arguments.
+        Some(raw)
+            if raw
+                .as_str()
+                .is_some_and(|t| t.trim().is_empty() || t.trim() == "null") =>
+        {
+            J::Obj(vec![])
+        }
         Some(raw) => match raw.as_str().and_then(|t| J::parse(&t).ok()) {
             Some(o @ J::Obj(_)) => o,
-            _ => J::obj([("invalid_arguments", raw.clone())]),
+            _ => wrapped(raw.clone(), rep),
         },
         None => match b.get("arguments") {
             Some(o @ J::Obj(_)) => o.clone(),
             // No arguments (missing or `null`): `{}`.
             None | Some(J::Null) => J::Obj(vec![]),
             // An array, a string, a number: its JSON text, wrapped.
-            Some(other) => J::obj([("invalid_arguments", other.text_as_string())]),
+            Some(other) => wrapped(other.text_as_string(), rep),
         },
     }
 }
@@ -1499,7 +1517,7 @@ fn google_part(b: &J, i: usize, rep: &mut CompatibilityReport, ctx: &mut Ctx) ->
                 ctx.sent_ids.insert(id);
             }
             fc.set("name", b.get("name").cloned().unwrap_or(J::s("")));
-            fc.set("args", object_args(b));
+            fc.set("args", object_args(b, i, rep));
             let (inner, outer): (Vec<_>, Vec<_>) = vendor_members(b, p)
                 .into_iter()
                 .partition(|(k, _)| k.starts_with("functionCall."));

@@ -913,13 +913,14 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             "image",
             format!("images {tn} cannot take in their form are left out"),
         );
-        r.lossy(
-            "document_dropped",
-            None,
-            "document",
-            format!("documents {tn} cannot take in their form are left out"),
-        );
     }
+    // Also for the same provider: a document type it does not take (rule 12).
+    r.lossy(
+        "document_dropped",
+        None,
+        "document",
+        format!("documents {tn} cannot take in their form or type are left out"),
+    );
     if t != Anthropic {
         r.lossy(
             "document_title_dropped",

@@ -581,20 +581,6 @@ pub fn apply_parts(
                                     rep,
                                 );
                             }
-                            // Empty arguments mean no arguments: `{}` (not wrapped).
-                            let raw_not_object = match b.str_of("argumentsRaw") {
-                                Some(r) => {
-                                    !r.trim().is_empty() && !J::parse(&r).is_ok_and(|v| v.is_obj())
-                                }
-                                None => b
-                                    .get("arguments")
-                                    .is_some_and(|a| !a.is_obj() && !matches!(a, J::Null)),
-                            };
-                            if raw_not_object
-                                && matches!(target, Provider::Anthropic | Provider::Google)
-                            {
-                                rep.warn_step("invalid_arguments_wrapped", Some(i), format!("arguments of call {k} are not a JSON object: sent as {{\"invalid_arguments\": <the original text>}}"));
-                            }
                             pending.push(Pending {
                                 id: id.clone(),
                                 stored,
