@@ -905,16 +905,15 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             format!("text blocks {tn} takes as one string are joined"),
         );
     }
-    // Media and documents (encoding, rules 12–13).
-    if other {
-        r.lossy(
-            "image_dropped",
-            None,
-            "image",
-            format!("images {tn} cannot take in their form are left out"),
-        );
-    }
-    // Also for the same provider: a document type it does not take (rule 12).
+    // Media and documents (encoding, rules 12–13), also for the same
+    // provider: an image with nothing to send, a document type it does not
+    // take (rule 12).
+    r.lossy(
+        "image_dropped",
+        None,
+        "image",
+        format!("images {tn} cannot take in their form are left out"),
+    );
     r.lossy(
         "document_dropped",
         None,

@@ -829,6 +829,29 @@ pub fn apply_parts(
                             );
                             continue;
                         }
+                        // Media with nothing to send (no data, URL, file id
+                        // or text): no target can take it. Left out here, so
+                        // that a message left empty is left out too (rule 9).
+                        if (t == "image" || t == "document")
+                            && ["data", "url", "fileId", "text"]
+                                .iter()
+                                .all(|k| b.get(k).is_none())
+                        {
+                            rep.lossy(
+                                if t == "image" {
+                                    "image_dropped"
+                                } else {
+                                    "document_dropped"
+                                },
+                                Some(i),
+                                &t,
+                                format!(
+                                    "a {t} block with no data, URL, file id or text cannot be sent to {}",
+                                    target.name()
+                                ),
+                            );
+                            continue;
+                        }
                         if is_empty_text(&b)
                             && matches!(target, Provider::Anthropic | Provider::Google)
                         {
