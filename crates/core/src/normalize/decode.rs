@@ -62,8 +62,11 @@ struct Dec {
     p: Provider,
     model: Option<J>,
     msgs: Vec<J>,
-    /// Tool name by call id.
-    names: HashMap<String, String>,
+    /// Tool names by call id, of the last message that made calls with that
+    /// id, in call order, and how many results took one: results take them
+    /// in order (calls that share an id are answered in order), the last
+    /// one once all are taken.
+    names: HashMap<String, (Vec<String>, usize)>,
     /// Full canonical id (`call_id|item_id`) by call id (Responses).
     full_ids: HashMap<String, String>,
     /// Gemini calls of the last model turn: (id, name, answered).
@@ -98,8 +101,15 @@ impl Dec {
         m
     }
 
-    fn tool_result(&self, id: &str, content: Vec<J>, is_error: bool) -> J {
-        let name = self.names.get(id).cloned().unwrap_or_default();
+    fn tool_result(&mut self, id: &str, content: Vec<J>, is_error: bool) -> J {
+        let name = match self.names.get_mut(id) {
+            Some((names, taken)) => {
+                let n = names.get(*taken).or(names.last()).cloned();
+                *taken += 1;
+                n.unwrap_or_default()
+            }
+            None => String::new(),
+        };
         J::obj([
             ("role", J::s("toolResult")),
             ("toolCallId", J::s(id)),
@@ -110,6 +120,18 @@ impl Dec {
     }
 
     fn note_calls(&mut self, blocks: &[J]) {
+        let mut seen: Vec<String> = Vec::new();
+        let mut note =
+            |names: &mut HashMap<String, (Vec<String>, usize)>, id: String, name: String| {
+                if seen.contains(&id) {
+                    if let Some((list, _)) = names.get_mut(&id) {
+                        list.push(name);
+                    }
+                } else {
+                    names.insert(id.clone(), (vec![name], 0));
+                    seen.push(id);
+                }
+            };
         for b in blocks {
             if btype(b) == "toolCall" {
                 let id = b.str_of("id").unwrap_or_default().to_string();
@@ -119,9 +141,11 @@ impl Dec {
                 if self.p == Provider::Responses {
                     let call_id = super::transform::responses_key(&id).to_string();
                     self.full_ids.insert(call_id.clone(), id.clone());
-                    self.names.insert(call_id, name.clone());
+                    if call_id != id {
+                        note(&mut self.names, call_id, name.clone());
+                    }
                 }
-                self.names.insert(id, name);
+                note(&mut self.names, id, name);
             }
         }
     }

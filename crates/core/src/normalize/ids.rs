@@ -160,6 +160,9 @@ pub enum Asked {
     GetOr(String, String),
     /// [`IdMap::map_new`]'s question and answer.
     MapNew(String, IdRule, String, bool),
+    /// [`IdMap::call`]'s question (the id, the rule, whether to keep it)
+    /// and answer (the target id, whether the id was a call's before).
+    Call(String, IdRule, bool, String, bool),
 }
 
 /// What [`IdMap::rollback`] undoes.
@@ -298,6 +301,64 @@ impl IdMap {
         original.to_string()
     }
 
+    /// A tool call's target id: the first call with `original` gets
+    /// [`IdMap::keep`]'s answer (`keep`: the target made the id) or
+    /// [`IdMap::map`]'s; a later call with it gets a new id of its own, `_2`,
+    /// `_3`… after the first call's (a request's call ids must be unique:
+    /// Anthropic rejects repeats, and results could not tell the calls
+    /// apart), mapped back to `original` in [`IdMap::changed`]. The second
+    /// value says whether `original` was a call's id before.
+    ///
+    /// Only calls ask this map this question: an id it already maps was a
+    /// call's (results map their call's id after it).
+    pub fn call(&mut self, original: &str, rule: &IdRule, keep: bool) -> (String, bool) {
+        let repeated = self.forward.contains_key(original);
+        let t = if repeated {
+            self.assign_repeat(original, rule)
+        } else if keep {
+            self.keep_unnoted(original, rule)
+        } else {
+            self.assign(original, rule)
+        };
+        self.note(|| Asked::Call(original.to_string(), *rule, keep, t.clone(), repeated));
+        (t, repeated)
+    }
+
+    /// A new target id for a call that repeats `original` (see [`IdMap::call`]).
+    fn assign_repeat(&mut self, original: &str, rule: &IdRule) -> String {
+        let first = match self.forward.get(original) {
+            Some(t) if !t.is_empty() => t.clone(),
+            _ => self.forward_base(original, rule),
+        };
+        let mut n = 2u64;
+        loop {
+            let candidate = if rule.exact_len.is_some() {
+                base62(fnv64(original.as_bytes(), n), rule.max_len)
+            } else {
+                let suffix = format!("_{n}");
+                let mut cut = rule.max_len.saturating_sub(suffix.len()).min(first.len());
+                while !first.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                format!("{}{suffix}", &first[..cut])
+            };
+            if !self.taken.contains_key(&candidate) {
+                self.take_repeat(original, candidate.clone());
+                return candidate;
+            }
+            n += 1;
+        }
+    }
+
+    /// Gives `t` to a repeat of `original`.
+    fn take_repeat(&mut self, original: &str, t: String) {
+        self.taken.insert(t.clone(), original.to_string());
+        if let Some(j) = &mut self.journal {
+            j.taken.push(t.clone());
+        }
+        self.changed.push((t, original.to_string()));
+    }
+
     /// The tool-name map that goes with this id map.
     pub fn names(&mut self) -> &mut IdMap {
         self.names.get_or_insert_with(Default::default)
@@ -428,6 +489,18 @@ impl IdMap {
                     Some(had) => *had == t,
                     None => self.replay_map(o, t),
                 },
+                // A call's id that an earlier part's call had (or the
+                // reverse) is a difference: the repeat is renamed.
+                Asked::Call(o, _, _, t, repeated) => {
+                    match (self.forward.contains_key(&o), repeated) {
+                        (false, false) => self.replay_map(o, t),
+                        (true, true) if !self.taken.contains_key(&t) => {
+                            self.take_repeat(&o, t);
+                            true
+                        }
+                        _ => false,
+                    }
+                }
                 Asked::Get(o, t) => self.forward.get(&o) == t.as_ref(),
                 Asked::GetOr(o, t) => self.forward.get(&o).unwrap_or(&o) == &t,
             };
@@ -578,6 +651,42 @@ mod tests {
         r.set_restore(&[("call_1_x".into(), "call.1:x".into())]);
         assert_eq!(r.restored("call_1_x"), ("call.1:x".to_string(), true));
         assert_eq!(r.restored("other"), ("other".to_string(), false));
+    }
+
+    #[test]
+    fn repeated_call_ids_get_ids_of_their_own_and_parts_replay_them() {
+        let r = IdRule::ANTHROPIC;
+        let mut m = IdMap::new();
+        m.reserve("x_2");
+        assert_eq!(m.call("x", &r, false), ("x".into(), false));
+        // `x_2` is another call's: the repeat takes `x_3`.
+        assert_eq!(m.call("x", &r, false), ("x_3".into(), true));
+        assert_eq!(m.call("", &r, false), ("call".into(), false));
+        assert_eq!(m.call("", &r, false), ("call_2".into(), true));
+        assert_eq!(m.map("x", &r), "x", "a result maps to the first call's id");
+        let mut mistral = IdMap::new();
+        let a = mistral.call("c", &IdRule::MISTRAL, false).0;
+        let b = mistral.call("c", &IdRule::MISTRAL, false).0;
+        assert!(a != b && IdRule::MISTRAL.accepts(&b), "{a} {b}");
+        // A part converted alone saw `x` first: where an earlier part had a
+        // call `x`, that differs (the whole conversion renames it).
+        let mut part = IdMap::new();
+        part.record();
+        part.call("x", &r, false);
+        let (asked, _) = part.take_record();
+        let mut earlier = IdMap::new();
+        earlier.call("x", &r, false);
+        assert!(earlier.clone().replay(asked.clone()).is_none());
+        assert!(IdMap::new().replay(asked).is_some());
+        // A part that renamed a repeat replays where the id is free.
+        let mut part = IdMap::new();
+        part.record();
+        part.call("y", &r, false);
+        part.call("y", &r, false);
+        let (asked, _) = part.take_record();
+        let mut whole = IdMap::new();
+        assert!(whole.replay(asked).is_some());
+        assert_eq!(whole.changed, vec![("y_2".into(), "y".into())]);
     }
 
     #[test]

@@ -763,6 +763,11 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
         None,
         format!("tool-call ids that {tn} does not accept are mapped (reversibly)"),
     );
+    r.step(
+        "tool_call_id_repeated",
+        None,
+        "a call whose id an earlier call had gets an id of its own (a request's call ids must be unique)".into(),
+    );
     if other {
         r.step(
             "tool_name_mapped",

@@ -308,10 +308,9 @@ pub fn apply_parts(
                 m.remove("original");
             }
             for p in pending.drain(..) {
-                let mapped = ids.map(&p.key, &rule);
                 out.push(J::obj([
                     ("role", J::s("toolResult")),
-                    ("toolCallId", J::s(&mapped)),
+                    ("toolCallId", J::s(&p.target)),
                     ("toolName", J::s(ids.names().get_or(&p.name))),
                     ("content", J::Arr(vec![text_block("No result provided")])),
                     ("isError", J::Bool(true)),
@@ -536,10 +535,15 @@ pub fn apply_parts(
                             let (k, restored) = ids.restored(&k);
                             // An id the target made itself, or one an idMap gives
                             // back, stays as it is where the target takes it.
-                            let mapped = if (same || restored) && kept_id_ok(target, &k) {
-                                ids.keep(&k, &rule)
+                            let keep = (same || restored) && kept_id_ok(target, &k);
+                            // A conversation's calls get ids of their own (pairing:
+                            // one request); a line of a session file keeps its id.
+                            let (mapped, repeated) = if pairing {
+                                ids.call(&k, &rule, keep)
+                            } else if keep {
+                                (ids.keep(&k, &rule), false)
                             } else {
-                                ids.map(&k, &rule)
+                                (ids.map(&k, &rule), false)
                             };
                             let item = (origin(&msg) == Some(Provider::Responses))
                                 .then(|| id.rsplit_once('|').map(|(_, it)| it.to_string()))
@@ -554,7 +558,15 @@ pub fn apply_parts(
                                 }
                                 _ => mapped.clone(),
                             };
-                            if mapped != k {
+                            if repeated {
+                                rep.step(
+                                    "tool_call_id_repeated",
+                                    Some(i),
+                                    format!(
+                                        "call id {k:?} was an earlier call's: this call is sent as {mapped:?} (a request's call ids must be unique), and its results with it"
+                                    ),
+                                );
+                            } else if mapped != k {
                                 rep.step(
                                     "tool_call_id_mapped",
                                     Some(i),
@@ -585,6 +597,7 @@ pub fn apply_parts(
                                 id: id.clone(),
                                 stored,
                                 key: k,
+                                target: mapped,
                                 name,
                                 synthetic,
                             });
@@ -669,10 +682,7 @@ pub fn apply_parts(
                 out.push(msg);
                 turn = Some((
                     out.len(),
-                    pending
-                        .iter()
-                        .map(|p| ids.get_or(&p.key).to_string())
-                        .collect(),
+                    pending.iter().map(|p| p.target.clone()).collect(),
                     same,
                 ));
             }
@@ -740,17 +750,17 @@ pub fn apply_parts(
                     }
                     continue;
                 };
-                let name = if pos < pending.len() {
+                // The id its call was given (a repeated id: that call's own).
+                let (name, mapped) = if pos < pending.len() {
                     let p = pending.remove(pos);
                     answered.insert(p.id);
                     answered.insert(p.stored);
-                    p.name
+                    (p.name, p.target)
                 } else {
-                    String::new()
+                    (String::new(), ids.map(&k, &rule))
                 };
                 answered.insert(k.clone());
                 let mut r = m;
-                let mapped = ids.map(&k, &rule);
                 let new_id = match id.rsplit_once('|') {
                     // A pi-style `call|item` result keeps its item part for Responses, as its call does.
                     Some((c, item)) if target == Provider::Responses && k != id && c == k => {
@@ -981,6 +991,8 @@ struct Pending {
     stored: String,
     /// The id it pairs and maps by.
     key: String,
+    /// The id it was given for the target.
+    target: String,
     name: String,
     /// Made up (Gemini sent none): results pair by name and position.
     synthetic: bool,

@@ -786,9 +786,10 @@ fn a_first_part_with_no_messages_to_send_leaves_no_comma() {
 #[test]
 fn a_gemini_response_whose_id_an_earlier_part_sent_keeps_it() {
     // Gemini responses carry the id of a call that was sent with one: here
-    // `call_0` was sent by the first turn, and the filled result of a later
-    // call with the same id (not sent: another provider's) carries it in a
-    // whole conversion. Converted in parts, the later part must know it.
+    // `call_0` was sent by the first turn. A later call with the same id
+    // (another provider's, not sent with an id) is a call of its own: it is
+    // renamed `call_0_2`, and its filled result does not carry the first
+    // call's id. Converted in parts, the later part must know both.
     let msgs: Vec<String> = [
         r#"{"role":"user","content":"go"}"#,
         r#"{"role":"assistant","api":"google-generative-ai","provider":"google","model":"gemini-2.5-pro","stopReason":"toolUse","content":[{"type":"toolCall","id":"call_0","name":"bash","arguments":{}}]}"#,
@@ -812,7 +813,8 @@ fn a_gemini_response_whose_id_an_earlier_part_sent_keeps_it() {
         &opts,
     )
     .unwrap();
-    assert_eq!(body.matches(r#""id":"call_0""#).count(), 3, "{body}");
+    assert_eq!(body.matches(r#""id":"call_0""#).count(), 2, "{body}");
+    assert!(!body.contains("call_0_2"), "not sent with an id: {body}");
     check_steps("a sent id met again", &msgs, &opts);
     let mut seen = Splits::default();
     check_split("a sent id met again", &msgs, &opts, &mut seen);
@@ -883,4 +885,39 @@ fn a_group_given_back_as_it_was_is_not_cut() {
     check_steps("a group given back", &msgs, &opts);
     let mut seen = Splits::default();
     check_split("a group given back", &msgs, &opts, &mut seen);
+}
+
+#[test]
+fn a_call_id_every_turn_uses_again_is_renamed_and_the_kept_part_still_serves() {
+    // Some OpenAI-compatible servers number calls per turn: `call_0` in
+    // every turn. Each later call gets an id of its own (a request's call ids
+    // must be unique); a request built after a kept part must rename them as
+    // the whole conversion does, and still reuse the kept part.
+    let mut msgs = vec![r#"{"role":"user","content":"go"}"#.to_string()];
+    for t in 0..12 {
+        msgs.push(format!(
+            r#"{{"role":"assistant","api":"openai-completions","provider":"openai","model":"qwen","stopReason":"toolUse","content":[{{"type":"toolCall","id":"call_0","name":"bash","arguments":{{"n":{t}}}}}]}}"#
+        ));
+        msgs.push(format!(
+            r#"{{"role":"toolResult","toolCallId":"call_0","toolName":"bash","content":[{{"type":"text","text":"out {t}"}}],"isError":false}}"#
+        ));
+        msgs.push(format!(r#"{{"role":"user","content":"next {t}"}}"#));
+    }
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let (body, _) = whole(&texts, Provider::Anthropic, &opts).unwrap();
+    for t in 2..=12 {
+        assert_eq!(
+            body.matches(&format!(r#""call_0_{t}""#)).count(),
+            2,
+            "call {t} and its result: {body}"
+        );
+    }
+    let hits = check_steps("call_0 in every turn", &msgs, &opts);
+    assert!(hits as usize > 3 * msgs.len(), "only {hits} hits");
+    let mut seen = Splits::default();
+    check_split("call_0 in every turn", &msgs, &opts, &mut seen);
 }
