@@ -874,6 +874,12 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             None,
             format!("messages with no content are left out ({tn} rejects them)"),
         );
+    } else {
+        r.step(
+            "empty_message_dropped",
+            None,
+            format!("messages whose every block was left out are left out ({tn} wants at least one content part)"),
+        );
     }
     if t == Anthropic {
         r.step(

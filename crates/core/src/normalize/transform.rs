@@ -815,7 +815,10 @@ pub fn apply_parts(
                     drop_inline_mark(&mut u);
                 }
                 strip_foreign_vendor(&mut u, target, Some(i), "provider-specific fields", rep);
+                // Whether the rules below leave a message with blocks without any.
+                let mut emptied = false;
                 if let Some(J::Arr(bl)) = u.get_mut("content") {
+                    emptied = !bl.is_empty();
                     let mut kept = Vec::with_capacity(bl.len());
                     for mut b in bl.drain(..) {
                         let t = btype(&b).to_string();
@@ -856,7 +859,8 @@ pub fn apply_parts(
                                 Some(i),
                                 &t,
                                 format!(
-                                    "a {t} block with no data, URL, file id or text cannot be sent to {}",
+                                    "{} {t} block with no data, URL, file id or text cannot be sent to {}",
+                                    if t == "image" { "an" } else { "a" },
                                     target.name()
                                 ),
                             );
@@ -894,6 +898,7 @@ pub fn apply_parts(
                         }
                         kept.push(b);
                     }
+                    emptied &= kept.is_empty();
                     *bl = kept;
                 }
                 let empty = match u.get("content") {
@@ -901,12 +906,21 @@ pub fn apply_parts(
                     Some(J::Str(t)) => t.is_empty(),
                     _ => true,
                 };
-                if empty && matches!(target, Provider::Anthropic | Provider::Google) {
+                // Anthropic and Gemini reject every empty message; OpenAI's
+                // schemas want at least one content part, so a message these
+                // rules emptied is not sent there either (one sent empty is
+                // sent as it came).
+                if empty && (emptied || matches!(target, Provider::Anthropic | Provider::Google)) {
+                    let why = if matches!(target, Provider::Anthropic | Provider::Google) {
+                        "rejects empty messages"
+                    } else {
+                        "wants at least one content part"
+                    };
                     rep.step(
                         "empty_message_dropped",
                         Some(i),
                         format!(
-                            "a {} message with no content left out ({} rejects empty messages)",
+                            "a {} message with no content left out ({} {why})",
                             role(&u),
                             target.name()
                         ),
