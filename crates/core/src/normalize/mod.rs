@@ -295,12 +295,36 @@ pub(crate) fn prepare(
                     if m != n {
                         t.set("name", J::s(&m));
                     }
+                } else if t.is("provider", target.name())
+                    && let Some(named) = t.get_mut("raw").and_then(raw_tool_named)
+                {
+                    // A hosted tool the target gets as it is, whose calls
+                    // name it (OpenAI custom tools): the name its calls got.
+                    let n = named.str_of("name").unwrap_or_default().to_string();
+                    let m = transform::map_name(ids, &n, target, None, report);
+                    if m != n {
+                        named.set("name", J::s(&m));
+                    }
                 }
                 t
             })
             .collect()
     });
     Ok((system, tools))
+}
+
+/// Where a provider's own tool definition holds the name its calls use:
+/// OpenAI Chat `{type, custom: {name}}` or `{type, function: {name}}`,
+/// Responses and Anthropic `{type, name}`; `None` for tools without one.
+fn raw_tool_named(raw: &mut J) -> Option<&mut J> {
+    let inner = ["custom", "function"].into_iter().find(|k| {
+        raw.get(k)
+            .is_some_and(|v| matches!(v.get("name"), Some(J::Str(_))))
+    });
+    match inner {
+        Some(k) => raw.get_mut(k),
+        None => matches!(raw.get("name"), Some(J::Str(_))).then_some(raw),
+    }
 }
 
 /// Reads what `toProvider` accepts: an array of messages or `{messages, system?, systemRole?, tools?}`.
@@ -768,13 +792,11 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
         None,
         "a call whose id an earlier call had gets an id of its own (a request's call ids must be unique)".into(),
     );
-    if other {
-        r.step(
-            "tool_name_mapped",
-            None,
-            format!("tool names that {tn} does not accept are mapped (reversibly)"),
-        );
-    }
+    r.step(
+        "tool_name_mapped",
+        None,
+        format!("tool names that {tn} does not accept are mapped (reversibly)"),
+    );
     // Rule 6: pairing.
     r.step(
         "tool_result_moved",
