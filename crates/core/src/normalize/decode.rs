@@ -58,17 +58,46 @@ impl Conversation {
     }
 }
 
+/// Something of each call (its name, its full id) by call id, from the last
+/// assistant message that made calls with that id, in call order: results
+/// take them in order (calls that share an id are answered in order), and
+/// the last one once all are taken.
+#[derive(Default)]
+struct ByCall(HashMap<String, (Vec<String>, usize)>);
+
+impl ByCall {
+    /// One message's calls: `(id, value)` in order.
+    fn note(&mut self, calls: Vec<(String, String)>) {
+        let mut seen: Vec<&str> = Vec::new();
+        for (id, v) in &calls {
+            if seen.contains(&id.as_str()) {
+                if let Some((list, _)) = self.0.get_mut(id) {
+                    list.push(v.clone());
+                }
+            } else {
+                self.0.insert(id.clone(), (vec![v.clone()], 0));
+                seen.push(id);
+            }
+        }
+    }
+
+    /// What a result naming `id` takes.
+    fn take(&mut self, id: &str) -> Option<String> {
+        let (list, taken) = self.0.get_mut(id)?;
+        let v = list.get(*taken).or(list.last()).cloned();
+        *taken += 1;
+        v
+    }
+}
+
 struct Dec {
     p: Provider,
     model: Option<J>,
     msgs: Vec<J>,
-    /// Tool names by call id, of the last message that made calls with that
-    /// id, in call order, and how many results took one: results take them
-    /// in order (calls that share an id are answered in order), the last
-    /// one once all are taken.
-    names: HashMap<String, (Vec<String>, usize)>,
+    /// Tool names by call id.
+    names: ByCall,
     /// Full canonical id (`call_id|item_id`) by call id (Responses).
-    full_ids: HashMap<String, String>,
+    full_ids: ByCall,
     /// Gemini calls of the last model turn: (id, name, answered).
     pending: Vec<(String, String, bool)>,
     /// Attach `original` only where a fresh encoding would differ.
@@ -81,8 +110,8 @@ impl Dec {
             p,
             model,
             msgs: Vec::new(),
-            names: HashMap::new(),
-            full_ids: HashMap::new(),
+            names: ByCall::default(),
+            full_ids: ByCall::default(),
             pending: Vec::new(),
             check: true,
         }
@@ -102,14 +131,7 @@ impl Dec {
     }
 
     fn tool_result(&mut self, id: &str, content: Vec<J>, is_error: bool) -> J {
-        let name = match self.names.get_mut(id) {
-            Some((names, taken)) => {
-                let n = names.get(*taken).or(names.last()).cloned();
-                *taken += 1;
-                n.unwrap_or_default()
-            }
-            None => String::new(),
-        };
+        let name = self.names.take(id).unwrap_or_default();
         J::obj([
             ("role", J::s("toolResult")),
             ("toolCallId", J::s(id)),
@@ -119,19 +141,10 @@ impl Dec {
         ])
     }
 
+    /// Notes the calls of one assistant message.
     fn note_calls(&mut self, blocks: &[J]) {
-        let mut seen: Vec<String> = Vec::new();
-        let mut note =
-            |names: &mut HashMap<String, (Vec<String>, usize)>, id: String, name: String| {
-                if seen.contains(&id) {
-                    if let Some((list, _)) = names.get_mut(&id) {
-                        list.push(name);
-                    }
-                } else {
-                    names.insert(id.clone(), (vec![name], 0));
-                    seen.push(id);
-                }
-            };
+        let mut names = Vec::new();
+        let mut full_ids = Vec::new();
         for b in blocks {
             if btype(b) == "toolCall" {
                 let id = b.str_of("id").unwrap_or_default().to_string();
@@ -140,14 +153,16 @@ impl Dec {
                 // (a call_id may hold `|` itself); other providers' ids are whole.
                 if self.p == Provider::Responses {
                     let call_id = super::transform::responses_key(&id).to_string();
-                    self.full_ids.insert(call_id.clone(), id.clone());
+                    full_ids.push((call_id.clone(), id.clone()));
                     if call_id != id {
-                        note(&mut self.names, call_id, name.clone());
+                        names.push((call_id, name.clone()));
                     }
                 }
-                note(&mut self.names, id, name);
+                names.push((id, name));
             }
         }
+        self.names.note(names);
+        self.full_ids.note(full_ids);
     }
 
     /// Ends a group of messages decoded from `raw` (starting at `start`).
@@ -885,8 +900,8 @@ fn responses_into(req: &J, d: &mut Dec) -> Result<()> {
             _ => {
                 let start = d.msgs.len();
                 let call_id = item.str_of("call_id").unwrap_or_default().to_string();
-                let id = match d.full_ids.get(&call_id) {
-                    Some(full) => full.clone(),
+                let id = match d.full_ids.take(&call_id) {
+                    Some(full) => full,
                     None if call_id.contains('|') => format!("{call_id}|"),
                     None => call_id,
                 };

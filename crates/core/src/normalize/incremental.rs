@@ -25,7 +25,7 @@ use super::ids::{IdMap, fnv64};
 use super::jv::{J, push_member_key};
 use super::refuse::TurnScan;
 use super::report::CompatibilityReport;
-use super::transform::{self, call_key, id_rule, name_rule};
+use super::transform::{self, name_rule};
 use super::{Converted, ToOptions, check_messages, encode, parse, prepare};
 use crate::Result;
 use crate::threads::free_later;
@@ -739,7 +739,7 @@ impl RequestCache {
         closed: bool,
     ) -> Result<Option<Part>> {
         check_messages(&part, self.done)?;
-        if !self.input_ok(&part, target) {
+        if !self.input_ok(&part, target, opts.model.as_deref()) {
             return Ok(None);
         }
         // The id map is changed in place, noted so that it can be taken back
@@ -785,7 +785,7 @@ impl RequestCache {
     }
 
     /// What [`RequestCache::convert_part`] checks of its input before converting it.
-    fn input_ok(&mut self, part: &[J], target: Provider) -> bool {
+    fn input_ok(&mut self, part: &[J], target: Provider, model: Option<&str>) -> bool {
         // Calls and results pair within the part (a result of a kept call
         // would pair across the cut); no system message (it joins the system
         // prompt for some targets, which depends on every part).
@@ -794,12 +794,15 @@ impl RequestCache {
         }
         // An id or name the kept part mapped another one to: the whole
         // conversion would have mapped that one elsewhere.
-        let rule = id_rule(target);
+        // (The ids the whole conversion reserves: kept ids outside the
+        // target's rule too, and ids an idMap gives back.)
         let nrule = name_rule(target);
         for m in part.iter().filter(|m| role(m) == "assistant") {
+            let same = transform::same_origin(m, target, model);
             for b in blocks(m).iter().filter(|b| btype(b) == "toolCall") {
-                let k = call_key(m, &b.str_of("id").unwrap_or_default());
-                if rule.accepts(&k) && self.ids.taken_by_other(&k) {
+                if transform::kept_key(m, b, target, same, &self.ids)
+                    .is_some_and(|k| self.ids.taken_by_other(&k))
+                {
                     return false;
                 }
                 let name = b.str_of("name").unwrap_or_default();

@@ -88,6 +88,16 @@ pub(crate) fn call_key(m: &J, id: &str) -> String {
     }
 }
 
+/// The id call `b` of message `m` keeps where the target takes it (reserved
+/// before any id is mapped, so that no mapped id takes it): its key, or the
+/// original the restore map gives back, when the target's rule accepts it
+/// or the target made it (`same`) or the map gave it back.
+pub(crate) fn kept_key(m: &J, b: &J, target: Provider, same: bool, ids: &IdMap) -> Option<String> {
+    let k = call_key(m, &b.str_of("id").unwrap_or_default());
+    let (k, restored) = ids.restored(&k);
+    (id_rule(target).accepts(&k) || ((same || restored) && kept_id_ok(target, &k))).then_some(k)
+}
+
 /// Whether `m` (an assistant message) was produced by the target itself, so its
 /// signatures, reasoning items and provider fields may be replayed.
 pub fn same_origin(m: &J, target: Provider, model: Option<&str>) -> bool {
@@ -266,9 +276,7 @@ pub fn apply_parts(
             let same = same_origin(m, target, model);
             for b in blocks(m).iter() {
                 if btype(b) == "toolCall" {
-                    let k = call_key(m, &b.str_of("id").unwrap_or_default());
-                    let (k, restored) = ids.restored(&k);
-                    if rule.accepts(&k) || ((same || restored) && kept_id_ok(target, &k)) {
+                    if let Some(k) = kept_key(m, b, target, same, ids) {
                         ids.reserve(&k);
                     }
                     let name = b.str_of("name").unwrap_or_default();
@@ -691,9 +699,14 @@ pub fn apply_parts(
                 // A result pairs with the most recent call that carries its id:
                 // a waiting call of the last turn, also when that call's
                 // repeated made-up id was renamed (the result follows it).
+                // Calls that share an id: the one of the result's tool name
+                // first (results may come in another order), else in order.
+                let rname = m.str_of("toolName").unwrap_or_default();
+                let by_id = |p: &Pending| p.id == id || p.key == id;
                 let mut found = pending
                     .iter()
-                    .position(|p| p.id == id || p.key == id)
+                    .position(|p| by_id(p) && !rname.is_empty() && p.name == rname)
+                    .or_else(|| pending.iter().position(by_id))
                     .or_else(|| pending.iter().position(|p| p.stored == id));
                 if found.is_none() && m.get("syntheticId").and_then(J::as_bool) == Some(true) {
                     // Gemini sent neither id: the first waiting call of the same name.

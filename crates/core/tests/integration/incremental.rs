@@ -921,3 +921,49 @@ fn a_call_id_every_turn_uses_again_is_renamed_and_the_kept_part_still_serves() {
     let mut seen = Splits::default();
     check_split("call_0 in every turn", &msgs, &opts, &mut seen);
 }
+
+#[test]
+fn a_kept_id_outside_the_rule_whose_repeat_a_later_call_uses_is_found_to_differ() {
+    // Responses keeps its own ids up to 64 characters whatever they hold:
+    // `a.b` is kept, its repeat becomes `a.b_2`, and a later call whose own
+    // id is `a.b_2` must not take it (the whole conversion reserves it
+    // first, so the repeat is `a.b_3`). A kept part that gave `a.b_2` away
+    // differs: the request is converted whole. (Found in review.)
+    let call = |id: &str, item: &str| {
+        vec![
+            format!(
+                r#"{{"role":"assistant","api":"openai-responses","provider":"openai","model":"gpt-x","stopReason":"toolUse","content":[{{"type":"toolCall","id":"{id}|{item}","name":"f","arguments":{{}}}}]}}"#
+            ),
+            format!(
+                r#"{{"role":"toolResult","toolCallId":"{id}|{item}","toolName":"f","content":[{{"type":"text","text":"r"}}],"isError":false}}"#
+            ),
+            r#"{"role":"user","content":"next"}"#.to_string(),
+        ]
+    };
+    let mut msgs = vec![r#"{"role":"user","content":"go"}"#.to_string()];
+    msgs.extend(call("a.b", "fc_1"));
+    msgs.extend(call("a.b", "fc_2"));
+    msgs.extend(call("a.b_2", "fc_3"));
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let (body, _) = whole(&texts, Provider::Responses, &opts).unwrap();
+    assert!(
+        body.contains(r#""call_id":"a.b_3""#) && body.contains(r#""call_id":"a.b_2""#),
+        "{body}"
+    );
+    let mut cache = RequestCache::new();
+    cache
+        .convert(&texts[..7], Provider::Responses, &opts)
+        .unwrap();
+    let c = cache
+        .convert(&texts[..], Provider::Responses, &opts)
+        .unwrap();
+    assert_eq!(
+        cache.write(&c.request, Provider::Responses).into_text(),
+        body
+    );
+    check_steps("a kept id outside the rule, repeated", &msgs, &opts);
+}
