@@ -271,7 +271,7 @@ pub fn attach_original(msgs: &mut [J], p: Provider, raw: &J) {
             "original",
             J::obj([
                 ("provider", J::s(p.name())),
-                ("json", J::s(&raw.text())),
+                ("json", raw.text_as_string()),
                 ("count", J::num_u(count)),
                 ("hash", J::s(&hash)),
             ]),

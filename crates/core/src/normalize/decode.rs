@@ -33,7 +33,7 @@ impl Conversation {
             if !(js_stable(raw) && super::encode::encode_tools(p, tools, &mut rep) == *raw) {
                 self.tools_original = Some(J::obj([
                     ("provider", J::s(p.name())),
-                    ("json", J::s(&raw.text())),
+                    ("json", raw.text_as_string()),
                     ("hash", J::s(&semantic_hash(tools))),
                 ]));
             }
@@ -52,7 +52,7 @@ impl Conversation {
         }
         self.system_original = Some(J::obj([
             ("provider", J::s(p.name())),
-            ("json", J::s(&raw.text())),
+            ("json", raw.text_as_string()),
             ("hash", J::s(&super::encode::system_hash(s, role))),
         ]));
     }
@@ -230,7 +230,7 @@ fn call_args(block: &mut J, args: Option<&J>) {
         Some(a @ J::Obj(_)) => block.set("arguments", a.clone()),
         Some(other) => {
             block.set("arguments", J::Obj(vec![]));
-            block.set("argumentsRaw", J::s(&other.text()));
+            block.set("argumentsRaw", other.text_as_string());
         }
         None => block.set("arguments", J::Obj(vec![])),
     }
@@ -1019,7 +1019,7 @@ fn responses_assistant_item(it: &J, blocks: &mut Vec<J>) {
             blocks.push(J::obj([
                 ("type", J::s("thinking")),
                 ("thinking", J::s(&thinking.join("\n\n"))),
-                ("thinkingSignature", J::s(&it.text())),
+                ("thinkingSignature", it.text_as_string()),
             ]));
         }
         Some("function_call") => {
@@ -1261,7 +1261,7 @@ fn google_content(d: &mut Dec, c: &J, ci: usize) -> Result<()> {
                     let text = match (resp.get("output"), resp.get("error")) {
                         (Some(s @ J::Str(_)), _) if only("output") => s.clone(),
                         (_, Some(s @ J::Str(_))) if only("error") => s.clone(),
-                        _ => J::s(&resp.text()),
+                        _ => resp.text_as_string(),
                     };
                     let mut content = vec![text_block_j(text)];
                     if let Some(J::Arr(media)) = fr.get("parts") {

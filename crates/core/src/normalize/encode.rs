@@ -708,6 +708,17 @@ fn object_args(b: &J, i: usize, rep: &mut CompatibilityReport) -> J {
     }
 }
 
+/// Arguments for targets that take their JSON text (OpenAI Chat and
+/// Responses): the original text as it was written, else the parsed
+/// arguments' text; none (missing or `null`): `"{}"`.
+fn text_args(b: &J) -> J {
+    match (b.get("argumentsRaw"), b.get("arguments")) {
+        (Some(raw), _) => raw.clone(),
+        (None, None | Some(J::Null)) => J::s("{}"),
+        (None, Some(a)) => a.text_as_string(),
+    }
+}
+
 fn anthropic_one(
     m: &J,
     i: usize,
@@ -1088,11 +1099,7 @@ fn openai_one(
                             calls.push(c);
                             continue;
                         }
-                        let args = match (b.get("argumentsRaw"), b.get("arguments")) {
-                            (Some(raw), _) => raw.clone(),
-                            (None, None | Some(J::Null)) => J::s("{}"),
-                            (None, Some(a)) => a.text_as_string(),
-                        };
+                        let args = text_args(b);
                         let mut c = J::obj([
                             ("id", b.get("id").cloned().unwrap_or(J::s(""))),
                             ("type", J::s("function")),
@@ -1402,12 +1409,7 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                             }
                             _ => {
                                 item.set("name", b.get("name").cloned().unwrap_or(J::s("")));
-                                let text = match (b.get("argumentsRaw"), args) {
-                                    (Some(raw), _) => raw.clone(),
-                                    (None, None | Some(J::Null)) => J::s("{}"),
-                                    (None, Some(a)) => a.text_as_string(),
-                                };
-                                item.set("arguments", text);
+                                item.set("arguments", text_args(b));
                             }
                         }
                         extend(&mut item, members);

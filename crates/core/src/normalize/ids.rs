@@ -163,6 +163,8 @@ pub enum Asked {
     /// [`IdMap::call`]'s question (the id, the rule, whether to keep it)
     /// and answer (the target id, whether the id was a call's before).
     Call(String, IdRule, bool, String, bool),
+    /// [`IdMap::note_kept`].
+    Kept(String),
 }
 
 /// What [`IdMap::rollback`] undoes.
@@ -322,6 +324,15 @@ impl IdMap {
         };
         self.note(|| Asked::Call(original.to_string(), *rule, keep, t.clone(), repeated));
         (t, repeated)
+    }
+
+    /// Lists `id`, which the target got as it is, with itself in
+    /// [`IdMap::changed`]: an id its own provider's rule would change (it
+    /// made the id itself), so that on the way home, with this map given
+    /// back ([`IdMap::set_restore`]), it is kept as it was.
+    pub fn note_kept(&mut self, id: &str) {
+        self.changed.push((id.to_string(), id.to_string()));
+        self.note(|| Asked::Kept(id.to_string()));
     }
 
     /// A new target id for a call that repeats `original` (see [`IdMap::call`]).
@@ -500,6 +511,10 @@ impl IdMap {
                         }
                         _ => false,
                     }
+                }
+                Asked::Kept(id) => {
+                    self.changed.push((id.clone(), id));
+                    true
                 }
                 Asked::Get(o, t) => self.forward.get(&o) == t.as_ref(),
                 Asked::GetOr(o, t) => self.forward.get(&o).unwrap_or(&o) == &t,

@@ -566,6 +566,17 @@ pub fn apply_parts(
                                 }
                                 _ => mapped.clone(),
                             };
+                            // An id its own provider made outside the rule
+                            // we know for it (a Responses call_id with `|`),
+                            // which this target takes as it is: listed, so
+                            // that the way home keeps it too.
+                            if !same
+                                && !restored
+                                && mapped == k
+                                && origin(&msg).is_some_and(|o| !id_rule(o).accepts(&k))
+                            {
+                                ids.note_kept(&k);
+                            }
                             if repeated {
                                 rep.step(
                                     "tool_call_id_repeated",
@@ -783,7 +794,13 @@ pub fn apply_parts(
                             format!("{mapped}|{item}")
                         }
                     }
-                    _ if target == Provider::Responses && mapped == k && k == id => id.clone(),
+                    _ if target == Provider::Responses
+                        && mapped == k
+                        && k == id
+                        && !mapped.contains('|') =>
+                    {
+                        id.clone()
+                    }
                     // A call_id holding `|` (no item id): written `call_id|`.
                     _ if target == Provider::Responses && mapped.contains('|') => {
                         format!("{mapped}|")
