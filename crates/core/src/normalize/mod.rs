@@ -289,6 +289,9 @@ pub(crate) fn prepare(
         list.iter()
             .map(|t| {
                 let mut t = t.clone();
+                if let Some(f) = custom_as_function(&t, target, report) {
+                    t = f;
+                }
                 if t.get("raw").is_none() {
                     let n = t.str_of("name").unwrap_or_default().to_string();
                     let m = transform::map_name(ids, &n, target, None, report);
@@ -311,6 +314,51 @@ pub(crate) fn prepare(
             .collect()
     });
     Ok((system, tools))
+}
+
+/// An OpenAI custom tool (free-form text input; Chat `{type: "custom",
+/// custom: {name, description?, format?}}`, Responses `{type: "custom",
+/// name, …}`) for another target: a function of one string parameter
+/// `input`, which is how its calls are sent there (`arguments: {input}`).
+/// Its `format` (a grammar the input follows) has no equivalent: lossy.
+fn custom_as_function(t: &J, target: Provider, rep: &mut CompatibilityReport) -> Option<J> {
+    let raw = t.get("raw")?;
+    let from = t.str_of("provider")?;
+    if from == target.name()
+        || !matches!(from.as_ref(), "openai" | "openai-responses")
+        || !raw.is("type", "custom")
+    {
+        return None;
+    }
+    let def = raw.get("custom").unwrap_or(raw);
+    let name = def.get("name").filter(|n| matches!(n, J::Str(_)))?;
+    let mut f = J::obj([("name", name.clone())]);
+    if let Some(d) = def.get("description") {
+        f.set("description", d.clone());
+    }
+    f.set(
+        "parameters",
+        J::parse(
+            r#"{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}"#,
+        )
+        .ok()?,
+    );
+    let detail = format!(
+        "{from} custom tool {} sent to {} as a function of one string parameter, input",
+        name.text(),
+        target.name()
+    );
+    if def.get("format").is_some() {
+        rep.lossy(
+            "custom_tool_to_function",
+            None,
+            "tools",
+            format!("{detail}: its input format is not sent"),
+        );
+    } else {
+        rep.step("custom_tool_to_function", None, detail);
+    }
+    Some(f)
 }
 
 /// Where a provider's own tool definition holds the name its calls use:
@@ -748,6 +796,19 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             None,
             "thoughtSignature",
             "Gemini thought signatures on calls belong to their model".into(),
+        );
+    }
+    if other && from_chat {
+        r.step(
+            "custom_tool_to_function",
+            None,
+            format!("{sn} custom tools are sent as functions of one string parameter, input"),
+        );
+        r.lossy(
+            "custom_tool_to_function",
+            None,
+            "tools",
+            format!("{sn} custom tools with an input format lose it"),
         );
     }
     if other {
