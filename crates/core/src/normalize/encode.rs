@@ -568,7 +568,11 @@ fn dropped(rep: &mut CompatibilityReport, i: usize, b: &J, target: Provider) {
         code,
         Some(i),
         &t,
-        format!("a {t} block cannot be sent to {}", target.name()),
+        format!(
+            "{} {t} block cannot be sent to {}",
+            if t == "image" { "an" } else { "a" },
+            target.name()
+        ),
     );
 }
 
@@ -1011,16 +1015,41 @@ fn pdf_filename(b: &J, title: &J, i: usize, p: Provider, rep: &mut Compatibility
     J::s(&with)
 }
 
-fn user_content(m: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> J {
+/// A user message's content for OpenAI Chat and Responses; `None` when
+/// every block it had was left out (rule 9: reported, not sent).
+fn user_content(m: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> Option<J> {
     match m.get("content") {
-        Some(s @ J::Str(_)) => s.clone(),
-        _ => J::Arr(
-            blocks(m)
+        Some(s @ J::Str(_)) => Some(s.clone()),
+        _ => {
+            let bl = blocks(m);
+            let parts: Vec<J> = bl
                 .iter()
                 .filter_map(|b| openai_part(b, i, p, rep))
-                .collect(),
-        ),
+                .collect();
+            if parts.is_empty() && !bl.is_empty() {
+                emptied(rep, i, p);
+                return None;
+            }
+            Some(J::Arr(parts))
+        }
     }
+}
+
+/// Rule 9: a user message whose every block the encoder left out is not sent.
+fn emptied(rep: &mut CompatibilityReport, i: usize, p: Provider) {
+    rep.step(
+        "empty_message_dropped",
+        Some(i),
+        format!(
+            "a user message with no content left out ({} {})",
+            p.name(),
+            if p == Provider::Google {
+                "rejects empty messages"
+            } else {
+                "wants at least one content part"
+            }
+        ),
+    );
 }
 
 fn is_refusal(b: &J, p: Provider) -> bool {
@@ -1046,10 +1075,10 @@ fn openai_one(
     match r.as_str() {
         "system" => out.push(system_message(m, p)),
         "user" => {
-            let mut msg = J::obj([
-                ("role", J::s("user")),
-                ("content", user_content(m, i, p, rep)),
-            ]);
+            let Some(content) = user_content(m, i, p, rep) else {
+                return;
+            };
+            let mut msg = J::obj([("role", J::s("user")), ("content", content)]);
             extend(&mut msg, vendor_members(m, p));
             out.push(msg);
         }
@@ -1242,10 +1271,10 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
     match role(m).as_ref() {
         "system" => out.push(system_message(m, p)),
         "user" => {
-            let mut msg = J::obj([
-                ("role", J::s("user")),
-                ("content", user_content(m, i, p, rep)),
-            ]);
+            let Some(content) = user_content(m, i, p, rep) else {
+                return;
+            };
+            let mut msg = J::obj([("role", J::s("user")), ("content", content)]);
             extend(
                 &mut msg,
                 vendor_members(m, p)
@@ -1606,10 +1635,15 @@ fn google_one(
     match role(m).as_ref() {
         "user" => {
             // A separate user turn after the function responses (as the Gemini SDKs send it).
-            let parts: Vec<J> = blocks(m)
+            let bl = blocks(m);
+            let parts: Vec<J> = bl
                 .iter()
                 .filter_map(|b| google_part(b, i, rep, ctx))
                 .collect();
+            if parts.is_empty() && !bl.is_empty() {
+                emptied(rep, i, p);
+                return;
+            }
             let no_role = vendor_members(m, p).iter().any(|(k, _)| &**k == "noRole");
             let msg = if no_role {
                 J::obj([("parts", J::Arr(parts))])

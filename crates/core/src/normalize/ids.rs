@@ -141,6 +141,8 @@ pub struct IdMap {
     names: Option<Box<IdMap>>,
     /// Target id → original id, given back before mapping (`set_restore`).
     restore: HashMap<String, String>,
+    /// The ids [`IdMap::note_kept`] listed (each is listed once).
+    kept: HashMap<String, ()>,
     /// Since [`IdMap::begin`]: the keys added, to take them back.
     journal: Option<Journal>,
     /// Since [`IdMap::record`]: what this map was asked, and its answers.
@@ -172,6 +174,7 @@ pub enum Asked {
 struct Journal {
     forward: Vec<String>,
     taken: Vec<String>,
+    kept: Vec<String>,
     changed: usize,
 }
 
@@ -331,8 +334,18 @@ impl IdMap {
     /// made the id itself), so that on the way home, with this map given
     /// back ([`IdMap::set_restore`]), it is kept as it was.
     pub fn note_kept(&mut self, id: &str) {
-        self.changed.push((id.to_string(), id.to_string()));
+        self.list_kept(id);
         self.note(|| Asked::Kept(id.to_string()));
+    }
+
+    /// [`IdMap::note_kept`], not noted.
+    fn list_kept(&mut self, id: &str) {
+        if self.kept.insert(id.to_string(), ()).is_none() {
+            self.changed.push((id.to_string(), id.to_string()));
+            if let Some(j) = &mut self.journal {
+                j.kept.push(id.to_string());
+            }
+        }
     }
 
     /// A new target id for a call that repeats `original` (see [`IdMap::call`]).
@@ -513,7 +526,7 @@ impl IdMap {
                     }
                 }
                 Asked::Kept(id) => {
-                    self.changed.push((id.clone(), id));
+                    self.list_kept(&id);
                     true
                 }
                 Asked::Get(o, t) => self.forward.get(&o) == t.as_ref(),
@@ -580,6 +593,9 @@ impl IdMap {
             }
             for k in j.taken {
                 self.taken.remove(&k);
+            }
+            for k in j.kept {
+                self.kept.remove(&k);
             }
             self.changed.truncate(j.changed);
         }
@@ -702,6 +718,19 @@ mod tests {
         let mut whole = IdMap::new();
         assert!(whole.replay(asked).is_some());
         assert_eq!(whole.changed, vec![("y_2".into(), "y".into())]);
+    }
+
+    #[test]
+    fn an_id_kept_as_it_is_is_listed_once() {
+        let mut m = IdMap::new();
+        m.begin();
+        m.note_kept("a|b");
+        m.note_kept("a|b");
+        assert_eq!(m.changed, vec![("a|b".into(), "a|b".into())]);
+        m.rollback();
+        assert!(m.changed.is_empty());
+        m.note_kept("a|b");
+        assert_eq!(m.changed.len(), 1, "listed again after the rollback");
     }
 
     #[test]

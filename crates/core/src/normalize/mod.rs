@@ -169,7 +169,9 @@ impl ToOptions {
 pub struct Converted {
     pub request: J,
     pub report: CompatibilityReport,
-    /// Target id → original id, for every id that had to change.
+    /// Target id → original id, for every id that had to change, and ids
+    /// kept as they are that their own provider's rule would change (listed
+    /// with themselves, so that the way home keeps them).
     pub id_map: Vec<(String, String)>,
     /// Target tool name → original name, for every name that had to change.
     pub name_map: Vec<(String, String)>,
@@ -289,7 +291,7 @@ pub(crate) fn prepare(
         list.iter()
             .map(|t| {
                 let mut t = t.clone();
-                if let Some(f) = custom_as_function(&t, target, report) {
+                if let Some(f) = custom_as_function(&t, list, target, report) {
                     t = f;
                 }
                 if t.get("raw").is_none() {
@@ -321,7 +323,12 @@ pub(crate) fn prepare(
 /// name, …}`) for another target: a function of one string parameter
 /// `input`, which is how its calls are sent there (`arguments: {input}`).
 /// Its `format` (a grammar the input follows) has no equivalent: lossy.
-fn custom_as_function(t: &J, target: Provider, rep: &mut CompatibilityReport) -> Option<J> {
+fn custom_as_function(
+    t: &J,
+    tools: &[J],
+    target: Provider,
+    rep: &mut CompatibilityReport,
+) -> Option<J> {
     let raw = t.get("raw")?;
     let from = t.str_of("provider")?;
     if from == target.name()
@@ -332,6 +339,14 @@ fn custom_as_function(t: &J, target: Provider, rep: &mut CompatibilityReport) ->
     }
     let def = raw.get("custom").unwrap_or(raw);
     let name = def.get("name").filter(|n| matches!(n, J::Str(_)))?;
+    // A function of that name is there already: two tools cannot share it
+    // (left out, as other hosted tools are).
+    if tools
+        .iter()
+        .any(|o| o.get("raw").is_none() && o.get("name") == Some(name))
+    {
+        return None;
+    }
     let mut f = J::obj([("name", name.clone())]);
     if let Some(d) = def.get("description") {
         f.set("description", d.clone());
@@ -348,7 +363,8 @@ fn custom_as_function(t: &J, target: Provider, rep: &mut CompatibilityReport) ->
         name.text(),
         target.name()
     );
-    if def.get("format").is_some() {
+    // The default format, free text, loses nothing.
+    if def.get("format").is_some_and(|f| !f.is("type", "text")) {
         rep.lossy(
             "custom_tool_to_function",
             None,
