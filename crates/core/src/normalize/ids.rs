@@ -143,6 +143,10 @@ pub struct IdMap {
     restore: HashMap<String, String>,
     /// The ids [`IdMap::note_kept`] listed (each is listed once).
     kept: HashMap<String, ()>,
+    /// For a repeated call id: the suffix its next repeat tries first (the
+    /// ones before are taken, and what is taken stays taken), so that many
+    /// repeats of one id cost each one step, not one per repeat before it.
+    next_repeat: HashMap<String, u64>,
     /// Since [`IdMap::begin`]: the keys added, to take them back.
     journal: Option<Journal>,
     /// Since [`IdMap::record`]: what this map was asked, and its answers.
@@ -175,6 +179,8 @@ struct Journal {
     forward: Vec<String>,
     taken: Vec<String>,
     kept: Vec<String>,
+    /// [`IdMap::next_repeat`] entries as they were before.
+    next_repeat: Vec<(String, Option<u64>)>,
     changed: usize,
 }
 
@@ -354,7 +360,7 @@ impl IdMap {
             Some(t) if !t.is_empty() => t.clone(),
             _ => self.forward_base(original, rule),
         };
-        let mut n = 2u64;
+        let mut n = self.next_repeat.get(original).copied().unwrap_or(2);
         loop {
             let candidate = if rule.exact_len.is_some() {
                 base62(fnv64(original.as_bytes(), n), rule.max_len)
@@ -368,6 +374,10 @@ impl IdMap {
             };
             if !self.taken.contains_key(&candidate) {
                 self.take_repeat(original, candidate.clone());
+                let before = self.next_repeat.insert(original.to_string(), n + 1);
+                if let Some(j) = &mut self.journal {
+                    j.next_repeat.push((original.to_string(), before));
+                }
                 return candidate;
             }
             n += 1;
@@ -597,6 +607,12 @@ impl IdMap {
             for k in j.kept {
                 self.kept.remove(&k);
             }
+            for (k, before) in j.next_repeat.into_iter().rev() {
+                match before {
+                    Some(n) => self.next_repeat.insert(k, n),
+                    None => self.next_repeat.remove(&k),
+                };
+            }
             self.changed.truncate(j.changed);
         }
         if let Some(n) = &mut self.names {
@@ -695,6 +711,11 @@ mod tests {
         assert_eq!(m.call("", &r, false), ("call".into(), false));
         assert_eq!(m.call("", &r, false), ("call_2".into(), true));
         assert_eq!(m.map("x", &r), "x", "a result maps to the first call's id");
+        // Taken back and given again: the same ids.
+        m.begin();
+        assert_eq!(m.call("x", &r, false).0, "x_4");
+        m.rollback();
+        assert_eq!(m.call("x", &r, false).0, "x_4");
         let mut mistral = IdMap::new();
         let a = mistral.call("c", &IdRule::MISTRAL, false).0;
         let b = mistral.call("c", &IdRule::MISTRAL, false).0;
