@@ -1037,17 +1037,28 @@ fn user_content(m: &J, i: usize, p: Provider, rep: &mut CompatibilityReport) -> 
 
 /// Rule 9: a user message whose every block the encoder left out is not sent.
 fn emptied(rep: &mut CompatibilityReport, i: usize, p: Provider) {
+    empty_message_dropped(rep, i, "user", p);
+}
+
+/// Reports that a message with no content (`role`'s) is not sent to `p`
+/// (rule 9; the transform's and the encoders' report).
+pub(crate) fn empty_message_dropped(
+    rep: &mut CompatibilityReport,
+    i: usize,
+    role: &str,
+    p: Provider,
+) {
+    let why = if matches!(p, Provider::Anthropic | Provider::Google) {
+        "rejects empty messages"
+    } else {
+        "wants at least one content part"
+    };
     rep.step(
         "empty_message_dropped",
         Some(i),
         format!(
-            "a user message with no content left out ({} {})",
-            p.name(),
-            if p == Provider::Google {
-                "rejects empty messages"
-            } else {
-                "wants at least one content part"
-            }
+            "a {role} message with no content left out ({} {why})",
+            p.name()
         ),
     );
 }

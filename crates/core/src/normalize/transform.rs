@@ -941,20 +941,7 @@ pub fn apply_parts(
                 // rules emptied is not sent there either (one sent empty is
                 // sent as it came).
                 if empty && (emptied || matches!(target, Provider::Anthropic | Provider::Google)) {
-                    let why = if matches!(target, Provider::Anthropic | Provider::Google) {
-                        "rejects empty messages"
-                    } else {
-                        "wants at least one content part"
-                    };
-                    rep.step(
-                        "empty_message_dropped",
-                        Some(i),
-                        format!(
-                            "a {} message with no content left out ({} {why})",
-                            role(&u),
-                            target.name()
-                        ),
-                    );
+                    super::encode::empty_message_dropped(rep, i, &role(&u), target);
                     continue;
                 }
                 out.push(u);
