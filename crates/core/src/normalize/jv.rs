@@ -704,17 +704,23 @@ impl J {
                     _ => Vec::new(),
                 };
                 let J::Obj(m) = self else { return 0 };
-                m.iter_mut()
+                let mut keys = 0;
+                let n: usize = m
+                    .iter_mut()
                     .zip(skip)
                     .map(|((k, v), s)| {
-                        fix_lone(k)
-                            + if s {
-                                0
-                            } else {
-                                v.replace_lone_surrogates_except(keep)
-                            }
+                        keys += fix_lone(k);
+                        if s {
+                            0
+                        } else {
+                            v.replace_lone_surrogates_except(keep)
+                        }
                     })
-                    .sum()
+                    .sum();
+                if keys > 0 {
+                    last_of_each_key(m);
+                }
+                n + keys
             }
             other => other.replace_lone_surrogates(),
         }
@@ -725,13 +731,35 @@ impl J {
         match self {
             J::Str(raw) => fix_lone(raw),
             J::Arr(a) => a.iter_mut().map(J::replace_lone_surrogates).sum(),
-            J::Obj(m) => m
-                .iter_mut()
-                .map(|(k, v)| fix_lone(k) + v.replace_lone_surrogates())
-                .sum(),
+            J::Obj(m) => {
+                let keys: usize = m.iter_mut().map(|(k, _)| fix_lone(k)).sum();
+                if keys > 0 {
+                    last_of_each_key(m);
+                }
+                keys + m
+                    .iter_mut()
+                    .map(|(_, v)| v.replace_lone_surrogates())
+                    .sum::<usize>()
+            }
             _ => 0,
         }
     }
+}
+
+/// Keys that became alike when their lone surrogates were replaced (`k\ud800`
+/// and `k\udc00` both `k\ufffd`): the last member of each is kept, the one
+/// [`J::get`] and every JSON reader that allows repeats would take, so the
+/// object sent has each key once.
+fn last_of_each_key(m: &mut Vec<(Key, J)>) {
+    let mut seen = std::collections::HashSet::new();
+    let mut keep: Vec<bool> = m
+        .iter()
+        .rev()
+        .map(|(k, _)| seen.insert(unescape(k).into_owned()))
+        .collect();
+    keep.reverse();
+    let mut it = keep.into_iter();
+    m.retain(|_| it.next().unwrap_or(true));
 }
 
 /// Replaces lone-surrogate escapes in a string's or a key's escaped text

@@ -289,10 +289,12 @@ pub(crate) fn prepare(
     // Tool definitions take the names the calls got.
     let tools: Option<Vec<J>> = opts.tools.as_ref().map(|list| {
         list.iter()
-            .map(|t| {
+            .filter_map(|t| {
                 let mut t = t.clone();
-                if let Some(f) = custom_as_function(&t, list, target, report) {
-                    t = f;
+                match custom_as_function(&t, list, target, report) {
+                    Custom::Function(f) => t = f,
+                    Custom::Dropped => return None,
+                    Custom::NotOne => {}
                 }
                 if t.get("raw").is_none() {
                     let n = t.str_of("name").unwrap_or_default().to_string();
@@ -311,11 +313,21 @@ pub(crate) fn prepare(
                         named.set("name", J::s(&m));
                     }
                 }
-                t
+                Some(t)
             })
             .collect()
     });
     Ok((system, tools))
+}
+
+/// What [`custom_as_function`] made of a tool definition.
+enum Custom {
+    /// Not an OpenAI custom tool for another target: as it is.
+    NotOne,
+    /// The function it is sent as.
+    Function(J),
+    /// Left out (reported): a function has its name.
+    Dropped,
 }
 
 /// An OpenAI custom tool (free-form text input; Chat `{type: "custom",
@@ -328,36 +340,44 @@ fn custom_as_function(
     tools: &[J],
     target: Provider,
     rep: &mut CompatibilityReport,
-) -> Option<J> {
-    let raw = t.get("raw")?;
-    let from = t.str_of("provider")?;
+) -> Custom {
+    let (Some(raw), Some(from)) = (t.get("raw"), t.str_of("provider")) else {
+        return Custom::NotOne;
+    };
     if from == target.name()
         || !matches!(from.as_ref(), "openai" | "openai-responses")
         || !raw.is("type", "custom")
     {
-        return None;
+        return Custom::NotOne;
     }
     let def = raw.get("custom").unwrap_or(raw);
-    let name = def.get("name").filter(|n| matches!(n, J::Str(_)))?;
-    // A function of that name is there already: two tools cannot share it
-    // (left out, as other hosted tools are).
+    let Some(name) = def.get("name").filter(|n| matches!(n, J::Str(_))) else {
+        return Custom::NotOne;
+    };
+    // A function of that name is there already: two tools cannot share it.
     if tools
         .iter()
         .any(|o| o.get("raw").is_none() && o.get("name") == Some(name))
     {
-        return None;
+        rep.lossy(
+            "tool_dropped",
+            None,
+            "tools",
+            format!(
+                "{from} custom tool {} not sent to {}: a function of that name is sent, and two tools cannot share a name",
+                name.text(),
+                target.name()
+            ),
+        );
+        return Custom::Dropped;
     }
     let mut f = J::obj([("name", name.clone())]);
     if let Some(d) = def.get("description") {
         f.set("description", d.clone());
     }
-    f.set(
-        "parameters",
-        J::parse(
-            r#"{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}"#,
-        )
-        .ok()?,
-    );
+    let params =
+        r#"{"type":"object","properties":{"input":{"type":"string"}},"required":["input"]}"#;
+    f.set("parameters", J::parse(params).unwrap_or(J::Obj(vec![])));
     let detail = format!(
         "{from} custom tool {} sent to {} as a function of one string parameter, input",
         name.text(),
@@ -374,7 +394,7 @@ fn custom_as_function(
     } else {
         rep.step("custom_tool_to_function", None, detail);
     }
-    Some(f)
+    Custom::Function(f)
 }
 
 /// Where a provider's own tool definition holds the name its calls use:
