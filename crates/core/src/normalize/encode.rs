@@ -491,7 +491,75 @@ fn encode_messages(
         i += 1;
     }
     st.close(p, &mut out, &mut from, rep);
+    if p == Provider::Responses {
+        repeated_item_ids(&mut out, &mut from, rep, ctx);
+    }
     (out, from)
+}
+
+/// Responses rejects input whose items repeat an id, as a turn replayed twice
+/// does (`rs_1`, `msg_1`, `fc_1` again). A later item with an earlier item's id
+/// is sent without it where the id is optional (messages, calls and their
+/// outputs: `call_id` pairs them), and left out where the id is what the item
+/// is (reasoning, item references, hosted tool calls). The ids seen go in
+/// `sent_ids`, and, for parts converted apart, in `unsent` (a part before that
+/// held one would have changed this part).
+fn repeated_item_ids(
+    out: &mut Vec<J>,
+    from: &mut Vec<usize>,
+    rep: &mut CompatibilityReport,
+    ctx: &mut Ctx,
+) {
+    let mut keep = Vec::with_capacity(out.len());
+    for (item, &i) in out.iter_mut().zip(from.iter()) {
+        let Some(id) = item.str_of("id").map(|s| s.into_owned()) else {
+            keep.push(true);
+            continue;
+        };
+        let seen =
+            ctx.sent_ids.contains(&id) || ctx.sent_before.as_ref().is_some_and(|s| s.contains(&id));
+        if !seen {
+            ctx.sent_ids.insert(id.clone());
+            ctx.unsent.push(id);
+            keep.push(true);
+            continue;
+        }
+        let kind = item.str_of("type").map(|k| k.into_owned());
+        let optional = matches!(
+            kind.as_deref(),
+            None | Some(
+                "message"
+                    | "function_call"
+                    | "function_call_output"
+                    | "custom_tool_call"
+                    | "custom_tool_call_output"
+            )
+        );
+        let kind = kind.unwrap_or_else(|| "message".into());
+        if optional {
+            item.remove("id");
+            rep.step(
+                "item_id_repeated",
+                Some(i),
+                format!("{kind} item id {id:?} was an earlier item's: sent without it (Responses rejects repeated item ids)"),
+            );
+        } else {
+            rep.lossy(
+                "item_id_repeated",
+                Some(i),
+                if kind == "reasoning" { "thinking" } else { "message" },
+                format!("{kind} item {id:?} has an earlier item's id and cannot go without one: left out (Responses rejects repeated item ids)"),
+            );
+        }
+        keep.push(optional);
+    }
+    if keep.iter().all(|k| *k) {
+        return;
+    }
+    let mut k = keep.iter();
+    out.retain(|_| *k.next().unwrap_or(&true));
+    let mut k = keep.iter();
+    from.retain(|_| *k.next().unwrap_or(&true));
 }
 
 /// Opaque values a provider verifies byte for byte (signatures, encrypted

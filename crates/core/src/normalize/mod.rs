@@ -889,6 +889,19 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
         None,
         "a call whose id an earlier call had gets an id of its own (a request's call ids must be unique)".into(),
     );
+    if s == Responses && t == Responses {
+        r.step(
+            "item_id_repeated",
+            None,
+            "an item whose id an earlier item had is sent without it (Responses rejects repeated item ids)".into(),
+        );
+        r.lossy(
+            "item_id_repeated",
+            None,
+            "thinking",
+            "a reasoning item whose id an earlier item had is left out (it cannot go without its id)".into(),
+        );
+    }
     r.step(
         "tool_name_mapped",
         None,

@@ -741,6 +741,50 @@ fn a_part_whose_id_an_earlier_part_took_is_found_to_differ() {
 }
 
 #[test]
+fn a_part_whose_item_id_an_earlier_part_sent_is_found_to_differ() {
+    // A Responses turn replayed: the second call has a call id of its own but
+    // the first call's item id `fc_1`, which Responses takes once. Converted
+    // alone, the second part would send `fc_1` again; the whole conversion
+    // sends it without, so the parts differ from it.
+    let call = |id: &str, n: u32| {
+        [
+            format!(
+                r#"{{"role":"assistant","provider":"openai","api":"openai-responses","model":"m","stopReason":"toolUse","content":[{{"type":"toolCall","id":"{id}","name":"bash","arguments":{{}}}}]}}"#
+            ),
+            format!(
+                r#"{{"role":"toolResult","toolCallId":"{id}","toolName":"bash","content":[{{"type":"text","text":"r{n}"}}],"isError":false}}"#
+            ),
+        ]
+    };
+    let mut msgs = vec![r#"{"role":"user","content":"go"}"#.to_string()];
+    msgs.extend(call("call_1|fc_1", 1));
+    msgs.push(r#"{"role":"user","content":"more"}"#.to_string());
+    msgs.extend(call("call_2|fc_1", 2));
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let trees = |m: &[String]| -> Vec<J> {
+        m.iter()
+            .map(|m| normalize::parse(m, "a message").unwrap())
+            .collect()
+    };
+    let got = incremental::convert_split(trees(&msgs), Provider::Responses, &opts, 2, 1).unwrap();
+    assert!(matches!(got, Split::Differs), "{got:?}");
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let (body, _) = whole(&texts, Provider::Responses, &opts).unwrap();
+    assert_eq!(body.matches("\"fc_1\"").count(), 1, "{body}");
+    // With item ids that do not meet, the same cut is taken.
+    let mut other = msgs.clone();
+    other[4] = other[4].replace("fc_1", "fc_2");
+    let got = incremental::convert_split(trees(&other), Provider::Responses, &opts, 2, 1).unwrap();
+    assert!(matches!(got, Split::Done(_)), "{got:?}");
+    let mut seen = Splits::default();
+    check_split("an item id an earlier part sent", &msgs, &opts, &mut seen);
+    check_split("item ids that do not meet", &other, &opts, &mut seen);
+}
+
+#[test]
 fn a_first_part_with_no_messages_to_send_leaves_no_comma() {
     // A user message whose kept Responses original is an empty list gives
     // no item: the first part's text is empty, and the next part's, which
