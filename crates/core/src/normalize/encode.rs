@@ -356,7 +356,23 @@ pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> 
             }
             continue;
         }
-        let foreign = foreign_vendor_keys(t, p);
+        // `strict` (calls follow the schema exactly) is a member of function
+        // tools in both OpenAI APIs.
+        let sibling = match p {
+            Provider::OpenAi => Some(Provider::Responses),
+            Provider::Responses => Some(Provider::OpenAi),
+            _ => None,
+        };
+        let strict = sibling.and_then(|o| {
+            t.get("vendor")?
+                .get(o.name())?
+                .get("strict")
+                .map(|v| (format!("{}.strict", o.name()), v.clone()))
+        });
+        let foreign: Vec<String> = foreign_vendor_keys(t, p)
+            .into_iter()
+            .filter(|k| strict.as_ref().is_none_or(|(s, _)| s != k))
+            .collect();
         if !foreign.is_empty() {
             rep.warn_step(
                 "provider_fields_dropped",
@@ -373,7 +389,12 @@ pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> 
             d.set("description", x);
         }
         let params = field(t, "parameters").unwrap_or(J::Obj(vec![]));
-        let own = vendor_members(t, p);
+        let mut own = vendor_members(t, p);
+        if let Some((_, v)) = strict
+            && !own.iter().any(|(k, _)| &**k == "strict")
+        {
+            own.push(("strict".into(), v));
+        }
         match p {
             Provider::Google => {
                 d.set("parameters", params);

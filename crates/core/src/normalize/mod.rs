@@ -24,7 +24,7 @@ pub use jv::J;
 pub use report::{CompatibilityReport, ConversionStep};
 
 use crate::Result;
-use canon::{bad, role};
+use canon::{bad, extend, role};
 
 /// Parses JSON text given by a caller (`INVALID_INPUT` with the offset if it is not JSON).
 pub fn parse(text: &str, what: &str) -> Result<J> {
@@ -292,7 +292,7 @@ pub(crate) fn prepare(
             .filter_map(|t| {
                 let mut t = t.clone();
                 match custom_as_function(&t, list, target, report) {
-                    Custom::Function(f) => t = f,
+                    Custom::Function(f) | Custom::Sibling(f) => t = f,
                     Custom::Dropped => return None,
                     Custom::NotOne => {}
                 }
@@ -326,6 +326,8 @@ enum Custom {
     NotOne,
     /// The function it is sent as.
     Function(J),
+    /// The custom tool of the other OpenAI API, as that API writes it.
+    Sibling(J),
     /// Left out (reported): a function has its name.
     Dropped,
 }
@@ -371,6 +373,12 @@ fn custom_as_function(
         );
         return Custom::Dropped;
     }
+    if let Some(sibling) = custom_for_sibling(raw, target) {
+        return Custom::Sibling(J::obj([
+            ("provider", J::s(target.name())),
+            ("raw", sibling),
+        ]));
+    }
     let mut f = J::obj([("name", name.clone())]);
     if let Some(d) = def.get("description") {
         f.set("description", d.clone());
@@ -395,6 +403,67 @@ fn custom_as_function(
         rep.step("custom_tool_to_function", None, detail);
     }
     Custom::Function(f)
+}
+
+/// An OpenAI custom tool as the other OpenAI API writes it: Chat `{type:
+/// "custom", custom: {name, description?, format?}}` with a grammar format
+/// `{type: "grammar", grammar: {definition, syntax}}`, Responses `{type:
+/// "custom", name, description?, format?}` with `{type: "grammar",
+/// definition, syntax}`. `None` when `target` is not the other OpenAI API, or
+/// the tool holds members either shape lacks (it then goes as a function).
+fn custom_for_sibling(raw: &J, target: Provider) -> Option<J> {
+    let known = |o: &J, keys: &[&str]| o.keys().iter().all(|k| keys.contains(&k.as_ref()));
+    let (def, to_chat) = match target {
+        Provider::OpenAi if known(raw, &["type", "name", "description", "format"]) => (raw, true),
+        Provider::Responses if known(raw, &["type", "custom"]) => (raw.get("custom")?, false),
+        _ => return None,
+    };
+    if !known(def, &["type", "name", "description", "format"])
+        || (!to_chat && def.get("type").is_some())
+    {
+        return None;
+    }
+    let mut out = J::obj([("name", def.get("name")?.clone())]);
+    if let Some(d) = def.get("description") {
+        out.set("description", d.clone());
+    }
+    if let Some(f) = def.get("format") {
+        let format = if f.is("type", "text") && known(f, &["type"]) {
+            f.clone()
+        } else if f.is("type", "grammar") {
+            let g = if to_chat { f } else { f.get("grammar")? };
+            if !known(g, &["type", "definition", "syntax"])
+                || (!to_chat && !known(f, &["type", "grammar"]))
+            {
+                return None;
+            }
+            let grammar = J::obj([
+                ("definition", g.get("definition")?.clone()),
+                ("syntax", g.get("syntax")?.clone()),
+            ]);
+            if to_chat {
+                J::obj([("type", J::s("grammar")), ("grammar", grammar)])
+            } else {
+                let mut r = J::obj([("type", J::s("grammar"))]);
+                if let J::Obj(m) = grammar {
+                    extend(&mut r, m);
+                }
+                r
+            }
+        } else {
+            return None;
+        };
+        out.set("format", format);
+    }
+    Some(if to_chat {
+        J::obj([("type", J::s("custom")), ("custom", out)])
+    } else {
+        let mut r = J::obj([("type", J::s("custom"))]);
+        if let J::Obj(m) = out {
+            extend(&mut r, m);
+        }
+        r
+    })
 }
 
 /// Where a provider's own tool definition holds the name its calls use:
@@ -835,10 +904,17 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
         );
     }
     if other && from_chat {
+        // Between the two OpenAI APIs a custom tool stays one, unless it holds
+        // members the other API's shape lacks.
+        let which = if matches!(t, OpenAi | Responses) {
+            "custom tools with members the other OpenAI API lacks"
+        } else {
+            "custom tools"
+        };
         r.step(
             "custom_tool_to_function",
             None,
-            format!("{sn} custom tools are sent as functions of one string parameter, input"),
+            format!("{sn} {which} are sent as functions of one string parameter, input"),
         );
         r.lossy(
             "custom_tool_to_function",

@@ -162,6 +162,55 @@ fn llm_messages(msgs: Vec<J>, target: Provider, rep: &mut CompatibilityReport) -
     out
 }
 
+/// The `kind` kept for `p` (a Responses item type, OpenAI Chat `custom`).
+fn vendor_kind(b: &J, p: Provider) -> Option<std::borrow::Cow<'_, str>> {
+    b.get("vendor")?.get(p.name())?.str_of("kind")
+}
+
+fn set_vendor_kind(b: &mut J, p: Provider, kind: &str) {
+    if b.get("vendor").is_none() {
+        b.set("vendor", J::Obj(vec![]));
+    }
+    if let Some(v) = b.get_mut("vendor") {
+        if v.get(p.name()).is_none() {
+            v.set(p.name(), J::Obj(vec![]));
+        }
+        if let Some(own) = v.get_mut(p.name()) {
+            own.set("kind", J::s(kind));
+        }
+    }
+}
+
+/// OpenAI custom tools (free-form input) in both OpenAI APIs: a call of the
+/// other API's kind (Chat `custom`, Responses `custom_tool_call`) is one for
+/// `target` too, and a Responses `custom_tool_call_output` is an OpenAI Chat
+/// tool message as any. Takes the other API's `kind` out of the block (so it
+/// is not reported dropped); returns the kind the call takes for `target`.
+fn sibling_kind(b: &mut J, target: Provider) -> Option<&'static str> {
+    let (other, kind) = match target {
+        Provider::OpenAi => (Provider::Responses, vendor_kind(b, Provider::Responses)?),
+        Provider::Responses => (Provider::OpenAi, vendor_kind(b, Provider::OpenAi)?),
+        _ => return None,
+    };
+    let theirs = match (target, kind.as_ref()) {
+        (Provider::OpenAi, "custom_tool_call") => Some("custom"),
+        (Provider::OpenAi, "custom_tool_call_output") => None,
+        (Provider::Responses, "custom") => Some("custom_tool_call"),
+        _ => return None,
+    };
+    let v = b.get_mut("vendor")?;
+    if let Some(own) = v.get_mut(other.name()) {
+        own.remove("kind");
+        if own.keys().is_empty() {
+            v.remove(other.name());
+        }
+    }
+    if v.keys().is_empty() {
+        b.remove("vendor");
+    }
+    theirs
+}
+
 /// Drops the `vendor` members kept for providers other than `target` (reported).
 pub(crate) fn strip_foreign_vendor(
     obj: &mut J,
@@ -316,14 +365,18 @@ pub fn apply_parts(
                 m.remove("original");
             }
             for p in pending.drain(..) {
-                out.push(J::obj([
+                let mut r = J::obj([
                     ("role", J::s("toolResult")),
                     ("toolCallId", J::s(&p.target)),
                     ("toolName", J::s(ids.names().get_or(&p.name))),
                     ("content", J::Arr(vec![text_block("No result provided")])),
                     ("isError", J::Bool(true)),
                     ("contentString", J::Bool(true)),
-                ]));
+                ]);
+                if let Some(kind) = p.output_kind {
+                    set_vendor_kind(&mut r, target, kind);
+                }
+                out.push(r);
                 rep.warn_step(
                     "missing_tool_result_filled",
                     Some(i),
@@ -604,6 +657,7 @@ pub fn apply_parts(
                                     changed = true;
                                     rep.lossy("signature_dropped", Some(i), "thoughtSignature", "a Gemini thought signature only verifies with the model that produced it".into());
                                 }
+                                let custom = sibling_kind(&mut b, target);
                                 strip_foreign_vendor(
                                     &mut b,
                                     target,
@@ -611,8 +665,17 @@ pub fn apply_parts(
                                     "provider-specific fields",
                                     rep,
                                 );
+                                if let Some(kind) = custom {
+                                    set_vendor_kind(&mut b, target, kind);
+                                }
                             }
+                            // Responses answers a custom tool call with a
+                            // custom_tool_call_output.
+                            let output_kind = (target == Provider::Responses
+                                && vendor_kind(&b, target).as_deref() == Some("custom_tool_call"))
+                            .then_some("custom_tool_call_output");
                             pending.push(Pending {
+                                output_kind,
                                 id: id.clone(),
                                 stored,
                                 key: k,
@@ -775,13 +838,13 @@ pub fn apply_parts(
                     continue;
                 };
                 // The id its call was given (a repeated id: that call's own).
-                let (name, mapped) = if pos < pending.len() {
+                let (name, mapped, output_kind) = if pos < pending.len() {
                     let p = pending.remove(pos);
                     answered.insert(p.id);
                     answered.insert(p.stored);
-                    (p.name, p.target)
+                    (p.name, p.target, p.output_kind)
                 } else {
-                    (String::new(), ids.map(&k, &rule))
+                    (String::new(), ids.map(&k, &rule), None)
                 };
                 answered.insert(k.clone());
                 let mut r = m;
@@ -833,7 +896,13 @@ pub fn apply_parts(
                 {
                     rep.lossy("tool_error_flag_lost", Some(i), "isError", format!("{} has no error flag on tool results: call {k} failed, only its text says so", target.name()));
                 }
+                sibling_kind(&mut r, target);
                 strip_foreign_vendor(&mut r, target, Some(i), "provider-specific fields", rep);
+                if let Some(kind) = output_kind
+                    && vendor_kind(&r, target).is_none()
+                {
+                    set_vendor_kind(&mut r, target, kind);
+                }
                 out.push(r);
             }
             _ => {
@@ -1015,6 +1084,9 @@ fn is_empty_text(b: &J) -> bool {
 
 /// A call waiting for its result.
 struct Pending {
+    /// The `kind` its results take for the target (Responses
+    /// `custom_tool_call_output`).
+    output_kind: Option<&'static str>,
     /// The call's id as written.
     id: String,
     /// The id the stored call had before a repeated made-up id was renamed
