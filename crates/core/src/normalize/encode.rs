@@ -19,8 +19,12 @@ pub struct Ctx {
     /// Gemini call ids sent by the parts of the conversation before this one
     /// ([`encode_part`]).
     sent_before: Option<std::sync::Arc<HashSet<String>>>,
-    /// Gemini response ids looked for among the sent ones and not found.
+    /// Gemini response ids looked for among the sent ones and not found
+    /// (Responses: item ids taken as not sent before).
     unsent: Vec<String>,
+    /// Responses item ids found in `sent_before` only: a part converted apart
+    /// took them as sent by the parts before it.
+    assumed: Vec<String>,
     /// A group's `original` counts messages past the end of those encoded.
     past_end: bool,
     /// Gemini: the assistant turn being encoded sends its call ids.
@@ -237,6 +241,8 @@ pub struct Part {
     /// Gemini response ids it did not find sent (by it or by `sent_before`):
     /// a part before it that sent one would have changed its encoding.
     pub unsent: Vec<String>,
+    /// Responses item ids it took as sent by the parts before it.
+    pub assumed: Vec<String>,
     /// A group's `original` reaches past the part's end (the whole
     /// conversation may give that group's JSON as it was).
     pub past_end: bool,
@@ -260,6 +266,7 @@ pub fn encode_part(
         items: list,
         sent: ctx.sent_ids,
         unsent: ctx.unsent,
+        assumed: ctx.assumed,
         past_end: ctx.past_end,
     })
 }
@@ -458,10 +465,12 @@ fn encode_messages(
             st.close(p, &mut out, &mut from, rep);
             match raw {
                 J::Arr(items) if p == Provider::Responses => {
+                    let start = out.len();
                     for it in items {
                         out.push(it);
                         from.push(i);
                     }
+                    repeated_item_ids(&mut out, &mut from, start, i, rep, ctx);
                 }
                 other => {
                     out.push(other);
@@ -509,12 +518,12 @@ fn encode_messages(
             }
         }
         from.resize(out.len(), i);
+        if p == Provider::Responses {
+            repeated_item_ids(&mut out, &mut from, before, i, rep, ctx);
+        }
         i += 1;
     }
     st.close(p, &mut out, &mut from, rep);
-    if p == Provider::Responses {
-        repeated_item_ids(&mut out, &mut from, rep, ctx);
-    }
     (out, from)
 }
 
@@ -528,18 +537,23 @@ fn encode_messages(
 fn repeated_item_ids(
     out: &mut Vec<J>,
     from: &mut Vec<usize>,
+    start: usize,
+    i: usize,
     rep: &mut CompatibilityReport,
     ctx: &mut Ctx,
 ) {
-    let mut keep = Vec::with_capacity(out.len());
-    for (item, &i) in out.iter_mut().zip(from.iter()) {
+    let mut keep = Vec::with_capacity(out.len().saturating_sub(start));
+    for item in out.iter_mut().skip(start) {
         let Some(id) = item.str_of("id").map(|s| s.into_owned()) else {
             keep.push(true);
             continue;
         };
-        let seen =
-            ctx.sent_ids.contains(&id) || ctx.sent_before.as_ref().is_some_and(|s| s.contains(&id));
-        if !seen {
+        let mine = ctx.sent_ids.contains(&id);
+        let before = !mine && ctx.sent_before.as_ref().is_some_and(|s| s.contains(&id));
+        if before {
+            ctx.assumed.push(id.clone());
+        }
+        if !mine && !before {
             ctx.sent_ids.insert(id.clone());
             ctx.unsent.push(id);
             keep.push(true);
@@ -577,9 +591,9 @@ fn repeated_item_ids(
     if keep.iter().all(|k| *k) {
         return;
     }
-    let mut k = keep.iter();
+    let mut k = std::iter::repeat_n(&true, start).chain(keep.iter());
     out.retain(|_| *k.next().unwrap_or(&true));
-    let mut k = keep.iter();
+    let mut k = std::iter::repeat_n(&true, start).chain(keep.iter());
     from.retain(|_| *k.next().unwrap_or(&true));
 }
 

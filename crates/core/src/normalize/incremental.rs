@@ -157,9 +157,12 @@ struct Part {
     /// What the target refuses in its images (message indexes of the part's own).
     m_rep: CompatibilityReport,
     e_rep: CompatibilityReport,
-    /// Gemini call ids it sent, and response ids it found not sent.
+    /// Gemini call ids it sent, and response ids it found not sent
+    /// (Responses: item ids it sent, and took as not sent before).
     sent: HashSet<String>,
     unsent: Vec<String>,
+    /// Responses item ids it took as sent before it.
+    assumed: Vec<String>,
 }
 
 impl Part {
@@ -900,6 +903,7 @@ impl RequestCache {
             written: Vec::new(),
             sent: encoded.sent,
             unsent: encoded.unsent,
+            assumed: encoded.assumed,
             turn,
             synthetic,
             transformed: out.len(),
@@ -972,6 +976,58 @@ fn shifted_rules(mut r: CompatibilityReport, inputs: usize, outputs: usize) -> C
 /// must end closed (all but the last, unless all are kept), its messages
 /// until a thread takes them.
 type Later = (usize, bool, std::sync::Mutex<Option<Vec<J>>>);
+
+/// For each of `cuts`, the Responses item ids that the messages before it
+/// give their items, read from the messages alone: a call's `call_id|item_id`,
+/// a text signature's or a reasoning item's `id`. Neither more nor fewer than
+/// the encoder sends need be found: a part that took an id as sent before,
+/// which the parts before did not send, or kept one they sent, is found to
+/// differ when the parts are joined.
+fn responses_item_ids_before(
+    msgs: &[J],
+    cuts: &[usize],
+) -> Vec<(usize, std::sync::Arc<HashSet<String>>)> {
+    // `"id":"…"` in a signature's JSON text (a reasoning item: its own id
+    // comes first in what Responses and pi write).
+    let json_id = |s: &str| -> Option<String> {
+        let rest = &s[s.find("\"id\":\"")? + 6..];
+        Some(rest[..rest.find('"')?].to_string())
+    };
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(cuts.len());
+    let mut next = 0;
+    for (i, m) in msgs.iter().enumerate() {
+        while cuts.get(next) == Some(&i) {
+            out.push((i, std::sync::Arc::new(seen.clone())));
+            next += 1;
+        }
+        if role(m) != "assistant" {
+            continue;
+        }
+        for b in blocks(m).iter() {
+            let id = match btype(b).as_ref() {
+                "toolCall" => b
+                    .str_of("id")
+                    .and_then(|id| id.rsplit_once('|').map(|(_, it)| it.to_string()))
+                    .filter(|it| !it.is_empty()),
+                "text" => b.str_of("textSignature").and_then(|s| {
+                    if s.starts_with('{') {
+                        json_id(&s)
+                    } else {
+                        Some(s.to_string())
+                    }
+                }),
+                "thinking" => b
+                    .str_of("thinkingSignature")
+                    .filter(|s| s.starts_with('{'))
+                    .and_then(|s| json_id(&s)),
+                _ => None,
+            };
+            seen.extend(id);
+        }
+    }
+    out
+}
 
 /// What [`convert_split`] did.
 #[derive(Debug)]
@@ -1141,6 +1197,13 @@ fn split_parts(
     }
     drop(made_up);
     drop(parts);
+    // Responses item ids the parts before each later part hold, as far as
+    // the messages tell (the join checks what each part took from them).
+    let item_ids_before = if target == Provider::Responses {
+        responses_item_ids_before(&msgs, &cuts[1..cuts.len() - 1])
+    } else {
+        Vec::new()
+    };
     // The parts after the first, each with where it starts and whether it
     // must end closed (all but the last, unless all are kept).
     let mut first = msgs;
@@ -1164,6 +1227,9 @@ fn split_parts(
             transformed: 1,
             ..Default::default()
         };
+        if let Some((_, ids)) = item_ids_before.iter().find(|(at, _)| at == start) {
+            cache.sent = ids.clone();
+        }
         cache.ids.record();
         let mut part = cache.rules_and_encoding(trees, target, opts, *closed, !keep);
         if let Some(p) = part.as_mut().filter(|_| keep) {
@@ -1232,6 +1298,7 @@ fn split_parts(
         };
         if part.synthetic.iter().any(|id| cache.synthetic.contains(id))
             || part.unsent.iter().any(|id| cache.sent.contains(id))
+            || part.assumed.iter().any(|id| !cache.sent.contains(id))
         {
             return Ok(Joined::Differs);
         }
@@ -1265,6 +1332,7 @@ fn split_parts(
         e_rep,
         sent: std::mem::take(std::sync::Arc::make_mut(&mut cache.sent)),
         unsent: Vec::new(),
+        assumed: Vec::new(),
     };
     later_caches.push(cache);
     Ok(Joined::Done(Box::new(Joint {

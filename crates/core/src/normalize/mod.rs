@@ -947,13 +947,21 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             "tools",
             format!("{sn}'s hosted tools have no {tn} equivalent"),
         );
-        r.lossy(
-            "lone_surrogates_replaced",
-            None,
-            "text",
-            "lone UTF-16 surrogates outside opaque values are replaced with U+FFFD".into(),
-        );
     }
+    // Rule 11: for the same provider, in what it did not write (messages
+    // without their own JSON).
+    r.lossy(
+        "lone_surrogates_replaced",
+        None,
+        "text",
+        if other {
+            "lone UTF-16 surrogates outside opaque values are replaced with U+FFFD".into()
+        } else {
+            format!(
+                "lone UTF-16 surrogates in messages {sn} did not write are replaced with U+FFFD"
+            )
+        },
+    );
     // Rule 5: ids and names.
     r.step(
         "tool_call_id_mapped",

@@ -741,11 +741,12 @@ fn a_part_whose_id_an_earlier_part_took_is_found_to_differ() {
 }
 
 #[test]
-fn a_part_whose_item_id_an_earlier_part_sent_is_found_to_differ() {
+fn parts_converted_apart_know_the_item_ids_sent_before_them() {
     // A Responses turn replayed: the second call has a call id of its own but
-    // the first call's item id `fc_1`, which Responses takes once. Converted
-    // alone, the second part would send `fc_1` again; the whole conversion
-    // sends it without, so the parts differ from it.
+    // the first call's item id `fc_1`, which Responses takes once. The parts
+    // after the first are given the item ids the messages before them hold,
+    // so the second part sends the call without `fc_1`, as the whole
+    // conversion does, and the cut is taken.
     let call = |id: &str, n: u32| {
         [
             format!(
@@ -769,19 +770,22 @@ fn a_part_whose_item_id_an_earlier_part_sent_is_found_to_differ() {
             .map(|m| normalize::parse(m, "a message").unwrap())
             .collect()
     };
-    let got = incremental::convert_split(trees(&msgs), Provider::Responses, &opts, 2, 1).unwrap();
-    assert!(matches!(got, Split::Differs), "{got:?}");
     let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
     let (body, _) = whole(&texts, Provider::Responses, &opts).unwrap();
     assert_eq!(body.matches("\"fc_1\"").count(), 1, "{body}");
-    // With item ids that do not meet, the same cut is taken.
-    let mut other = msgs.clone();
-    other[4] = other[4].replace("fc_1", "fc_2");
-    let got = incremental::convert_split(trees(&other), Provider::Responses, &opts, 2, 1).unwrap();
+    let got = incremental::convert_split(trees(&msgs), Provider::Responses, &opts, 2, 1).unwrap();
     assert!(matches!(got, Split::Done(_)), "{got:?}");
+    // The messages tell of an id the encoder does not send: an OpenAI Chat
+    // text's signature `fc_1` (not sent to Responses). The second part takes
+    // `fc_1` as sent before it, which the join finds untrue: the parts differ.
+    let mut told = msgs.clone();
+    told[1] = r#"{"role":"assistant","provider":"openai","api":"openai-completions","model":"m","stopReason":"stop","content":[{"type":"text","text":"hi","textSignature":"fc_1"}]}"#.to_string();
+    told.remove(2);
+    let got = incremental::convert_split(trees(&told), Provider::Responses, &opts, 2, 1).unwrap();
+    assert!(matches!(got, Split::Differs), "{got:?}");
     let mut seen = Splits::default();
     check_split("an item id an earlier part sent", &msgs, &opts, &mut seen);
-    check_split("item ids that do not meet", &other, &opts, &mut seen);
+    check_split("an item id told but not sent", &told, &opts, &mut seen);
 }
 
 #[test]
