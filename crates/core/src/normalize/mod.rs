@@ -373,7 +373,7 @@ fn custom_as_function(
         );
         return Custom::Dropped;
     }
-    if let Some(sibling) = custom_for_sibling(raw, target) {
+    if let Some(sibling) = custom_for_sibling(raw, target, rep) {
         return Custom::Sibling(J::obj([
             ("provider", J::s(target.name())),
             ("raw", sibling),
@@ -409,51 +409,76 @@ fn custom_as_function(
 /// "custom", custom: {name, description?, format?}}` with a grammar format
 /// `{type: "grammar", grammar: {definition, syntax}}`, Responses `{type:
 /// "custom", name, description?, format?}` with `{type: "grammar",
-/// definition, syntax}`. `None` when `target` is not the other OpenAI API, or
-/// the tool holds members either shape lacks (it then goes as a function).
-fn custom_for_sibling(raw: &J, target: Provider) -> Option<J> {
-    let known = |o: &J, keys: &[&str]| o.keys().iter().all(|k| keys.contains(&k.as_ref()));
+/// definition, syntax}`. Its calls go as custom calls there, so it always
+/// stays a custom tool: members the other shape lacks are left out
+/// (reported), a format of another shape is sent as it is. `None` when
+/// `target` is not the other OpenAI API.
+fn custom_for_sibling(raw: &J, target: Provider, rep: &mut CompatibilityReport) -> Option<J> {
+    let mut left = Vec::new();
+    let mut others = |o: &J, keys: &[&str], at: &str| {
+        for k in o.keys() {
+            if !keys.contains(&k.as_ref()) {
+                left.push(format!("{at}{k}"));
+            }
+        }
+    };
     let (def, to_chat) = match target {
-        Provider::OpenAi if known(raw, &["type", "name", "description", "format"]) => (raw, true),
-        Provider::Responses if known(raw, &["type", "custom"]) => (raw.get("custom")?, false),
+        Provider::OpenAi => {
+            others(raw, &["type", "name", "description", "format"], "");
+            (raw, true)
+        }
+        Provider::Responses => {
+            let def = raw.get("custom").filter(|d| d.is_obj())?;
+            others(raw, &["type", "custom"], "");
+            others(def, &["name", "description", "format"], "custom.");
+            (def, false)
+        }
         _ => return None,
     };
-    if !known(def, &["type", "name", "description", "format"])
-        || (!to_chat && def.get("type").is_some())
-    {
-        return None;
-    }
     let mut out = J::obj([("name", def.get("name")?.clone())]);
     if let Some(d) = def.get("description") {
         out.set("description", d.clone());
     }
     if let Some(f) = def.get("format") {
-        let format = if f.is("type", "text") && known(f, &["type"]) {
-            f.clone()
-        } else if f.is("type", "grammar") {
-            let g = if to_chat { f } else { f.get("grammar")? };
-            if !known(g, &["type", "definition", "syntax"])
-                || (!to_chat && !known(f, &["type", "grammar"]))
-            {
-                return None;
-            }
-            let grammar = J::obj([
-                ("definition", g.get("definition")?.clone()),
-                ("syntax", g.get("syntax")?.clone()),
-            ]);
-            if to_chat {
-                J::obj([("type", J::s("grammar")), ("grammar", grammar)])
-            } else {
-                let mut r = J::obj([("type", J::s("grammar"))]);
-                if let J::Obj(m) = grammar {
-                    extend(&mut r, m);
+        let g = if to_chat { Some(f) } else { f.get("grammar") };
+        let format = match g {
+            Some(g) if f.is("type", "grammar") && g.get("definition").is_some() => {
+                if to_chat {
+                    others(f, &["type", "definition", "syntax"], "format.");
+                } else {
+                    others(f, &["type", "grammar"], "format.");
+                    others(g, &["definition", "syntax"], "format.grammar.");
                 }
-                r
+                let mut grammar = J::obj([("definition", g.get("definition")?.clone())]);
+                if let Some(x) = g.get("syntax") {
+                    grammar.set("syntax", x.clone());
+                }
+                if to_chat {
+                    J::obj([("type", J::s("grammar")), ("grammar", grammar)])
+                } else {
+                    let mut r = J::obj([("type", J::s("grammar"))]);
+                    if let J::Obj(m) = grammar {
+                        extend(&mut r, m);
+                    }
+                    r
+                }
             }
-        } else {
-            return None;
+            // Free text, or a shape this version does not know: as it is.
+            _ => f.clone(),
         };
         out.set("format", format);
+    }
+    if !left.is_empty() {
+        rep.warn_step(
+            "provider_fields_dropped",
+            None,
+            format!(
+                "custom tool {} fields not sent to {}: {}",
+                def.get("name").map(J::text).unwrap_or_default(),
+                target.name(),
+                left.join(", ")
+            ),
+        );
     }
     Some(if to_chat {
         J::obj([("type", J::s("custom")), ("custom", out)])
@@ -903,18 +928,12 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             "Gemini thought signatures on calls belong to their model".into(),
         );
     }
-    if other && from_chat {
-        // Between the two OpenAI APIs a custom tool stays one, unless it holds
-        // members the other API's shape lacks.
-        let which = if matches!(t, OpenAi | Responses) {
-            "custom tools with members the other OpenAI API lacks"
-        } else {
-            "custom tools"
-        };
+    // Between the two OpenAI APIs a custom tool stays one.
+    if other && from_chat && !matches!(t, OpenAi | Responses) {
         r.step(
             "custom_tool_to_function",
             None,
-            format!("{sn} {which} are sent as functions of one string parameter, input"),
+            format!("{sn} custom tools are sent as functions of one string parameter, input"),
         );
         r.lossy(
             "custom_tool_to_function",
