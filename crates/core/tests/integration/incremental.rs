@@ -646,25 +646,31 @@ fn conversions_cut_in_parts_on_threads_equal_whole_conversions() {
     assert!(seen.differs > 0, "{seen:?}");
 }
 
+/// A user message, an OpenAI assistant message (of `api`) with one call
+/// `first` to bash and its result, another user message, and a second call
+/// `second` with its result.
+fn two_calls(api: &str, first: &str, second: &str) -> Vec<String> {
+    let mut msgs = vec![r#"{"role":"user","content":"go"}"#.to_string()];
+    for (n, id) in [first, second].into_iter().enumerate() {
+        if n > 0 {
+            msgs.push(r#"{"role":"user","content":"more"}"#.to_string());
+        }
+        msgs.push(format!(
+            r#"{{"role":"assistant","provider":"openai","api":"{api}","model":"m","stopReason":"toolUse","content":[{{"type":"toolCall","id":"{id}","name":"bash","arguments":{{}}}}]}}"#
+        ));
+        msgs.push(format!(
+            r#"{{"role":"toolResult","toolCallId":"{id}","toolName":"bash","content":[{{"type":"text","text":"r{n}"}}],"isError":false}}"#
+        ));
+    }
+    msgs
+}
+
 #[test]
 fn a_part_whose_id_an_earlier_part_took_is_found_to_differ() {
     // `a.b` (first part) maps to `a_b` for Anthropic, which the second part
     // uses as it is: a whole conversion reserves `a_b` first and maps `a.b`
     // elsewhere, so the parts converted alone differ from it.
-    let call = |id: &str, n: u32| {
-        [
-            format!(
-                r#"{{"role":"assistant","provider":"openai","api":"openai-completions","model":"m","stopReason":"toolUse","content":[{{"type":"toolCall","id":"{id}","name":"bash","arguments":{{}}}}]}}"#
-            ),
-            format!(
-                r#"{{"role":"toolResult","toolCallId":"{id}","toolName":"bash","content":[{{"type":"text","text":"r{n}"}}],"isError":false}}"#
-            ),
-        ]
-    };
-    let mut msgs = vec![r#"{"role":"user","content":"go"}"#.to_string()];
-    msgs.extend(call("a.b", 1));
-    msgs.push(r#"{"role":"user","content":"more"}"#.to_string());
-    msgs.extend(call("a_b", 2));
+    let mut msgs = two_calls("openai-completions", "a.b", "a_b");
     let opts = ToOptions {
         pairing: true,
         ..Default::default()
@@ -747,20 +753,7 @@ fn parts_converted_apart_know_the_item_ids_sent_before_them() {
     // after the first are given the item ids the messages before them hold,
     // so the second part sends the call without `fc_1`, as the whole
     // conversion does, and the cut is taken.
-    let call = |id: &str, n: u32| {
-        [
-            format!(
-                r#"{{"role":"assistant","provider":"openai","api":"openai-responses","model":"m","stopReason":"toolUse","content":[{{"type":"toolCall","id":"{id}","name":"bash","arguments":{{}}}}]}}"#
-            ),
-            format!(
-                r#"{{"role":"toolResult","toolCallId":"{id}","toolName":"bash","content":[{{"type":"text","text":"r{n}"}}],"isError":false}}"#
-            ),
-        ]
-    };
-    let mut msgs = vec![r#"{"role":"user","content":"go"}"#.to_string()];
-    msgs.extend(call("call_1|fc_1", 1));
-    msgs.push(r#"{"role":"user","content":"more"}"#.to_string());
-    msgs.extend(call("call_2|fc_1", 2));
+    let msgs = two_calls("openai-responses", "call_1|fc_1", "call_2|fc_1");
     let opts = ToOptions {
         pairing: true,
         ..Default::default()
