@@ -161,6 +161,26 @@ pub fn with_vendor(mut obj: J, vendor: Option<J>) -> J {
     obj
 }
 
+/// The `kind` kept for `p` (a Responses item type, OpenAI Chat `custom`).
+pub fn vendor_kind(b: &J, p: Provider) -> Option<std::borrow::Cow<'_, str>> {
+    b.get("vendor")?.get(p.name())?.str_of("kind")
+}
+
+/// Sets the `kind` kept for `p`, keeping the other members kept for it.
+pub fn set_vendor_kind(b: &mut J, p: Provider, kind: &str) {
+    if b.get("vendor").is_none() {
+        b.set("vendor", J::Obj(vec![]));
+    }
+    if let Some(v) = b.get_mut("vendor") {
+        if v.get(p.name()).is_none() {
+            v.set(p.name(), J::Obj(vec![]));
+        }
+        if let Some(own) = v.get_mut(p.name()) {
+            own.set("kind", J::s(kind));
+        }
+    }
+}
+
 /// The provider-specific members kept for `p` on a canonical object.
 pub fn vendor_members(obj: &J, p: Provider) -> Vec<(Key, J)> {
     match obj.get("vendor").and_then(|v| v.get(p.name())) {

@@ -256,12 +256,9 @@ fn call_args_text(block: &mut J, text: &str) {
 
 /// Adds `vendor.openai-responses.kind` (the Responses item type a canonical object came from).
 fn with_kind(obj: J, vendor: Option<J>, kind: &str) -> J {
-    let p = Provider::Responses;
-    let mut inner = vendor
-        .and_then(|v| v.get(p.name()).cloned())
-        .unwrap_or(J::Obj(vec![]));
-    inner.set("kind", J::s(kind));
-    with_vendor(obj, Some(J::Obj(vec![(p.name().into(), inner)])))
+    let mut obj = with_vendor(obj, vendor);
+    set_vendor_kind(&mut obj, Provider::Responses, kind);
+    obj
 }
 
 fn tool_call(id: &str, name: J) -> J {

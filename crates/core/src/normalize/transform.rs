@@ -162,25 +162,6 @@ fn llm_messages(msgs: Vec<J>, target: Provider, rep: &mut CompatibilityReport) -
     out
 }
 
-/// The `kind` kept for `p` (a Responses item type, OpenAI Chat `custom`).
-fn vendor_kind(b: &J, p: Provider) -> Option<std::borrow::Cow<'_, str>> {
-    b.get("vendor")?.get(p.name())?.str_of("kind")
-}
-
-fn set_vendor_kind(b: &mut J, p: Provider, kind: &str) {
-    if b.get("vendor").is_none() {
-        b.set("vendor", J::Obj(vec![]));
-    }
-    if let Some(v) = b.get_mut("vendor") {
-        if v.get(p.name()).is_none() {
-            v.set(p.name(), J::Obj(vec![]));
-        }
-        if let Some(own) = v.get_mut(p.name()) {
-            own.set("kind", J::s(kind));
-        }
-    }
-}
-
 /// OpenAI custom tools (free-form input) in both OpenAI APIs: a call of the
 /// other API's kind (Chat `custom`, Responses `custom_tool_call`) is one for
 /// `target` too, and a Responses `custom_tool_call_output` is an OpenAI Chat
