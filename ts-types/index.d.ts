@@ -1277,7 +1277,7 @@ duplicateIds: number, };
  */
 export type ConversionStep = { 
 /**
- * Stable code, one of the 44 listed in FORMAT.md §15.5 (`thinking_to_text`,
+ * Stable code, one of the 45 listed in FORMAT.md §15.5 (`thinking_to_text`,
  * `signature_dropped`, `tool_call_id_mapped`, `missing_tool_result_filled`,
  * `orphan_tool_result_dropped`, `tool_result_image_moved`, …).
  */

@@ -637,7 +637,7 @@ pub fn decode_escaped(inner: &str) -> String {
 
 /// The UTF-16 code units of the escaped inside of a JSON string literal, as
 /// `JSON.parse` gives them (lone surrogates kept).
-fn utf16_units(inner: &str) -> Vec<u16> {
+pub(crate) fn utf16_units(inner: &str) -> Vec<u16> {
     let b = inner.as_bytes();
     let mut out = Vec::with_capacity(inner.len());
     let mut i = 0;

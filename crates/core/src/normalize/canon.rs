@@ -181,6 +181,20 @@ pub fn set_vendor_kind(b: &mut J, p: Provider, kind: &str) {
     }
 }
 
+/// Takes out the `kind` kept for `p`, and the `vendor` objects it leaves empty.
+pub fn take_vendor_kind(b: &mut J, p: Provider) -> Option<J> {
+    let v = b.get_mut("vendor")?;
+    let own = v.get_mut(p.name())?;
+    let kind = own.remove("kind");
+    if own.keys().is_empty() {
+        v.remove(p.name());
+    }
+    if v.keys().is_empty() {
+        b.remove("vendor");
+    }
+    kind
+}
+
 /// The provider-specific members kept for `p` on a canonical object.
 pub fn vendor_members(obj: &J, p: Provider) -> Vec<(Key, J)> {
     match obj.get("vendor").and_then(|v| v.get(p.name())) {
@@ -220,9 +234,22 @@ pub fn parse_data_url(url: &str) -> Option<(String, String)> {
 /// strings decoded, object members by key): the same after a trip through
 /// `JSON.parse`/`JSON.stringify`. The `original` member of messages is ignored.
 pub fn semantic_hash(msgs: &[J]) -> String {
+    hash_of(msgs, true)
+}
+
+/// Whether `stored` (an `original`'s hash) is the hash of `vals`: as this
+/// version computes it, or, for values with lone surrogates, as 0.1.0 did
+/// (it hashed the decoded text, which reads a lone surrogate as U+FFFD), so
+/// that what it stored still gives its bytes back.
+pub fn hash_matches(stored: &str, vals: &[J]) -> bool {
+    stored == hash_of(vals, true)
+        || (vals.iter().any(J::has_lone_surrogate) && stored == hash_of(vals, false))
+}
+
+fn hash_of(msgs: &[J], units: bool) -> String {
     let mut buf = Vec::new();
     for m in msgs {
-        feed(m, &mut buf, true);
+        feed(m, &mut buf, true, units);
         buf.push(0xff);
     }
     format!(
@@ -232,7 +259,7 @@ pub fn semantic_hash(msgs: &[J]) -> String {
     )
 }
 
-fn feed(v: &J, buf: &mut Vec<u8>, top: bool) {
+fn feed(v: &J, buf: &mut Vec<u8>, top: bool, units: bool) {
     match v {
         J::Null => buf.push(b'n'),
         J::Bool(b) => buf.extend_from_slice(if *b { b"T" } else { b"F" }),
@@ -249,6 +276,17 @@ fn feed(v: &J, buf: &mut Vec<u8>, top: bool) {
                 buf.extend_from_slice(&f.to_bits().to_le_bytes());
             }
         }
+        // A string with lone surrogates is hashed as its UTF-16 code units
+        // (JavaScript tells `\ud800` from `\ufffd`; the decoded text does
+        // not); the others as their text, as 0.1.0 hashed them.
+        J::Str(raw) if units && v.has_lone_surrogate() => {
+            let units = crate::json::utf16_units(raw);
+            buf.push(b'\'');
+            buf.extend_from_slice(&(units.len() as u64).to_le_bytes());
+            for u in units {
+                buf.extend_from_slice(&u.to_le_bytes());
+            }
+        }
         J::Str(_) => {
             buf.push(b'"');
             let s = v.as_str().unwrap_or_default();
@@ -258,7 +296,7 @@ fn feed(v: &J, buf: &mut Vec<u8>, top: bool) {
         J::Arr(a) => {
             buf.push(b'[');
             for x in a {
-                feed(x, buf, false);
+                feed(x, buf, false, units);
             }
             buf.push(b']');
         }
@@ -274,7 +312,7 @@ fn feed(v: &J, buf: &mut Vec<u8>, top: bool) {
                 buf.extend_from_slice(&(k.len() as u64).to_le_bytes());
                 buf.extend_from_slice(k.as_bytes());
                 if let Some(x) = v.get(&k) {
-                    feed(x, buf, false);
+                    feed(x, buf, false, units);
                 }
             }
             buf.push(b'}');
@@ -330,7 +368,7 @@ pub fn unchanged_original(msgs: &[J], p: Provider) -> Option<(J, usize)> {
     if msgs[1..count].iter().any(|m| m.get("original").is_some()) {
         return None;
     }
-    if o.str_of("hash")? != semantic_hash(&msgs[..count]) {
+    if !hash_matches(&o.str_of("hash")?, &msgs[..count]) {
         return None;
     }
     let raw = J::parse(&o.str_of("json")?).ok()?;
@@ -340,4 +378,63 @@ pub fn unchanged_original(msgs: &[J], p: Provider) -> Option<(J, usize)> {
 /// An `INVALID_INPUT` error about the request.
 pub fn bad(what: impl Into<String>) -> Error {
     Error::invalid_input(what.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_original(text: &str, hash: &str) -> J {
+        let mut m = J::parse(text).unwrap();
+        m.set(
+            "original",
+            J::obj([
+                ("provider", J::s("anthropic")),
+                ("json", J::s(r#"{"role":"user","content":"x"}"#)),
+                ("count", J::num_u(1)),
+                ("hash", J::s(hash)),
+            ]),
+        );
+        m
+    }
+
+    #[test]
+    fn a_lone_surrogate_and_its_replacement_hash_apart() {
+        let lone = J::parse(r#"{"role":"user","content":"a \ud800"}"#).unwrap();
+        let fixed = J::parse(r#"{"role":"user","content":"a \ufffd"}"#).unwrap();
+        let spelled = J::parse(r#"{"role":"user","content":"\u0061 \uD800"}"#).unwrap();
+        assert_ne!(
+            semantic_hash(std::slice::from_ref(&lone)),
+            semantic_hash(std::slice::from_ref(&fixed))
+        );
+        assert_eq!(
+            semantic_hash(std::slice::from_ref(&lone)),
+            semantic_hash(&[spelled])
+        );
+        // Strings without lone surrogates hash as 0.1.0 hashed them.
+        assert_eq!(
+            semantic_hash(std::slice::from_ref(&fixed)),
+            hash_of(&[fixed], false)
+        );
+        // An original whose message was edited from the lone surrogate to
+        // U+FFFD is not used.
+        let edited = with_original(
+            r#"{"role":"user","content":"a \ufffd"}"#,
+            &semantic_hash(&[lone]),
+        );
+        assert!(unchanged_original(&[edited], Provider::Anthropic).is_none());
+    }
+
+    #[test]
+    fn an_original_hashed_by_0_1_0_is_still_used() {
+        let text = r#"{"role":"user","content":"a \ud800"}"#;
+        let old = hash_of(&[J::parse(text).unwrap()], false);
+        assert_ne!(old, semantic_hash(&[J::parse(text).unwrap()]));
+        let m = with_original(text, &old);
+        let (raw, n) = unchanged_original(&[m], Provider::Anthropic).unwrap();
+        assert_eq!(
+            (raw.text(), n),
+            (r#"{"role":"user","content":"x"}"#.to_string(), 1)
+        );
+    }
 }

@@ -29,6 +29,46 @@ pub struct Ctx {
     past_end: bool,
     /// Gemini: the assistant turn being encoded sends its call ids.
     ids_now: bool,
+    /// Responses: hosted calls left out with their item, for their outputs.
+    pub calls: LeftOutCalls,
+}
+
+/// Responses hosted calls (`computer_call`, …) left out because their item
+/// id repeats an earlier one's, and what a part converted apart needs to be
+/// checked against the parts before it: their outputs are left out with them
+/// (an output whose call is not sent is rejected).
+#[derive(Debug, Default, Clone)]
+pub struct LeftOutCalls {
+    /// Call ids whose last call was left out.
+    pub left_out: HashSet<String>,
+    /// Call ids of the calls sent.
+    pub kept: HashSet<String>,
+    /// Call ids of outputs sent whose call was not seen (a part before had it).
+    pub outside: Vec<String>,
+}
+
+impl LeftOutCalls {
+    /// Whether a part converted without the state of the parts before it
+    /// (`before`: their call ids left out) sent an output it would have left out.
+    pub fn differs_after(&self, before: &HashSet<String>) -> bool {
+        self.outside.iter().any(|c| before.contains(c))
+    }
+
+    /// A call (an item with a `call_id`, if any) sent.
+    fn sent(&mut self, call: Option<String>) {
+        if let Some(c) = call {
+            self.left_out.remove(&c);
+            self.kept.insert(c);
+        }
+    }
+
+    /// The state after this part, given the state before it.
+    pub fn apply_to(self, before: &mut HashSet<String>) {
+        if !self.kept.is_empty() {
+            before.retain(|c| !self.kept.contains(c));
+        }
+        before.extend(self.left_out);
+    }
 }
 
 impl Ctx {
@@ -115,7 +155,11 @@ pub fn system_piece(p: Provider, s: &J, system_role: Option<&str>) -> J {
 
 /// The hash that identifies a system prompt (with its role) in `systemOriginal`.
 pub fn system_hash(s: &J, system_role: Option<&str>) -> String {
-    semantic_hash(&[s.clone(), system_role.map(J::s).unwrap_or(J::Null)])
+    semantic_hash(&system_hashed(s, system_role))
+}
+
+fn system_hashed(s: &J, system_role: Option<&str>) -> [J; 2] {
+    [s.clone(), system_role.map(J::s).unwrap_or(J::Null)]
 }
 
 /// Encodes a whole request fragment for `p`. `system_original` is
@@ -149,7 +193,8 @@ pub fn encode_request(
         let original = system_original.filter(|o| !hoisted && o.is("provider", p.name()));
         match original {
             Some(o)
-                if o.str_of("hash").as_deref() == Some(system_hash(s, system_role).as_str()) =>
+                if o.str_of("hash")
+                    .is_some_and(|h| hash_matches(&h, &system_hashed(s, system_role))) =>
             {
                 o.str_of("json")
                     .and_then(|j| J::parse(&j).ok())
@@ -222,7 +267,7 @@ pub fn encode_request(
     if let Some(tools) = tools {
         let original = tools_original
             .filter(|o| o.is("provider", p.name()))
-            .filter(|o| o.str_of("hash").as_deref() == Some(semantic_hash(tools).as_str()))
+            .filter(|o| o.str_of("hash").is_some_and(|h| hash_matches(&h, tools)))
             .and_then(|o| o.str_of("json").and_then(|j| J::parse(&j).ok()));
         let encoded = match original {
             Some(raw) => raw,
@@ -246,6 +291,8 @@ pub struct Part {
     /// A group's `original` reaches past the part's end (the whole
     /// conversation may give that group's JSON as it was).
     pub past_end: bool,
+    /// Responses hosted calls left out, sent, and outputs sent for calls before it.
+    pub calls: LeftOutCalls,
 }
 
 /// The provider messages for a part of a conversation, as [`encode_request`]
@@ -257,10 +304,12 @@ pub fn encode_part(
     msgs: &[J],
     model: Option<String>,
     sent_before: Option<std::sync::Arc<HashSet<String>>>,
+    left_out_before: &HashSet<String>,
     rep: &mut CompatibilityReport,
 ) -> Option<Part> {
     let mut ctx = Ctx::new(model);
     ctx.sent_before = sent_before;
+    ctx.calls.left_out = left_out_before.clone();
     let (list, _) = encode_messages(p, msgs, rep, &mut ctx);
     ctx.hoisted.is_empty().then_some(Part {
         items: list,
@@ -268,6 +317,7 @@ pub fn encode_part(
         unsent: ctx.unsent,
         assumed: ctx.assumed,
         past_end: ctx.past_end,
+        calls: ctx.calls,
     })
 }
 
@@ -402,21 +452,22 @@ pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> 
         {
             own.push(("strict".into(), v));
         }
-        match p {
+        let name = t.str_of("name").unwrap_or_default().into_owned();
+        let mut encoded = match p {
             Provider::Google => {
                 d.set("parameters", params);
                 extend(&mut d, own);
-                decls.push(d);
+                d
             }
             Provider::Anthropic => {
                 d.set("input_schema", params);
                 extend(&mut d, own);
-                out.push(d);
+                d
             }
             Provider::OpenAi => {
                 d.set("parameters", params);
                 extend(&mut d, own);
-                out.push(J::obj([("type", J::s("function")), ("function", d)]));
+                J::obj([("type", J::s("function")), ("function", d)])
             }
             Provider::Responses => {
                 let mut r = J::obj([("type", J::s("function"))]);
@@ -425,8 +476,23 @@ pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> 
                 }
                 r.set("parameters", params);
                 extend(&mut r, own);
-                out.push(r);
+                r
             }
+        };
+        // Rule 11: a definition encoded here (its schema's keys and texts too).
+        let n = encoded.replace_lone_surrogates();
+        if n > 0 {
+            rep.lossy(
+                "lone_surrogates_replaced",
+                None,
+                "tools",
+                format!("{n} lone UTF-16 surrogate(s) in the definition of tool {name:?} replaced with U+FFFD"),
+            );
+        }
+        if p == Provider::Google {
+            decls.push(encoded);
+        } else {
+            out.push(encoded);
         }
     }
     if !decls.is_empty() {
@@ -531,7 +597,8 @@ fn encode_messages(
 /// does (`rs_1`, `msg_1`, `fc_1` again). A later item with an earlier item's id
 /// is sent without it where the id is optional (messages, calls and their
 /// outputs: `call_id` pairs them), and left out where the id is what the item
-/// is (reasoning, item references, hosted tool calls). The ids seen go in
+/// is (reasoning, item references, hosted tool calls), and so are the
+/// outputs of a hosted call left out ([`LeftOutCalls`]). The ids seen go in
 /// `sent_ids`, and, for parts converted apart, in `unsent` (a part before that
 /// held one would have changed this part).
 fn repeated_item_ids(
@@ -544,7 +611,32 @@ fn repeated_item_ids(
 ) {
     let mut keep = Vec::with_capacity(out.len().saturating_sub(start));
     for item in out.iter_mut().skip(start) {
+        let kind = item.str_of("type").map(|k| k.into_owned());
+        let call_id = item.str_of("call_id").map(|c| c.into_owned());
+        // The output of a hosted call (function and custom calls keep their
+        // item, and the rules pair their outputs).
+        let output = kind.as_deref().is_some_and(|k| {
+            k.ends_with("_output")
+                && !matches!(k, "function_call_output" | "custom_tool_call_output")
+        });
+        if let (true, Some(c)) = (output, &call_id) {
+            if ctx.calls.left_out.contains(c) {
+                rep.lossy(
+                    "orphan_tool_result_dropped",
+                    Some(i),
+                    "toolResult",
+                    format!("{} for call {c:?} left out with its call (left out for a repeated item id)", kind.as_deref().unwrap_or_default()),
+                );
+                keep.push(false);
+                continue;
+            }
+            if !ctx.calls.kept.contains(c) {
+                ctx.calls.outside.push(c.clone());
+            }
+        }
+        let call = call_id.filter(|_| !output);
         let Some(id) = item.str_of("id").map(|s| s.into_owned()) else {
+            ctx.calls.sent(call);
             keep.push(true);
             continue;
         };
@@ -556,10 +648,10 @@ fn repeated_item_ids(
         if !mine && !before {
             ctx.sent_ids.insert(id.clone());
             ctx.unsent.push(id);
+            ctx.calls.sent(call);
             keep.push(true);
             continue;
         }
-        let kind = item.str_of("type").map(|k| k.into_owned());
         let optional = matches!(
             kind.as_deref(),
             None | Some(
@@ -578,6 +670,7 @@ fn repeated_item_ids(
                 Some(i),
                 format!("{kind} item id {id:?} was an earlier item's: sent without it (Responses rejects repeated item ids)"),
             );
+            ctx.calls.sent(call);
         } else {
             rep.lossy(
                 "item_id_repeated",
@@ -585,6 +678,9 @@ fn repeated_item_ids(
                 if kind == "reasoning" { "thinking" } else { "message" },
                 format!("{kind} item {id:?} has an earlier item's id and cannot go without one: left out (Responses rejects repeated item ids)"),
             );
+            if let Some(c) = call {
+                ctx.calls.left_out.insert(c);
+            }
         }
         keep.push(optional);
     }

@@ -356,7 +356,28 @@ fn custom_as_function(
     let Some(name) = def.get("name").filter(|n| matches!(n, J::Str(_))) else {
         return Custom::NotOne;
     };
-    // A function of that name is there already: two tools cannot share it.
+    if let Some(mut sibling) = custom_for_sibling(raw, target, rep) {
+        // Rule 11: the definition is written anew for the target.
+        let n = sibling.replace_lone_surrogates();
+        if n > 0 {
+            rep.lossy(
+                "lone_surrogates_replaced",
+                None,
+                "tools",
+                format!(
+                    "{n} lone UTF-16 surrogate(s) in the definition of custom tool {} replaced with U+FFFD",
+                    name.text()
+                ),
+            );
+        }
+        return Custom::Sibling(J::obj([
+            ("provider", J::s(target.name())),
+            ("raw", sibling),
+        ]));
+    }
+    // A function of that name is there already: two tools cannot share it
+    // (the other OpenAI API gets both, as the source had them: the calls
+    // stay custom calls there, so the definition follows them).
     if tools
         .iter()
         .any(|o| o.get("raw").is_none() && o.get("name") == Some(name))
@@ -372,12 +393,6 @@ fn custom_as_function(
             ),
         );
         return Custom::Dropped;
-    }
-    if let Some(sibling) = custom_for_sibling(raw, target, rep) {
-        return Custom::Sibling(J::obj([
-            ("provider", J::s(target.name())),
-            ("raw", sibling),
-        ]));
     }
     let mut f = J::obj([("name", name.clone())]);
     if let Some(d) = def.get("description") {
@@ -1003,6 +1018,11 @@ pub fn check_compatibility(source: &str, target: &str) -> Result<CompatibilityRe
             None,
             "thinking",
             "a reasoning item whose id an earlier item had is left out (it cannot go without its id)".into(),
+        );
+        r.step(
+            "tool_result_kind_matched",
+            None,
+            "a result of another kind than its call (function or custom) is sent as its call's kind".into(),
         );
     }
     r.step(

@@ -179,16 +179,7 @@ fn sibling_kind(b: &mut J, target: Provider) -> Option<&'static str> {
         (Provider::Responses, "custom") => Some("custom_tool_call"),
         _ => return None,
     };
-    let v = b.get_mut("vendor")?;
-    if let Some(own) = v.get_mut(other.name()) {
-        own.remove("kind");
-        if own.keys().is_empty() {
-            v.remove(other.name());
-        }
-    }
-    if v.keys().is_empty() {
-        b.remove("vendor");
-    }
+    take_vendor_kind(b, other);
     theirs
 }
 
@@ -819,7 +810,8 @@ pub fn apply_parts(
                     continue;
                 };
                 // The id its call was given (a repeated id: that call's own).
-                let (name, mapped, output_kind) = if pos < pending.len() {
+                let paired = pos < pending.len();
+                let (name, mapped, output_kind) = if paired {
                     let p = pending.remove(pos);
                     answered.insert(p.id);
                     answered.insert(p.stored);
@@ -879,10 +871,24 @@ pub fn apply_parts(
                 }
                 sibling_kind(&mut r, target);
                 strip_foreign_vendor(&mut r, target, Some(i), "provider-specific fields", rep);
-                if let Some(kind) = output_kind
-                    && vendor_kind(&r, target).is_none()
-                {
-                    set_vendor_kind(&mut r, target, kind);
+                // Responses answers a call with an output of its kind.
+                if target == Provider::Responses && paired {
+                    let has = vendor_kind(&r, target).map(|k| k.into_owned());
+                    match (output_kind, has.as_deref()) {
+                        // A result without a kind (a Chat tool message, a
+                        // Responses function_call_output: the canonical
+                        // form does not tell them apart) is not reported.
+                        (Some(kind), None) => set_vendor_kind(&mut r, target, kind),
+                        (None, Some("custom_tool_call_output")) => {
+                            take_vendor_kind(&mut r, target);
+                            rep.step(
+                                "tool_result_kind_matched",
+                                Some(i),
+                                format!("the result of function call {k} was a custom_tool_call_output: sent as a function_call_output (Responses answers a call with an output of its kind)"),
+                            );
+                        }
+                        _ => {}
+                    }
                 }
                 out.push(r);
             }

@@ -782,6 +782,56 @@ fn parts_converted_apart_know_the_item_ids_sent_before_them() {
 }
 
 #[test]
+fn a_hosted_output_whose_call_an_earlier_part_left_out_goes_with_it() {
+    // Case 186's messages: a computer_call replayed with an earlier call's
+    // item id is left out, and its output, in a later message, with it. A
+    // part that holds only the output cannot know the call was left out: the
+    // join finds that it sent the output and the part before left the call
+    // out, so the cut is not taken. (Without that check the body cut on two
+    // threads sends call_d's output.)
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/providers");
+    let case = std::fs::read_to_string(
+        dir.join("expected/186-responses-hosted-call-replayed-with-output.json"),
+    )
+    .unwrap();
+    let case = J::parse(&case).unwrap();
+    // Without the turn replayed with the same call id: the call left out
+    // (call_d's) and its output fall in two parts when cut before the output.
+    let msgs: Vec<String> = case
+        .pointer("/canonical/messages")
+        .and_then(J::as_arr)
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| !matches!(n, 2 | 3))
+        .map(|(_, m)| {
+            let mut m = m.clone();
+            m.remove("original");
+            m.text()
+        })
+        .chain([
+            r#"{"role":"assistant","provider":"openai","api":"openai-responses","model":"m","stopReason":"stop","content":[{"type":"text","text":"Done."}]}"#.to_string(),
+            r#"{"role":"user","content":"Thanks."}"#.to_string(),
+        ])
+        .collect();
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+    let (body, _) = whole(&texts, Provider::Responses, &opts).unwrap();
+    assert!(!body.contains("call_d"), "{body}");
+    let mut seen = Splits::default();
+    check_split(
+        "a hosted output after its call left out",
+        &msgs,
+        &opts,
+        &mut seen,
+    );
+    assert!(seen.differs > 0, "{seen:?}");
+}
+
+#[test]
 fn a_first_part_with_no_messages_to_send_leaves_no_comma() {
     // A user message whose kept Responses original is an empty list gives
     // no item: the first part's text is empty, and the next part's, which
