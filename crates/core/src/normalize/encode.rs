@@ -610,6 +610,13 @@ fn repeated_item_ids(
     ctx: &mut Ctx,
 ) {
     let mut keep = Vec::with_capacity(out.len().saturating_sub(start));
+    // Responses ties an item to the reasoning item before it: an item whose
+    // reasoning is not sent, or a reasoning whose next item is not sent as it
+    // was, is rejected. The reasoning left out before the items that follow
+    // (their ids are then not sent), and the last reasoning sent, with its
+    // place in `keep`, until its next item is seen.
+    let mut reasoning_gone = false;
+    let mut reasoning_sent: Option<(usize, String)> = None;
     for item in out.iter_mut().skip(start) {
         let kind = item.str_of("type").map(|k| k.into_owned());
         let call_id = item.str_of("call_id").map(|c| c.into_owned());
@@ -635,23 +642,17 @@ fn repeated_item_ids(
             }
         }
         let call = call_id.filter(|_| !output);
+        let reasoning = kind.as_deref() == Some("reasoning");
+        let follows = if reasoning {
+            None
+        } else {
+            reasoning_sent.take()
+        };
         let Some(id) = item.str_of("id").map(|s| s.into_owned()) else {
             ctx.calls.sent(call);
             keep.push(true);
             continue;
         };
-        let mine = ctx.sent_ids.contains(&id);
-        let before = !mine && ctx.sent_before.as_ref().is_some_and(|s| s.contains(&id));
-        if before {
-            ctx.assumed.push(id.clone());
-        }
-        if !mine && !before {
-            ctx.sent_ids.insert(id.clone());
-            ctx.unsent.push(id);
-            ctx.calls.sent(call);
-            keep.push(true);
-            continue;
-        }
         let optional = matches!(
             kind.as_deref(),
             None | Some(
@@ -662,25 +663,63 @@ fn repeated_item_ids(
                     | "custom_tool_call_output"
             )
         );
+        let mine = ctx.sent_ids.contains(&id);
+        let before = !mine && ctx.sent_before.as_ref().is_some_and(|s| s.contains(&id));
+        if before {
+            ctx.assumed.push(id.clone());
+        }
+        let repeated = mine || before;
         let kind = kind.unwrap_or_else(|| "message".into());
+        if !repeated && !(reasoning_gone && optional && !reasoning) {
+            ctx.sent_ids.insert(id.clone());
+            ctx.unsent.push(id.clone());
+            ctx.calls.sent(call);
+            if reasoning {
+                reasoning_gone = false;
+                reasoning_sent = Some((keep.len(), id));
+            }
+            keep.push(true);
+            continue;
+        }
         if optional {
             item.remove("id");
             rep.step(
                 "item_id_repeated",
                 Some(i),
-                format!("{kind} item id {id:?} was an earlier item's: sent without it (Responses rejects repeated item ids)"),
+                if repeated {
+                    format!("{kind} item id {id:?} was an earlier item's: sent without it (Responses rejects repeated item ids)")
+                } else {
+                    format!("{kind} item id {id:?} not sent: the reasoning item before it was left out (Responses rejects an item without its reasoning)")
+                },
             );
             ctx.calls.sent(call);
         } else {
             rep.lossy(
                 "item_id_repeated",
                 Some(i),
-                if kind == "reasoning" { "thinking" } else { "message" },
+                if reasoning { "thinking" } else { "message" },
                 format!("{kind} item {id:?} has an earlier item's id and cannot go without one: left out (Responses rejects repeated item ids)"),
             );
             if let Some(c) = call {
                 ctx.calls.left_out.insert(c);
             }
+            if reasoning {
+                reasoning_gone = true;
+            }
+        }
+        // The reasoning sent just before this item, which is not sent as it
+        // was: left out too.
+        if let Some((at, rid)) = follows {
+            keep[at] = false;
+            ctx.sent_ids.remove(&rid);
+            ctx.unsent.retain(|u| *u != rid);
+            reasoning_gone = true;
+            rep.lossy(
+                "item_id_repeated",
+                Some(i),
+                "thinking",
+                format!("reasoning item {rid:?} left out: the item after it, {id:?}, is not sent as it was (Responses rejects a reasoning item without the item that follows it)"),
+            );
         }
         keep.push(optional);
     }
