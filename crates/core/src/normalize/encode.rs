@@ -203,16 +203,7 @@ pub fn encode_request(
             _ => {
                 let mut piece = system_piece(p, s, system_role);
                 let n = piece.replace_lone_surrogates();
-                if n > 0 {
-                    rep.lossy(
-                        "lone_surrogates_replaced",
-                        None,
-                        "text",
-                        format!(
-                            "{n} lone UTF-16 surrogate(s) in the system prompt replaced with U+FFFD"
-                        ),
-                    );
-                }
+                lone_surrogates_replaced(n, None, "text", " in the system prompt", rep);
                 piece
             }
         }
@@ -481,14 +472,8 @@ pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> 
         };
         // Rule 11: a definition encoded here (its schema's keys and texts too).
         let n = encoded.replace_lone_surrogates();
-        if n > 0 {
-            rep.lossy(
-                "lone_surrogates_replaced",
-                None,
-                "tools",
-                format!("{n} lone UTF-16 surrogate(s) in the definition of tool {name:?} replaced with U+FFFD"),
-            );
-        }
+        let what = format!(" in the definition of tool {name:?}");
+        lone_surrogates_replaced(n, None, "tools", &what, rep);
         if p == Provider::Google {
             decls.push(encoded);
         } else {
@@ -574,14 +559,7 @@ fn encode_messages(
         }
         for m in out.iter_mut().skip(before) {
             let n = m.replace_lone_surrogates_except(&opaque_member);
-            if n > 0 {
-                rep.lossy(
-                    "lone_surrogates_replaced",
-                    Some(i),
-                    "text",
-                    format!("{n} lone UTF-16 surrogate(s) replaced with U+FFFD"),
-                );
-            }
+            lone_surrogates_replaced(n, Some(i), "text", "", rep);
         }
         from.resize(out.len(), i);
         if p == Provider::Responses {
@@ -730,6 +708,25 @@ fn repeated_item_ids(
     out.retain(|_| *k.next().unwrap_or(&true));
     let mut k = std::iter::repeat_n(&true, start).chain(keep.iter());
     from.retain(|_| *k.next().unwrap_or(&true));
+}
+
+/// Rule 11's report: `n` lone surrogates (in `what`, which starts with a
+/// space, or nothing for a message) replaced with U+FFFD.
+pub(super) fn lone_surrogates_replaced(
+    n: usize,
+    message: Option<usize>,
+    field: &str,
+    what: &str,
+    rep: &mut CompatibilityReport,
+) {
+    if n > 0 {
+        rep.lossy(
+            "lone_surrogates_replaced",
+            message,
+            field,
+            format!("{n} lone UTF-16 surrogate(s){what} replaced with U+FFFD"),
+        );
+    }
 }
 
 /// Opaque values a provider verifies byte for byte (signatures, encrypted

@@ -359,17 +359,8 @@ fn custom_as_function(
     if let Some(mut sibling) = custom_for_sibling(raw, target, rep) {
         // Rule 11: the definition is written anew for the target.
         let n = sibling.replace_lone_surrogates();
-        if n > 0 {
-            rep.lossy(
-                "lone_surrogates_replaced",
-                None,
-                "tools",
-                format!(
-                    "{n} lone UTF-16 surrogate(s) in the definition of custom tool {} replaced with U+FFFD",
-                    name.text()
-                ),
-            );
-        }
+        let what = format!(" in the definition of custom tool {}", name.text());
+        encode::lone_surrogates_replaced(n, None, "tools", &what, rep);
         return Custom::Sibling(J::obj([
             ("provider", J::s(target.name())),
             ("raw", sibling),
