@@ -168,6 +168,11 @@ pub fn vendor_kind(b: &J, p: Provider) -> Option<std::borrow::Cow<'_, str>> {
 
 /// Sets the `kind` kept for `p`, keeping the other members kept for it.
 pub fn set_vendor_kind(b: &mut J, p: Provider, kind: &str) {
+    set_vendor_member(b, p, "kind", J::s(kind));
+}
+
+/// Sets a member kept for `p`, keeping the others.
+pub fn set_vendor_member(b: &mut J, p: Provider, key: &str, value: J) {
     if b.get("vendor").is_none() {
         b.set("vendor", J::Obj(vec![]));
     }
@@ -176,7 +181,7 @@ pub fn set_vendor_kind(b: &mut J, p: Provider, kind: &str) {
             v.set(p.name(), J::Obj(vec![]));
         }
         if let Some(own) = v.get_mut(p.name()) {
-            own.set("kind", J::s(kind));
+            own.set(key, value);
         }
     }
 }

@@ -1378,12 +1378,18 @@ pub fn tools_from(v: Option<&J>, p: Provider) -> Result<Option<Vec<J>>> {
             },
             Provider::Responses => {
                 if t.is("type", "function") {
-                    out.push(function(
+                    let mut f = function(
                         t.get("name"),
                         t.get("description"),
                         t.get("parameters"),
                         vendor_of(t, &["type", "name", "description", "parameters"], p),
-                    ));
+                    );
+                    // Left to Responses' default (strict where the schema
+                    // allows), which no other API has (encode_tools).
+                    if t.get("strict").is_none() {
+                        set_vendor_member(&mut f, p, "defaultStrict", J::Bool(true));
+                    }
+                    out.push(f);
                 } else {
                     out.push(hosted(t));
                 }

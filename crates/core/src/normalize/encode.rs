@@ -417,9 +417,17 @@ pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> 
                 .get("strict")
                 .map(|v| (format!("{}.strict", o.name()), v.clone()))
         });
+        let default_strict = "openai-responses.defaultStrict";
         let foreign: Vec<String> = foreign_vendor_keys(t, p)
             .into_iter()
             .filter(|k| strict.as_ref().is_none_or(|(s, _)| s != k))
+            .map(|k| {
+                if k == default_strict {
+                    format!("{k} (strict left to Responses' default, strict where the schema allows: sent not strict)")
+                } else {
+                    k
+                }
+            })
             .collect();
         if !foreign.is_empty() {
             rep.warn_step(
@@ -442,6 +450,22 @@ pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> 
             && !own.iter().any(|(k, _)| &**k == "strict")
         {
             own.push(("strict".into(), v));
+        }
+        // Responses reads a missing `strict` as strict where the schema
+        // allows (OpenAI's function-calling guide); OpenAI Chat, the other
+        // providers and the canonical model as not strict. A tool from
+        // Responses without it is marked `defaultStrict` and sent without it;
+        // any other gets `strict: false`, which keeps its meaning.
+        if p == Provider::Responses {
+            match own.iter().position(|(k, _)| &**k == "defaultStrict") {
+                Some(at) => {
+                    own.remove(at);
+                }
+                None if !own.iter().any(|(k, _)| &**k == "strict") => {
+                    own.push(("strict".into(), J::Bool(false)));
+                }
+                None => {}
+            }
         }
         let name = t.str_of("name").unwrap_or_default().into_owned();
         let mut encoded = match p {
