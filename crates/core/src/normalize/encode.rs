@@ -672,7 +672,9 @@ fn repeated_item_ids(
         }
         let repeated = mine || before;
         let kind = kind.unwrap_or_else(|| "message".into());
-        if !repeated && !(reasoning_gone && optional && !reasoning) {
+        // An item with a new id whose reasoning was left out.
+        let unpaired = reasoning_gone && optional && !reasoning;
+        if !(repeated || unpaired) {
             ctx.sent_ids.insert(id.clone());
             ctx.unsent.push(id.clone());
             ctx.calls.sent(call);
