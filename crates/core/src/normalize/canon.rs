@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::ids::fnv64;
-use super::jv::{J, Key};
+use super::jv::{J, Key, key_has_lone_surrogate};
 use crate::{Error, Result};
 
 /// A provider wire format.
@@ -305,6 +305,32 @@ fn feed(v: &J, buf: &mut Vec<u8>, top: bool, units: bool) {
             }
             buf.push(b']');
         }
+        // An object with a key holding a lone surrogate: keys as UTF-16 code
+        // units (`k\ud800` is not `k\ufffd`), the last of equal keys, as
+        // JavaScript keeps it.
+        J::Obj(m) if units && m.iter().any(|(k, _)| key_has_lone_surrogate(k)) => {
+            let mut members: Vec<(Vec<u16>, &J)> = m
+                .iter()
+                .rev()
+                .map(|(k, x)| (crate::json::utf16_units(k), x))
+                .collect();
+            // Stable: of equal keys the last member comes first and stays.
+            members.sort_by(|a, b| a.0.cmp(&b.0));
+            members.dedup_by(|later, first| later.0 == first.0);
+            let original: Vec<u16> = "original".encode_utf16().collect();
+            buf.push(b'<');
+            for (k, x) in members {
+                if top && k == original {
+                    continue;
+                }
+                buf.extend_from_slice(&(k.len() as u64).to_le_bytes());
+                for u in k {
+                    buf.extend_from_slice(&u.to_le_bytes());
+                }
+                feed(x, buf, false, units);
+            }
+            buf.push(b'>');
+        }
         J::Obj(_) => {
             let mut keys: Vec<Cow<str>> = v.keys();
             keys.sort();
@@ -428,6 +454,29 @@ mod tests {
             &semantic_hash(&[lone]),
         );
         assert!(unchanged_original(&[edited], Provider::Anthropic).is_none());
+    }
+
+    #[test]
+    fn keys_with_a_lone_surrogate_hash_apart_from_their_replacement() {
+        let lone = J::parse(r#"{"p\ud800":{"type":"string"}}"#).unwrap();
+        let fixed = J::parse(r#"{"p\ufffd":{"type":"string"}}"#).unwrap();
+        let spelled = J::parse(r#"{"p\uD800":{"type":"string"}}"#).unwrap();
+        let h = |v: &J| semantic_hash(std::slice::from_ref(v));
+        assert_ne!(h(&lone), h(&fixed));
+        assert_eq!(h(&lone), h(&spelled));
+        // Of equal keys the last counts, as in JavaScript.
+        let twice = J::parse(r#"{"p\ud800":1,"p\ud800":{"type":"string"}}"#).unwrap();
+        assert_eq!(h(&twice), h(&lone));
+        // A message whose key was edited from the lone surrogate to U+FFFD
+        // does not get its original back.
+        let text = r#"{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"f","arguments":{"k\ud83d":"v"}}]}"#;
+        let edited = with_original(
+            &text.replace(r"k\ud83d", r"k\ufffd"),
+            &semantic_hash(&[J::parse(text).unwrap()]),
+        );
+        assert!(unchanged_original(&[edited], Provider::Anthropic).is_none());
+        let kept = with_original(text, &semantic_hash(&[J::parse(text).unwrap()]));
+        assert!(unchanged_original(&[kept], Provider::Anthropic).is_some());
     }
 
     #[test]

@@ -33,41 +33,115 @@ pub struct Ctx {
     pub calls: LeftOutCalls,
 }
 
-/// Responses hosted calls (`computer_call`, …) left out because their item
-/// id repeats an earlier one's, and what a part converted apart needs to be
-/// checked against the parts before it: their outputs are left out with them
-/// (an output whose call is not sent is rejected).
+/// Responses hosted calls (`computer_call`, …) and their outputs, which
+/// `call_id` pairs: a hosted call left out because its item id repeats an
+/// earlier one's takes its output with it (an output whose call is not sent
+/// is rejected), unless a call of that id was sent and waits for its output.
+/// Function and custom calls are not counted: they keep their item, and the
+/// rules pair their outputs.
+#[derive(Debug, Default, Clone)]
+pub struct CallState {
+    /// Call ids whose last call was left out, without an output since.
+    pub left_out: HashSet<String>,
+    /// Call ids of calls sent that wait for their output.
+    pub waiting: HashSet<String>,
+}
+
+/// What a part did to the [`CallState`], for the parts after it, and what a
+/// part converted without the state before it took for granted (checked
+/// when the parts are joined).
 #[derive(Debug, Default, Clone)]
 pub struct LeftOutCalls {
-    /// Call ids whose last call was left out.
-    pub left_out: HashSet<String>,
-    /// Call ids of the calls sent.
-    pub kept: HashSet<String>,
-    /// Call ids of outputs sent whose call was not seen (a part before had it).
-    pub outside: Vec<String>,
+    /// The state as the part goes (from the state before it, when known).
+    pub state: CallState,
+    /// Each call id the part changed, with whether it ends left out (`Some(true)`),
+    /// waiting (`Some(false)`) or answered (`None`).
+    changed: Vec<(String, Option<bool>)>,
+    /// Call ids of outputs sent whose call the part did not know.
+    outside: Vec<String>,
+    /// Call ids of calls left out that the part did not know waiting.
+    blind: Vec<String>,
 }
 
 impl LeftOutCalls {
-    /// Whether a part converted without the state of the parts before it
-    /// (`before`: their call ids left out) sent an output it would have left out.
-    pub fn differs_after(&self, before: &HashSet<String>) -> bool {
-        self.outside.iter().any(|c| before.contains(c))
+    /// Starts from the state before the part.
+    pub fn after(state: CallState) -> Self {
+        LeftOutCalls {
+            state,
+            ..Default::default()
+        }
     }
 
-    /// A call (an item with a `call_id`, if any) sent.
-    fn sent(&mut self, call: Option<String>) {
-        if let Some(c) = call {
-            self.left_out.remove(&c);
-            self.kept.insert(c);
+    /// A part's doing that is a whole state (the parts joined, after no state).
+    pub fn whole(state: CallState) -> Self {
+        let mut changed: Vec<(String, Option<bool>)> = state
+            .left_out
+            .iter()
+            .map(|c| (c.clone(), Some(true)))
+            .collect();
+        changed.extend(state.waiting.iter().map(|c| (c.clone(), Some(false))));
+        LeftOutCalls {
+            state,
+            changed,
+            ..Default::default()
         }
+    }
+
+    /// A hosted call sent.
+    fn sent(&mut self, c: String) {
+        self.state.left_out.remove(&c);
+        self.state.waiting.insert(c.clone());
+        self.changed.push((c, Some(false)));
+    }
+
+    /// A hosted call left out.
+    fn left_out(&mut self, c: String) {
+        if self.state.waiting.contains(&c) {
+            return;
+        }
+        self.blind.push(c.clone());
+        self.state.left_out.insert(c.clone());
+        self.changed.push((c, Some(true)));
+    }
+
+    /// Whether the output of call `c` is sent (else its call was left out).
+    fn output(&mut self, c: &str) -> bool {
+        if !self.state.waiting.remove(c) {
+            if self.state.left_out.contains(c) {
+                return false;
+            }
+            self.outside.push(c.to_string());
+        }
+        self.changed.push((c.to_string(), None));
+        true
+    }
+
+    /// Whether a part converted without the state before it (`before`) did
+    /// otherwise than it would have with it: sent an output it would have
+    /// left out, or left out a call it would have known waiting.
+    pub fn differs_after(&self, before: &CallState) -> bool {
+        self.outside.iter().any(|c| before.left_out.contains(c))
+            || self.blind.iter().any(|c| before.waiting.contains(c))
     }
 
     /// The state after this part, given the state before it.
-    pub fn apply_to(self, before: &mut HashSet<String>) {
-        if !self.kept.is_empty() {
-            before.retain(|c| !self.kept.contains(c));
+    pub fn apply_to(self, before: &mut CallState) {
+        for (c, end) in self.changed {
+            match end {
+                Some(true) => {
+                    before.waiting.remove(&c);
+                    before.left_out.insert(c);
+                }
+                Some(false) => {
+                    before.left_out.remove(&c);
+                    before.waiting.insert(c);
+                }
+                None => {
+                    before.waiting.remove(&c);
+                    before.left_out.remove(&c);
+                }
+            }
         }
-        before.extend(self.left_out);
     }
 }
 
@@ -295,12 +369,12 @@ pub fn encode_part(
     msgs: &[J],
     model: Option<String>,
     sent_before: Option<std::sync::Arc<HashSet<String>>>,
-    left_out_before: &HashSet<String>,
+    calls_before: &CallState,
     rep: &mut CompatibilityReport,
 ) -> Option<Part> {
     let mut ctx = Ctx::new(model);
     ctx.sent_before = sent_before;
-    ctx.calls.left_out = left_out_before.clone();
+    ctx.calls = LeftOutCalls::after(calls_before.clone());
     let (list, _) = encode_messages(p, msgs, rep, &mut ctx);
     ctx.hoisted.is_empty().then_some(Part {
         items: list,
@@ -628,22 +702,25 @@ fn repeated_item_ids(
             k.ends_with("_output")
                 && !matches!(k, "function_call_output" | "custom_tool_call_output")
         });
-        if let (true, Some(c)) = (output, &call_id) {
-            if ctx.calls.left_out.contains(c) {
-                rep.lossy(
-                    "orphan_tool_result_dropped",
-                    Some(i),
-                    "toolResult",
-                    format!("{} for call {c:?} left out with its call (left out for a repeated item id)", kind.as_deref().unwrap_or_default()),
-                );
-                keep.push(false);
-                continue;
-            }
-            if !ctx.calls.kept.contains(c) {
-                ctx.calls.outside.push(c.clone());
-            }
+        if let (true, Some(c)) = (output, &call_id)
+            && !ctx.calls.output(c)
+        {
+            rep.lossy(
+                "orphan_tool_result_dropped",
+                Some(i),
+                "toolResult",
+                format!(
+                    "{} for call {c:?} left out with its call (left out for a repeated item id)",
+                    kind.as_deref().unwrap_or_default()
+                ),
+            );
+            keep.push(false);
+            continue;
         }
-        let call = call_id.filter(|_| !output);
+        // A hosted call (not a function or custom call, nor an output).
+        let call = call_id.filter(|_| {
+            !output && !matches!(kind.as_deref(), Some("function_call" | "custom_tool_call"))
+        });
         let reasoning = kind.as_deref() == Some("reasoning");
         let follows = if reasoning {
             None
@@ -651,7 +728,9 @@ fn repeated_item_ids(
             reasoning_sent.take()
         };
         let Some(id) = item.str_of("id").map(|s| s.into_owned()) else {
-            ctx.calls.sent(call);
+            if let Some(c) = call {
+                ctx.calls.sent(c);
+            }
             keep.push(true);
             continue;
         };
@@ -677,7 +756,9 @@ fn repeated_item_ids(
         if !(repeated || unpaired) {
             ctx.sent_ids.insert(id.clone());
             ctx.unsent.push(id.clone());
-            ctx.calls.sent(call);
+            if let Some(c) = call {
+                ctx.calls.sent(c);
+            }
             if reasoning {
                 reasoning_gone = false;
                 reasoning_sent = Some((keep.len(), id));
@@ -696,7 +777,9 @@ fn repeated_item_ids(
                     format!("{kind} item id {id:?} not sent: the reasoning item before it was left out (Responses rejects an item without its reasoning)")
                 },
             );
-            ctx.calls.sent(call);
+            if let Some(c) = call {
+                ctx.calls.sent(c);
+            }
         } else {
             rep.lossy(
                 "item_id_repeated",
@@ -705,7 +788,7 @@ fn repeated_item_ids(
                 format!("{kind} item {id:?} has an earlier item's id and cannot go without one: left out (Responses rejects repeated item ids)"),
             );
             if let Some(c) = call {
-                ctx.calls.left_out.insert(c);
+                ctx.calls.left_out(c);
             }
             if reasoning {
                 reasoning_gone = true;

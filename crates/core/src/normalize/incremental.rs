@@ -49,8 +49,8 @@ pub struct RequestCache {
     /// The Gemini call ids they sent (a response later carries its id when
     /// its call id was sent).
     sent: std::sync::Arc<HashSet<String>>,
-    /// Responses: call ids of hosted calls they left out (their outputs go too).
-    left_out: HashSet<String>,
+    /// Responses: their hosted calls left out and waiting (for the outputs after them).
+    calls: encode::CallState,
     /// Messages the rules gave for them (encoder report indexes count these).
     transformed: usize,
     /// What the rules and the encoders reported for them, one entry per part
@@ -408,7 +408,7 @@ impl Default for RequestCache {
             ids: IdMap::new(),
             synthetic: HashSet::new(),
             sent: Default::default(),
-            left_out: HashSet::new(),
+            calls: encode::CallState::default(),
             transformed: 0,
             kept_reps: Vec::new(),
             splice_at: None,
@@ -653,7 +653,7 @@ impl RequestCache {
         if !p.sent.is_empty() {
             std::sync::Arc::make_mut(&mut self.sent).extend(p.sent);
         }
-        p.calls.apply_to(&mut self.left_out);
+        p.calls.apply_to(&mut self.calls);
         self.turn = p.turn;
         self.ids.commit();
         self.done += cut;
@@ -900,7 +900,7 @@ impl RequestCache {
             &out,
             opts.model.clone(),
             Some(self.sent.clone()),
-            &self.left_out,
+            &self.calls,
             &mut e_rep,
         )?;
         if closed && encoded.past_end {
@@ -1271,7 +1271,7 @@ fn split_parts(
     cache.transformed = first.transformed;
     cache.synthetic.extend(first.synthetic);
     cache.sent = std::sync::Arc::new(first.sent);
-    first.calls.apply_to(&mut cache.left_out);
+    first.calls.apply_to(&mut cache.calls);
     let mut later_caches = Vec::new();
     for (item, theirs) in later.iter().zip(theirs) {
         cache.done = item.0;
@@ -1309,7 +1309,7 @@ fn split_parts(
         if part.synthetic.iter().any(|id| cache.synthetic.contains(id))
             || part.unsent.iter().any(|id| cache.sent.contains(id))
             || part.assumed.iter().any(|id| !cache.sent.contains(id))
-            || part.calls.differs_after(&cache.left_out)
+            || part.calls.differs_after(&cache.calls)
         {
             return Ok(Joined::Differs);
         }
@@ -1326,7 +1326,7 @@ fn split_parts(
         cache.transformed += part.transformed;
         cache.synthetic.extend(part.synthetic);
         std::sync::Arc::make_mut(&mut cache.sent).extend(part.sent);
-        part.calls.apply_to(&mut cache.left_out);
+        part.calls.apply_to(&mut cache.calls);
     }
     let ids = std::mem::replace(&mut cache.ids, IdMap::new());
     // `turn` is the last part's scan alone, not the whole one's: a
@@ -1345,10 +1345,7 @@ fn split_parts(
         sent: std::mem::take(std::sync::Arc::make_mut(&mut cache.sent)),
         unsent: Vec::new(),
         assumed: Vec::new(),
-        calls: encode::LeftOutCalls {
-            left_out: std::mem::take(&mut cache.left_out),
-            ..Default::default()
-        },
+        calls: encode::LeftOutCalls::whole(std::mem::take(&mut cache.calls)),
     };
     later_caches.push(cache);
     Ok(Joined::Done(Box::new(Joint {

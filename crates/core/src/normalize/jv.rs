@@ -680,12 +680,15 @@ impl J {
         Some(cur)
     }
 
-    /// Whether a string value holds an escape of a lone UTF-16 surrogate.
+    /// Whether a string value or an object key holds an escape of a lone
+    /// UTF-16 surrogate.
     pub fn has_lone_surrogate(&self) -> bool {
         match self {
             J::Str(raw) => raw.escaped() && raw.contains("\\u") && lone_surrogates(raw).1,
             J::Arr(a) => a.iter().any(J::has_lone_surrogate),
-            J::Obj(m) => m.iter().any(|(_, v)| v.has_lone_surrogate()),
+            J::Obj(m) => m
+                .iter()
+                .any(|(k, v)| key_has_lone_surrogate(k) || v.has_lone_surrogate()),
             _ => false,
         }
     }
@@ -795,6 +798,11 @@ pub(crate) fn key_eq(raw: &S, key: &str) -> bool {
 }
 
 /// The escaped text with lone-surrogate escapes replaced by `\ufffd`, and whether any was found.
+/// Whether an object key (escaped text) holds an escape of a lone surrogate.
+pub(crate) fn key_has_lone_surrogate(k: &str) -> bool {
+    k.contains("\\u") && lone_surrogates(k).1
+}
+
 fn lone_surrogates(raw: &str) -> (String, bool) {
     let b = raw.as_bytes();
     let mut out = String::with_capacity(raw.len());
