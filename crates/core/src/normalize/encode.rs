@@ -717,9 +717,11 @@ fn repeated_item_ids(
             keep.push(false);
             continue;
         }
-        // A hosted call (not a function or custom call, nor an output).
+        // A hosted call (not a function or custom call, nor any output).
         let call = call_id.filter(|_| {
-            !output && !matches!(kind.as_deref(), Some("function_call" | "custom_tool_call"))
+            kind.as_deref().is_some_and(|k| {
+                !k.ends_with("_output") && !matches!(k, "function_call" | "custom_tool_call")
+            })
         });
         let reasoning = kind.as_deref() == Some("reasoning");
         let follows = if reasoning {

@@ -1013,7 +1013,13 @@ fn responses_item_ids_before(
         if role(m) != "assistant" {
             continue;
         }
+        // As the encoder pairs a reasoning item and the item after it: an
+        // item after a reasoning left out (repeated) is sent without its id,
+        // and a reasoning whose next item goes without its id is left out.
+        let mut gone = false;
+        let mut reasoning: Option<String> = None;
         for b in blocks(m).iter() {
+            let thinking = btype(b) == "thinking";
             let id = match btype(b).as_ref() {
                 "toolCall" => b
                     .str_of("id")
@@ -1032,7 +1038,26 @@ fn responses_item_ids_before(
                     .and_then(|s| json_id(&s)),
                 _ => None,
             };
-            seen.extend(id);
+            if thinking {
+                let Some(r) = id else { continue };
+                reasoning = None;
+                gone = seen.contains(&r);
+                if !gone {
+                    seen.insert(r.clone());
+                    reasoning = Some(r);
+                }
+                continue;
+            }
+            let follows = reasoning.take();
+            let Some(x) = id else { continue };
+            let stripped = gone || seen.contains(&x);
+            if !stripped {
+                seen.insert(x);
+            }
+            if let (true, Some(r)) = (stripped, follows) {
+                seen.remove(&r);
+                gone = true;
+            }
         }
     }
     out
