@@ -171,6 +171,11 @@ pub fn set_vendor_kind(b: &mut J, p: Provider, kind: &str) {
     set_vendor_member(b, p, "kind", J::s(kind));
 }
 
+/// The vendor member that marks a Responses function tool without `strict`
+/// (left to Responses' default: strict where the schema allows), which no
+/// other API can say (decoded in `tools_from`, read by `encode_tools`).
+pub const DEFAULT_STRICT: &str = "defaultStrict";
+
 /// Sets a member kept for `p`, keeping the others.
 pub fn set_vendor_member(b: &mut J, p: Provider, key: &str, value: J) {
     if b.get("vendor").is_none() {

@@ -1387,7 +1387,7 @@ pub fn tools_from(v: Option<&J>, p: Provider) -> Result<Option<Vec<J>>> {
                     // Left to Responses' default (strict where the schema
                     // allows), which no other API has (encode_tools).
                     if t.get("strict").is_none() {
-                        set_vendor_member(&mut f, p, "defaultStrict", J::Bool(true));
+                        set_vendor_member(&mut f, p, DEFAULT_STRICT, J::Bool(true));
                     }
                     out.push(f);
                 } else {

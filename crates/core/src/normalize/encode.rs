@@ -30,7 +30,7 @@ pub struct Ctx {
     /// Gemini: the assistant turn being encoded sends its call ids.
     ids_now: bool,
     /// Responses: hosted calls left out with their item, for their outputs.
-    pub calls: LeftOutCalls,
+    pub calls: PartCalls,
 }
 
 /// Responses hosted calls (`computer_call`, …) and their outputs, which
@@ -51,7 +51,7 @@ pub struct CallState {
 /// part converted without the state before it took for granted (checked
 /// when the parts are joined).
 #[derive(Debug, Default, Clone)]
-pub struct LeftOutCalls {
+pub struct PartCalls {
     /// The state as the part goes (from the state before it, when known).
     pub state: CallState,
     /// Each call id the part changed, with whether it ends left out (`Some(true)`),
@@ -63,10 +63,10 @@ pub struct LeftOutCalls {
     blind: Vec<String>,
 }
 
-impl LeftOutCalls {
+impl PartCalls {
     /// Starts from the state before the part.
     pub fn after(state: CallState) -> Self {
-        LeftOutCalls {
+        PartCalls {
             state,
             ..Default::default()
         }
@@ -80,7 +80,7 @@ impl LeftOutCalls {
             .map(|c| (c.clone(), Some(true)))
             .collect();
         changed.extend(state.waiting.iter().map(|c| (c.clone(), Some(false))));
-        LeftOutCalls {
+        PartCalls {
             state,
             changed,
             ..Default::default()
@@ -357,7 +357,7 @@ pub struct Part {
     /// conversation may give that group's JSON as it was).
     pub past_end: bool,
     /// Responses hosted calls left out, sent, and outputs sent for calls before it.
-    pub calls: LeftOutCalls,
+    pub calls: PartCalls,
 }
 
 /// The provider messages for a part of a conversation, as [`encode_request`]
@@ -374,7 +374,7 @@ pub fn encode_part(
 ) -> Option<Part> {
     let mut ctx = Ctx::new(model);
     ctx.sent_before = sent_before;
-    ctx.calls = LeftOutCalls::after(calls_before.clone());
+    ctx.calls = PartCalls::after(calls_before.clone());
     let (list, _) = encode_messages(p, msgs, rep, &mut ctx);
     ctx.hoisted.is_empty().then_some(Part {
         items: list,
@@ -491,7 +491,7 @@ pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> 
                 .get("strict")
                 .map(|v| (format!("{}.strict", o.name()), v.clone()))
         });
-        let default_strict = "openai-responses.defaultStrict";
+        let default_strict = format!("{}.{DEFAULT_STRICT}", Provider::Responses.name());
         let foreign: Vec<String> = foreign_vendor_keys(t, p)
             .into_iter()
             .filter(|k| strict.as_ref().is_none_or(|(s, _)| s != k))
@@ -531,7 +531,7 @@ pub fn encode_tools(p: Provider, tools: &[J], rep: &mut CompatibilityReport) -> 
         // Responses without it is marked `defaultStrict` and sent without it;
         // any other gets `strict: false`, which keeps its meaning.
         if p == Provider::Responses {
-            match own.iter().position(|(k, _)| &**k == "defaultStrict") {
+            match own.iter().position(|(k, _)| &**k == DEFAULT_STRICT) {
                 Some(at) => {
                     own.remove(at);
                 }
@@ -669,14 +669,124 @@ fn encode_messages(
     (out, from)
 }
 
+/// What an item of a Responses request is to the rule for repeated item ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ItemKind {
+    /// Its id may go: `call_id` pairs calls and outputs, a message is its text
+    /// (messages, function and custom calls and their outputs).
+    Optional,
+    /// A reasoning item: its id is what it is, and the item after it is tied to it.
+    Reasoning,
+    /// The output of a hosted call (`computer_call_output`, …), paired by `call_id`.
+    HostedOutput,
+    /// Any other item, whose id is what it is: a hosted call (with a
+    /// `call_id`), an item reference.
+    Required,
+}
+
+impl ItemKind {
+    /// The kind of an item of `type` `kind` (none: a message).
+    pub(super) fn of(kind: Option<&str>) -> ItemKind {
+        match kind {
+            None
+            | Some(
+                "message"
+                | "function_call"
+                | "function_call_output"
+                | "custom_tool_call"
+                | "custom_tool_call_output",
+            ) => ItemKind::Optional,
+            Some("reasoning") => ItemKind::Reasoning,
+            Some(k) if k.ends_with("_output") => ItemKind::HostedOutput,
+            Some(_) => ItemKind::Required,
+        }
+    }
+}
+
+/// What becomes of an item with an id under the rule for repeated item ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fate {
+    /// Sent as it is (its id is new).
+    Sent,
+    /// Sent without its id.
+    IdDropped,
+    /// Left out.
+    LeftOut,
+}
+
+/// Responses ties an item to the reasoning item before it: an item whose
+/// reasoning is not sent, and a reasoning item whose next item is not sent as
+/// it was, are rejected. This is that rule over the items in order (one
+/// assistant turn's, or one request's), written once for the encoder and for
+/// the prescan of parts converted apart (which must find the ids the encoder
+/// sends). `T` marks the last reasoning item sent, to take it back.
+#[derive(Debug)]
+pub(super) struct ReasoningPairs<T> {
+    /// A reasoning item was left out, and none sent since.
+    gone: bool,
+    /// The last reasoning item sent, until the item after it is seen.
+    sent: Option<T>,
+}
+
+impl<T> Default for ReasoningPairs<T> {
+    fn default() -> Self {
+        ReasoningPairs {
+            gone: false,
+            sent: None,
+        }
+    }
+}
+
+impl<T> ReasoningPairs<T> {
+    /// The next item, which has an id (`repeated`: an earlier item's). What
+    /// becomes of it, and the reasoning item sent just before it that is to
+    /// be left out too (this item is not sent as it was). `mark` is called
+    /// for a reasoning item sent.
+    pub(super) fn item(
+        &mut self,
+        kind: ItemKind,
+        repeated: bool,
+        mark: impl FnOnce() -> T,
+    ) -> (Fate, Option<T>) {
+        let reasoning = kind == ItemKind::Reasoning;
+        let optional = kind == ItemKind::Optional;
+        let follows = if reasoning { None } else { self.sent.take() };
+        // An item with a new id whose reasoning was left out.
+        let unpaired = self.gone && optional;
+        if !(repeated || unpaired) {
+            if reasoning {
+                self.gone = false;
+                self.sent = Some(mark());
+            }
+            return (Fate::Sent, None);
+        }
+        let fate = if optional {
+            Fate::IdDropped
+        } else {
+            Fate::LeftOut
+        };
+        if reasoning || follows.is_some() {
+            self.gone = true;
+        }
+        (fate, follows)
+    }
+
+    /// The next item, which has no id: sent as it is.
+    pub(super) fn item_without_id(&mut self, kind: ItemKind) {
+        if kind != ItemKind::Reasoning {
+            self.sent = None;
+        }
+    }
+}
+
 /// Responses rejects input whose items repeat an id, as a turn replayed twice
 /// does (`rs_1`, `msg_1`, `fc_1` again). A later item with an earlier item's id
-/// is sent without it where the id is optional (messages, calls and their
-/// outputs: `call_id` pairs them), and left out where the id is what the item
-/// is (reasoning, item references, hosted tool calls), and so are the
-/// outputs of a hosted call left out ([`LeftOutCalls`]). The ids seen go in
-/// `sent_ids`, and, for parts converted apart, in `unsent` (a part before that
-/// held one would have changed this part).
+/// is sent without it where the id is optional ([`ItemKind`]), and left out
+/// where the id is what the item is, and so are the outputs of a hosted call
+/// left out ([`PartCalls`]), and the reasoning items tied to what is not sent
+/// as it was ([`ReasoningPairs`]). The ids seen go in `sent_ids`, and, for
+/// parts converted apart, in `unsent` (a part before that held one would have
+/// changed this part).
 fn repeated_item_ids(
     out: &mut Vec<J>,
     from: &mut Vec<usize>,
@@ -686,114 +796,80 @@ fn repeated_item_ids(
     ctx: &mut Ctx,
 ) {
     let mut keep = Vec::with_capacity(out.len().saturating_sub(start));
-    // Responses ties an item to the reasoning item before it: an item whose
-    // reasoning is not sent, or a reasoning whose next item is not sent as it
-    // was, is rejected. The reasoning left out before the items that follow
-    // (their ids are then not sent), and the last reasoning sent, with its
-    // place in `keep`, until its next item is seen.
-    let mut reasoning_gone = false;
-    let mut reasoning_sent: Option<(usize, String)> = None;
+    // The last reasoning sent is marked with its place in `keep` and its id.
+    let mut pairs: ReasoningPairs<(usize, String)> = ReasoningPairs::default();
     for item in out.iter_mut().skip(start) {
-        let kind = item.str_of("type").map(|k| k.into_owned());
+        let type_ = item.str_of("type").map(|k| k.into_owned());
+        let kind = ItemKind::of(type_.as_deref());
+        let type_ = type_.unwrap_or_else(|| "message".into());
         let call_id = item.str_of("call_id").map(|c| c.into_owned());
-        // The output of a hosted call (function and custom calls keep their
-        // item, and the rules pair their outputs).
-        let output = kind.as_deref().is_some_and(|k| {
-            k.ends_with("_output")
-                && !matches!(k, "function_call_output" | "custom_tool_call_output")
-        });
-        if let (true, Some(c)) = (output, &call_id)
+        if let (ItemKind::HostedOutput, Some(c)) = (kind, &call_id)
             && !ctx.calls.output(c)
         {
             rep.lossy(
                 "orphan_tool_result_dropped",
                 Some(i),
                 "toolResult",
-                format!(
-                    "{} for call {c:?} left out with its call (left out for a repeated item id)",
-                    kind.as_deref().unwrap_or_default()
-                ),
+                format!("{type_} for call {c:?} left out with its call (left out for a repeated item id)"),
             );
             keep.push(false);
             continue;
         }
-        // A hosted call (not a function or custom call, nor any output).
-        let call = call_id.filter(|_| {
-            kind.as_deref().is_some_and(|k| {
-                !k.ends_with("_output") && !matches!(k, "function_call" | "custom_tool_call")
-            })
-        });
-        let reasoning = kind.as_deref() == Some("reasoning");
-        let follows = if reasoning {
-            None
-        } else {
-            reasoning_sent.take()
-        };
+        // A hosted call (function and custom calls keep their item, and the
+        // rules pair their outputs).
+        let call = call_id.filter(|_| kind == ItemKind::Required);
         let Some(id) = item.str_of("id").map(|s| s.into_owned()) else {
+            pairs.item_without_id(kind);
             if let Some(c) = call {
                 ctx.calls.sent(c);
             }
             keep.push(true);
             continue;
         };
-        let optional = matches!(
-            kind.as_deref(),
-            None | Some(
-                "message"
-                    | "function_call"
-                    | "function_call_output"
-                    | "custom_tool_call"
-                    | "custom_tool_call_output"
-            )
-        );
         let mine = ctx.sent_ids.contains(&id);
         let before = !mine && ctx.sent_before.as_ref().is_some_and(|s| s.contains(&id));
         if before {
             ctx.assumed.push(id.clone());
         }
         let repeated = mine || before;
-        let kind = kind.unwrap_or_else(|| "message".into());
-        // An item with a new id whose reasoning was left out.
-        let unpaired = reasoning_gone && optional && !reasoning;
-        if !(repeated || unpaired) {
-            ctx.sent_ids.insert(id.clone());
-            ctx.unsent.push(id.clone());
-            if let Some(c) = call {
-                ctx.calls.sent(c);
+        let (fate, follows) = pairs.item(kind, repeated, || (keep.len(), id.clone()));
+        match fate {
+            Fate::Sent => {
+                ctx.sent_ids.insert(id.clone());
+                ctx.unsent.push(id.clone());
+                if let Some(c) = call {
+                    ctx.calls.sent(c);
+                }
             }
-            if reasoning {
-                reasoning_gone = false;
-                reasoning_sent = Some((keep.len(), id));
+            Fate::IdDropped => {
+                item.remove("id");
+                rep.step(
+                    "item_id_repeated",
+                    Some(i),
+                    if repeated {
+                        format!("{type_} item id {id:?} was an earlier item's: sent without it (Responses rejects repeated item ids)")
+                    } else {
+                        format!("{type_} item id {id:?} not sent: the reasoning item before it was left out (Responses rejects an item without its reasoning)")
+                    },
+                );
+                if let Some(c) = call {
+                    ctx.calls.sent(c);
+                }
             }
-            keep.push(true);
-            continue;
-        }
-        if optional {
-            item.remove("id");
-            rep.step(
-                "item_id_repeated",
-                Some(i),
-                if repeated {
-                    format!("{kind} item id {id:?} was an earlier item's: sent without it (Responses rejects repeated item ids)")
-                } else {
-                    format!("{kind} item id {id:?} not sent: the reasoning item before it was left out (Responses rejects an item without its reasoning)")
-                },
-            );
-            if let Some(c) = call {
-                ctx.calls.sent(c);
-            }
-        } else {
-            rep.lossy(
-                "item_id_repeated",
-                Some(i),
-                if reasoning { "thinking" } else { "message" },
-                format!("{kind} item {id:?} has an earlier item's id and cannot go without one: left out (Responses rejects repeated item ids)"),
-            );
-            if let Some(c) = call {
-                ctx.calls.left_out(c);
-            }
-            if reasoning {
-                reasoning_gone = true;
+            Fate::LeftOut => {
+                rep.lossy(
+                    "item_id_repeated",
+                    Some(i),
+                    if kind == ItemKind::Reasoning {
+                        "thinking"
+                    } else {
+                        "message"
+                    },
+                    format!("{type_} item {id:?} has an earlier item's id and cannot go without one: left out (Responses rejects repeated item ids)"),
+                );
+                if let Some(c) = call {
+                    ctx.calls.left_out(c);
+                }
             }
         }
         // The reasoning sent just before this item, which is not sent as it
@@ -802,7 +878,6 @@ fn repeated_item_ids(
             keep[at] = false;
             ctx.sent_ids.remove(&rid);
             ctx.unsent.retain(|u| *u != rid);
-            reasoning_gone = true;
             rep.lossy(
                 "item_id_repeated",
                 Some(i),
@@ -810,7 +885,7 @@ fn repeated_item_ids(
                 format!("reasoning item {rid:?} left out: the item after it, {id:?}, is not sent as it was (Responses rejects a reasoning item without the item that follows it)"),
             );
         }
-        keep.push(optional);
+        keep.push(fate != Fate::LeftOut);
     }
     if keep.iter().all(|k| *k) {
         return;

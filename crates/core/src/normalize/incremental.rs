@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::canon::{Provider, blocks, btype, origin, role};
+use super::encode::{Fate, ItemKind, ReasoningPairs};
 use super::ids::{IdMap, fnv64};
 use super::jv::{J, push_member_key};
 use super::refuse::TurnScan;
@@ -167,7 +168,7 @@ struct Part {
     assumed: Vec<String>,
     /// Responses hosted calls it left out and sent, and outputs it sent for
     /// calls before it.
-    calls: encode::LeftOutCalls,
+    calls: encode::PartCalls,
 }
 
 impl Part {
@@ -1013,50 +1014,47 @@ fn responses_item_ids_before(
         if role(m) != "assistant" {
             continue;
         }
-        // As the encoder pairs a reasoning item and the item after it: an
-        // item after a reasoning left out (repeated) is sent without its id,
-        // and a reasoning whose next item goes without its id is left out.
-        let mut gone = false;
-        let mut reasoning: Option<String> = None;
+        // Reasoning items are paired with the item after them as the
+        // encoder pairs them (an item whose id is dropped takes the
+        // reasoning before it out of what is sent).
+        let mut pairs: ReasoningPairs<String> = ReasoningPairs::default();
         for b in blocks(m).iter() {
-            let thinking = btype(b) == "thinking";
-            let id = match btype(b).as_ref() {
-                "toolCall" => b
-                    .str_of("id")
-                    .and_then(|id| id.rsplit_once('|').map(|(_, it)| it.to_string()))
-                    .filter(|it| !it.is_empty()),
-                "text" => b.str_of("textSignature").and_then(|s| {
-                    if s.starts_with('{') {
-                        json_id(&s)
-                    } else {
-                        Some(s.to_string())
-                    }
-                }),
-                "thinking" => b
-                    .str_of("thinkingSignature")
-                    .filter(|s| s.starts_with('{'))
-                    .and_then(|s| json_id(&s)),
-                _ => None,
+            let (kind, id) = match btype(b).as_ref() {
+                "toolCall" => (
+                    ItemKind::Optional,
+                    b.str_of("id")
+                        .and_then(|id| id.rsplit_once('|').map(|(_, it)| it.to_string()))
+                        .filter(|it| !it.is_empty()),
+                ),
+                "text" => (
+                    ItemKind::Optional,
+                    b.str_of("textSignature").and_then(|s| {
+                        if s.starts_with('{') {
+                            json_id(&s)
+                        } else {
+                            Some(s.to_string())
+                        }
+                    }),
+                ),
+                "thinking" => (
+                    ItemKind::Reasoning,
+                    b.str_of("thinkingSignature")
+                        .filter(|s| s.starts_with('{'))
+                        .and_then(|s| json_id(&s)),
+                ),
+                // Sent without an item id of its own.
+                _ => (ItemKind::Optional, None),
             };
-            if thinking {
-                let Some(r) = id else { continue };
-                reasoning = None;
-                gone = seen.contains(&r);
-                if !gone {
-                    seen.insert(r.clone());
-                    reasoning = Some(r);
-                }
+            let Some(x) = id else {
+                pairs.item_without_id(kind);
                 continue;
-            }
-            let follows = reasoning.take();
-            let Some(x) = id else { continue };
-            let stripped = gone || seen.contains(&x);
-            if !stripped {
+            };
+            let (fate, follows) = pairs.item(kind, seen.contains(&x), || x.clone());
+            if fate == Fate::Sent {
                 seen.insert(x);
             }
-            if let (true, Some(r)) = (stripped, follows) {
+            if let Some(r) = follows {
                 seen.remove(&r);
-                gone = true;
             }
         }
     }
@@ -1370,7 +1368,7 @@ fn split_parts(
         sent: std::mem::take(std::sync::Arc::make_mut(&mut cache.sent)),
         unsent: Vec::new(),
         assumed: Vec::new(),
-        calls: encode::LeftOutCalls::whole(std::mem::take(&mut cache.calls)),
+        calls: encode::PartCalls::whole(std::mem::take(&mut cache.calls)),
     };
     later_caches.push(cache);
     Ok(Joined::Done(Box::new(Joint {

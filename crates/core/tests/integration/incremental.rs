@@ -1155,3 +1155,68 @@ fn a_kept_id_outside_the_rule_whose_repeat_a_later_call_uses_is_found_to_differ(
     );
     check_steps("a kept id outside the rule, repeated", &msgs, &opts);
 }
+
+#[test]
+fn random_repeated_reasoning_and_item_ids_cut_as_the_encoder_sends() {
+    // Responses turns replayed in part: reasoning items, texts and calls
+    // whose item ids come from small pools, so that ids repeat and reasoning
+    // items lose the item after them. The prescan of the parts must find the
+    // ids the encoder sends (one rule, `ReasoningPairs`, for both): every cut
+    // is taken (none differs) and equals the whole conversion. Before the
+    // rule was written once, the prescan of e9a52f2 forgot the reasoning
+    // sent before a repeated one (rs_1, rs_0 again, a new message: the
+    // encoder leaves rs_1 out with the message's id), and 10 of these cuts
+    // differed; the prescan before it did not pair at all, and every cut
+    // conversion to Responses of the benchmark's session ran whole.
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut seen = Splits::default();
+    let mut calls = 0;
+    for conv in 0..60 {
+        let mut msgs = vec![r#"{"role":"user","content":"go"}"#.to_string()];
+        for n in 0..3 + rng.below(6) {
+            let mut blocks = Vec::new();
+            let mut results = Vec::new();
+            for _ in 0..1 + rng.below(6) {
+                let item = rng.below(3);
+                match rng.below(4) {
+                    0 => blocks.push(format!(
+                        r#"{{"type":"thinking","thinking":"t","thinkingSignature":"{{\"type\":\"reasoning\",\"id\":\"rs_{item}\",\"summary\":[]}}"}}"#
+                    )),
+                    1 => blocks.push(format!(
+                        r#"{{"type":"text","text":"x{n}","textSignature":"msg_{item}"}}"#
+                    )),
+                    2 => blocks.push(r#"{"type":"text","text":"plain"}"#.to_string()),
+                    _ => {
+                        calls += 1;
+                        blocks.push(format!(
+                            r#"{{"type":"toolCall","id":"call_{calls}|fc_{item}","name":"bash","arguments":{{}}}}"#
+                        ));
+                        results.push(format!(
+                            r#"{{"role":"toolResult","toolCallId":"call_{calls}|fc_{item}","toolName":"bash","content":[{{"type":"text","text":"r"}}],"isError":false}}"#
+                        ));
+                    }
+                }
+            }
+            let stop = if results.is_empty() {
+                "stop"
+            } else {
+                "toolUse"
+            };
+            msgs.push(format!(
+                r#"{{"role":"assistant","provider":"openai","api":"openai-responses","model":"m","stopReason":"{stop}","content":[{}]}}"#,
+                blocks.join(",")
+            ));
+            msgs.extend(results);
+            msgs.push(format!(r#"{{"role":"user","content":"u{n}"}}"#));
+        }
+        let opts = ToOptions {
+            pairing: true,
+            ..Default::default()
+        };
+        let name = format!("replayed Responses conversation {conv}");
+        check_split(&name, &msgs, &opts, &mut seen);
+        check_steps(&name, &msgs, &opts);
+    }
+    assert!(seen.done > 0, "{seen:?}");
+    assert_eq!(seen.differs, 0, "{seen:?}");
+}
