@@ -250,10 +250,15 @@ pub fn semantic_hash(msgs: &[J]) -> String {
 /// Whether `stored` (an `original`'s hash) is the hash of `vals`: as this
 /// version computes it, or, for values with lone surrogates, as 0.1.0 did
 /// (it hashed the decoded text, which reads a lone surrogate as U+FFFD), so
-/// that what it stored still gives its bytes back.
-pub fn hash_matches(stored: &str, vals: &[J]) -> bool {
+/// that what it stored still gives its bytes back. The old rule is taken only
+/// when the original's bytes (`json`) hold a lone surrogate too: values
+/// edited from U+FFFD to a lone surrogate, whose bytes hold none, hash as
+/// their bytes did by that rule, and are not taken for them.
+pub fn hash_matches(stored: &str, json: &str, vals: &[J]) -> bool {
     stored == hash_of(vals, true)
-        || (vals.iter().any(J::has_lone_surrogate) && stored == hash_of(vals, false))
+        || (vals.iter().any(J::has_lone_surrogate)
+            && stored == hash_of(vals, false)
+            && J::parse(json).is_ok_and(|raw| raw.has_lone_surrogate()))
 }
 
 fn hash_of(msgs: &[J], units: bool) -> String {
@@ -404,10 +409,11 @@ pub fn unchanged_original(msgs: &[J], p: Provider) -> Option<(J, usize)> {
     if msgs[1..count].iter().any(|m| m.get("original").is_some()) {
         return None;
     }
-    if !hash_matches(&o.str_of("hash")?, &msgs[..count]) {
+    let json = o.str_of("json")?;
+    if !hash_matches(&o.str_of("hash")?, &json, &msgs[..count]) {
         return None;
     }
-    let raw = J::parse(&o.str_of("json")?).ok()?;
+    let raw = J::parse(&json).ok()?;
     Some((raw, count))
 }
 
@@ -421,12 +427,16 @@ mod tests {
     use super::*;
 
     fn with_original(text: &str, hash: &str) -> J {
+        with_original_json(text, hash, r#"{"role":"user","content":"x"}"#)
+    }
+
+    fn with_original_json(text: &str, hash: &str, json: &str) -> J {
         let mut m = J::parse(text).unwrap();
         m.set(
             "original",
             J::obj([
                 ("provider", J::s("anthropic")),
-                ("json", J::s(r#"{"role":"user","content":"x"}"#)),
+                ("json", J::s(json)),
                 ("count", J::num_u(1)),
                 ("hash", J::s(hash)),
             ]),
@@ -486,14 +496,32 @@ mod tests {
 
     #[test]
     fn an_original_hashed_by_0_1_0_is_still_used() {
+        // 0.1.0 stored the provider's bytes, which held the lone surrogate
+        // the message has, with the hash of the text it decoded.
         let text = r#"{"role":"user","content":"a \ud800"}"#;
+        let bytes = r#"{"role":"user","content":[{"type":"text","text":"a \ud800"}]}"#;
         let old = hash_of(&[J::parse(text).unwrap()], false);
         assert_ne!(old, semantic_hash(&[J::parse(text).unwrap()]));
-        let m = with_original(text, &old);
+        let m = with_original_json(text, &old, bytes);
         let (raw, n) = unchanged_original(&[m], Provider::Anthropic).unwrap();
-        assert_eq!(
-            (raw.text(), n),
-            (r#"{"role":"user","content":"x"}"#.to_string(), 1)
-        );
+        assert_eq!((raw.text(), n), (bytes.to_string(), 1));
+    }
+
+    #[test]
+    fn a_replacement_character_edited_to_a_lone_surrogate_does_not_get_its_bytes_back() {
+        // Stored with U+FFFD (bytes and hash agree, by either rule), then
+        // edited to a lone surrogate: by 0.1.0's rule the edit hashes as the
+        // stored text, but the bytes hold no lone surrogate, so they are not
+        // the message's.
+        let stored = r#"{"role":"user","content":"a \ufffd"}"#;
+        let bytes = r#"{"role":"user","content":[{"type":"text","text":"a \ufffd"}]}"#;
+        let hash = semantic_hash(&[J::parse(stored).unwrap()]);
+        let edited = r#"{"role":"user","content":"a \ud800"}"#;
+        assert_eq!(hash, hash_of(&[J::parse(edited).unwrap()], false));
+        let m = with_original_json(edited, &hash, bytes);
+        assert!(unchanged_original(&[m], Provider::Anthropic).is_none());
+        // Not edited, it gets them.
+        let m = with_original_json(stored, &hash, bytes);
+        assert!(unchanged_original(&[m], Provider::Anthropic).is_some());
     }
 }

@@ -265,14 +265,13 @@ pub fn encode_request(
     }
     let piece = system.as_ref().map(|s| {
         let original = system_original.filter(|o| !hoisted && o.is("provider", p.name()));
-        match original {
-            Some(o)
+        let json = original.and_then(|o| o.str_of("json"));
+        match (original, json) {
+            (Some(o), Some(json))
                 if o.str_of("hash")
-                    .is_some_and(|h| hash_matches(&h, &system_hashed(s, system_role))) =>
+                    .is_some_and(|h| hash_matches(&h, &json, &system_hashed(s, system_role))) =>
             {
-                o.str_of("json")
-                    .and_then(|j| J::parse(&j).ok())
-                    .unwrap_or_else(|| system_piece(p, s, system_role))
+                J::parse(&json).unwrap_or_else(|_| system_piece(p, s, system_role))
             }
             _ => {
                 let mut piece = system_piece(p, s, system_role);
@@ -332,8 +331,12 @@ pub fn encode_request(
     if let Some(tools) = tools {
         let original = tools_original
             .filter(|o| o.is("provider", p.name()))
-            .filter(|o| o.str_of("hash").is_some_and(|h| hash_matches(&h, tools)))
-            .and_then(|o| o.str_of("json").and_then(|j| J::parse(&j).ok()));
+            .and_then(|o| {
+                let json = o.str_of("json")?;
+                hash_matches(&o.str_of("hash")?, &json, tools)
+                    .then(|| J::parse(&json).ok())
+                    .flatten()
+            });
         let encoded = match original {
             Some(raw) => raw,
             None => encode_tools(p, tools, rep),
