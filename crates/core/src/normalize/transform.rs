@@ -879,6 +879,16 @@ pub fn apply_parts(
                         // Responses function_call_output: the canonical
                         // form does not tell them apart) is not reported.
                         (Some(kind), None) => set_vendor_kind(&mut r, target, kind),
+                        // Only canonical messages written by hand can hold
+                        // this: our decoders give a custom call's output its kind.
+                        (Some(kind), Some(had)) if had != kind => {
+                            rep.step(
+                                "tool_result_kind_matched",
+                                Some(i),
+                                format!("the result of custom tool call {k} was a {had}: sent as a {kind} (Responses answers a call with an output of its kind)"),
+                            );
+                            set_vendor_kind(&mut r, target, kind);
+                        }
                         (None, Some("custom_tool_call_output")) => {
                             take_vendor_kind(&mut r, target);
                             rep.step(
