@@ -706,6 +706,61 @@ impl ItemKind {
     }
 }
 
+/// The Responses item a block of an assistant message becomes, read from the
+/// block alone as the encoder reads it: its kind and its id (none: not an
+/// item of its own, sent as part of a message item). `None`: the block is not
+/// sent as an item (another provider's raw item). For the prescan of parts
+/// converted apart ([`ReasoningPairs`]); what the rules before the encoder
+/// change (a thinking block of another model sent as text, say) it does not
+/// know, and a part that took a wrong id is found at the join.
+pub(super) fn responses_item_of(b: &J) -> Option<(ItemKind, Option<String>)> {
+    let p = Provider::Responses;
+    if let Some(raw) = own_raw(b, p) {
+        let kind = ItemKind::of(raw.str_of("type").as_deref());
+        return Some((kind, raw.str_of("id").map(|i| i.into_owned())));
+    }
+    Some(match btype(b).as_ref() {
+        "unknown" | "serverTool" => return None,
+        "thinking" => {
+            let Some(sig) = b.str_of("thinkingSignature") else {
+                return Some((ItemKind::Optional, None));
+            };
+            // pi writes the item compactly, its id second: read without
+            // parsing (the item can be long).
+            let fast = sig
+                .strip_prefix(r#"{"type":"reasoning","id":""#)
+                .and_then(|rest| rest.split_once('"'))
+                .map(|(id, _)| id)
+                .filter(|id| !id.contains('\\'));
+            match fast {
+                Some(id) => (ItemKind::Reasoning, Some(id.to_string())),
+                None => match J::parse(&sig) {
+                    Ok(item) if item.is("type", "reasoning") => (
+                        ItemKind::Reasoning,
+                        item.str_of("id").map(|i| i.into_owned()),
+                    ),
+                    // Not a reasoning item: dropped or sent as text.
+                    _ => (ItemKind::Optional, None),
+                },
+            }
+        }
+        "text" => (
+            ItemKind::Optional,
+            b.str_of("textSignature")
+                .and_then(|s| parse_text_signature(&s).0),
+        ),
+        "toolCall" => (
+            ItemKind::of(Some(
+                vendor_kind(b, p).as_deref().unwrap_or("function_call"),
+            )),
+            b.str_of("id")
+                .and_then(|id| id.rsplit_once('|').map(|(_, it)| it.to_string()))
+                .filter(|it| !it.is_empty()),
+        ),
+        _ => (ItemKind::Optional, None),
+    })
+}
+
 /// What becomes of an item with an id under the rule for repeated item ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Fate {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::canon::{Provider, blocks, btype, origin, role};
-use super::encode::{Fate, ItemKind, ReasoningPairs};
+use super::encode::{Fate, ReasoningPairs};
 use super::ids::{IdMap, fnv64};
 use super::jv::{J, push_member_key};
 use super::refuse::TurnScan;
@@ -997,12 +997,6 @@ fn responses_item_ids_before(
     msgs: &[J],
     cuts: &[usize],
 ) -> Vec<(usize, std::sync::Arc<HashSet<String>>)> {
-    // `"id":"…"` in a signature's JSON text (a reasoning item: its own id
-    // comes first in what Responses and pi write).
-    let json_id = |s: &str| -> Option<String> {
-        let rest = &s[s.find("\"id\":\"")? + 6..];
-        Some(rest[..rest.find('"')?].to_string())
-    };
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(cuts.len());
     let mut next = 0;
@@ -1019,31 +1013,8 @@ fn responses_item_ids_before(
         // reasoning before it out of what is sent).
         let mut pairs: ReasoningPairs<String> = ReasoningPairs::default();
         for b in blocks(m).iter() {
-            let (kind, id) = match btype(b).as_ref() {
-                "toolCall" => (
-                    ItemKind::Optional,
-                    b.str_of("id")
-                        .and_then(|id| id.rsplit_once('|').map(|(_, it)| it.to_string()))
-                        .filter(|it| !it.is_empty()),
-                ),
-                "text" => (
-                    ItemKind::Optional,
-                    b.str_of("textSignature").and_then(|s| {
-                        if s.starts_with('{') {
-                            json_id(&s)
-                        } else {
-                            Some(s.to_string())
-                        }
-                    }),
-                ),
-                "thinking" => (
-                    ItemKind::Reasoning,
-                    b.str_of("thinkingSignature")
-                        .filter(|s| s.starts_with('{'))
-                        .and_then(|s| json_id(&s)),
-                ),
-                // Sent without an item id of its own.
-                _ => (ItemKind::Optional, None),
+            let Some((kind, id)) = encode::responses_item_of(b) else {
+                continue;
             };
             let Some(x) = id else {
                 pairs.item_without_id(kind);

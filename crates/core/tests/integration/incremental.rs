@@ -1220,3 +1220,125 @@ fn random_repeated_reasoning_and_item_ids_cut_as_the_encoder_sends() {
     assert!(seen.done > 0, "{seen:?}");
     assert_eq!(seen.differs, 0, "{seen:?}");
 }
+
+#[test]
+fn parts_know_the_item_ids_of_every_block_the_encoder_sends() {
+    // From the review of the prescan written with the encoder's pairing:
+    // five conversations whose cuts to Responses all differed, because the
+    // prescan read a block's item otherwise than the encoder. Each is now
+    // read by the encoder's own reading (`responses_item_of`): no cut differs.
+    let asst = |blocks: &[&str]| {
+        format!(
+            r#"{{"role":"assistant","provider":"openai","api":"openai-responses","model":"m","stopReason":"stop","content":[{}]}}"#,
+            blocks.join(",")
+        )
+    };
+    let user = |t: &str| format!(r#"{{"role":"user","content":"{t}"}}"#);
+    let rs = |id: &str| {
+        format!(
+            r#"{{"type":"thinking","thinking":"t","thinkingSignature":"{{\"type\":\"reasoning\",\"id\":\"{id}\",\"summary\":[]}}"}}"#
+        )
+    };
+    let text =
+        |t: &str, sig: &str| format!(r#"{{"type":"text","text":"{t}","textSignature":"{sig}"}}"#);
+    // A local shell call: an item whose id is what it is.
+    let lsh = |c: &str| {
+        format!(
+            r#"{{"type":"toolCall","id":"{c}|lsh_1","name":"local_shell","arguments":{{"type":"exec","command":["ls"]}},"vendor":{{"openai-responses":{{"kind":"local_shell_call"}}}}}}"#
+        )
+    };
+    let lsh_out = |c: &str| {
+        format!(
+            r#"{{"role":"toolResult","toolCallId":"{c}|lsh_1","toolName":"local_shell","content":[{{"type":"text","text":"r"}}],"isError":false}}"#
+        )
+    };
+    let cu = |c: &str| {
+        format!(
+            r#"{{"type":"serverTool","provider":"openai-responses","raw":{{"type":"computer_call","id":"cu_1","call_id":"{c}","action":{{"type":"click","x":1,"y":2}},"pending_safety_checks":[],"status":"completed"}}}}"#
+        )
+    };
+    let spaced = r#"{"type":"thinking","thinking":"t","thinkingSignature":"{\"type\": \"reasoning\", \"id\": \"rs_1\", \"summary\": []}"}"#;
+    let not_reasoning =
+        r#"{"type":"thinking","thinking":"t","thinkingSignature":"{\"id\":\"rs_1\"}"}"#;
+    let conversations: Vec<(&str, Vec<String>)> = vec![
+        (
+            "a local shell call after a reasoning item left out",
+            vec![
+                user("go"),
+                asst(&[&rs("rs_1"), &text("a", "msg_1")]),
+                user("u1"),
+                asst(&[&rs("rs_1"), &lsh("call_1")]),
+                lsh_out("call_1"),
+                user("u2"),
+                asst(&[&lsh("call_2")]),
+                lsh_out("call_2"),
+                user("u3"),
+            ],
+        ),
+        (
+            "a reasoning item written with spaces",
+            vec![
+                user("go"),
+                asst(&[spaced, &text("a", "msg_1")]),
+                user("u1"),
+                asst(&[spaced, &text("b", "msg_2")]),
+                user("u2"),
+            ],
+        ),
+        (
+            "a thinking signature that is no reasoning item",
+            vec![
+                user("go"),
+                asst(&[not_reasoning, &text("a", "msg_1")]),
+                user("u1"),
+                asst(&[&rs("rs_1"), &text("b", "msg_2")]),
+                user("u2"),
+            ],
+        ),
+        (
+            "a text signature of JSON without an id",
+            vec![
+                user("go"),
+                asst(&[&text("a", r#"{\"v\":1}"#)]),
+                user("u1"),
+                asst(&[&text("b", r#"{\"v\":1}"#)]),
+                user("u2"),
+            ],
+        ),
+        (
+            "a hosted call repeated after a new reasoning item",
+            vec![
+                user("go"),
+                asst(&[&cu("c1")]),
+                user("u1"),
+                asst(&[&rs("rs_2"), &cu("c2")]),
+                user("u2"),
+                asst(&[&rs("rs_2"), &text("b", "msg_2")]),
+                user("u3"),
+            ],
+        ),
+    ];
+    let opts = ToOptions {
+        pairing: true,
+        ..Default::default()
+    };
+    let mut seen = Splits::default();
+    for (name, msgs) in &conversations {
+        check_split(name, msgs, &opts, &mut seen);
+        check_steps(name, msgs, &opts);
+        // To Responses every cut is taken (check_split has compared them
+        // with the whole conversion).
+        let texts: Vec<&str> = msgs.iter().map(String::as_str).collect();
+        let (body, _) = whole(&texts, Provider::Responses, &opts).unwrap();
+        for threads in 2..=4 {
+            let trees = msgs
+                .iter()
+                .map(|m| normalize::parse(m, "a message").unwrap())
+                .collect();
+            match incremental::convert_split(trees, Provider::Responses, &opts, threads, 1) {
+                Ok(Split::Done(c)) => assert_eq!(c.request.text(), body, "{name}"),
+                other => panic!("{name} on {threads} threads: {other:?}"),
+            }
+        }
+    }
+}
