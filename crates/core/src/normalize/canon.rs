@@ -247,18 +247,24 @@ pub fn semantic_hash(msgs: &[J]) -> String {
     hash_of(msgs, true)
 }
 
-/// Whether `stored` (an `original`'s hash) is the hash of `vals`: as this
-/// version computes it, or, for values with lone surrogates, as 0.1.0 did
-/// (it hashed the decoded text, which reads a lone surrogate as U+FFFD), so
-/// that what it stored still gives its bytes back. The old rule is taken only
-/// when the original's bytes (`json`) hold a lone surrogate too: values
-/// edited from U+FFFD to a lone surrogate, whose bytes hold none, hash as
-/// their bytes did by that rule, and are not taken for them.
-pub fn hash_matches(stored: &str, json: &str, vals: &[J]) -> bool {
-    stored == hash_of(vals, true)
-        || (vals.iter().any(J::has_lone_surrogate)
-            && stored == hash_of(vals, false)
-            && J::parse(json).is_ok_and(|raw| raw.has_lone_surrogate()))
+/// The provider's bytes an original (`{json, hash, …}`) keeps for `vals`,
+/// parsed, when its hash is that of `vals`: as this version computes it, or,
+/// for values with lone surrogates, as 0.1.0 did (it hashed the decoded
+/// text, which reads a lone surrogate as U+FFFD), so that what it stored
+/// still gives its bytes back. The old rule is taken only when the bytes
+/// hold a lone surrogate too: values edited from U+FFFD to a lone surrogate,
+/// whose bytes hold none, hash as their bytes did by that rule, and are not
+/// taken for them.
+pub fn matching_original(o: &J, vals: &[J]) -> Option<J> {
+    let stored = o.str_of("hash")?;
+    let raw = || J::parse(&o.str_of("json")?).ok();
+    if *stored == hash_of(vals, true) {
+        return raw();
+    }
+    if vals.iter().any(J::has_lone_surrogate) && *stored == hash_of(vals, false) {
+        return raw().filter(J::has_lone_surrogate);
+    }
+    None
 }
 
 fn hash_of(msgs: &[J], units: bool) -> String {
@@ -272,6 +278,14 @@ fn hash_of(msgs: &[J], units: bool) -> String {
         fnv64(&buf, 0),
         fnv64(&buf, 0x9e37_79b9_7f4a_7c15)
     )
+}
+
+/// UTF-16 code units for the hash: their count, then each.
+fn push_units(buf: &mut Vec<u8>, units: &[u16]) {
+    buf.extend_from_slice(&(units.len() as u64).to_le_bytes());
+    for u in units {
+        buf.extend_from_slice(&u.to_le_bytes());
+    }
 }
 
 fn feed(v: &J, buf: &mut Vec<u8>, top: bool, units: bool) {
@@ -295,12 +309,8 @@ fn feed(v: &J, buf: &mut Vec<u8>, top: bool, units: bool) {
         // (JavaScript tells `\ud800` from `\ufffd`; the decoded text does
         // not); the others as their text, as 0.1.0 hashed them.
         J::Str(raw) if units && v.has_lone_surrogate() => {
-            let units = crate::json::utf16_units(raw);
             buf.push(b'\'');
-            buf.extend_from_slice(&(units.len() as u64).to_le_bytes());
-            for u in units {
-                buf.extend_from_slice(&u.to_le_bytes());
-            }
+            push_units(buf, &crate::json::utf16_units(raw));
         }
         J::Str(_) => {
             buf.push(b'"');
@@ -333,10 +343,7 @@ fn feed(v: &J, buf: &mut Vec<u8>, top: bool, units: bool) {
                 if top && k == original {
                     continue;
                 }
-                buf.extend_from_slice(&(k.len() as u64).to_le_bytes());
-                for u in k {
-                    buf.extend_from_slice(&u.to_le_bytes());
-                }
+                push_units(buf, &k);
                 feed(x, buf, false, units);
             }
             buf.push(b'>');
@@ -409,11 +416,7 @@ pub fn unchanged_original(msgs: &[J], p: Provider) -> Option<(J, usize)> {
     if msgs[1..count].iter().any(|m| m.get("original").is_some()) {
         return None;
     }
-    let json = o.str_of("json")?;
-    if !hash_matches(&o.str_of("hash")?, &json, &msgs[..count]) {
-        return None;
-    }
-    let raw = J::parse(&json).ok()?;
+    let raw = matching_original(o, &msgs[..count])?;
     Some((raw, count))
 }
 

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use super::canon::*;
 use super::jv::{J, Key};
 use super::report::CompatibilityReport;
+use super::transform::{responses_item_id, responses_key};
 
 /// What the encoders need besides the messages.
 #[derive(Debug, Default)]
@@ -265,15 +266,9 @@ pub fn encode_request(
     }
     let piece = system.as_ref().map(|s| {
         let original = system_original.filter(|o| !hoisted && o.is("provider", p.name()));
-        let json = original.and_then(|o| o.str_of("json"));
-        match (original, json) {
-            (Some(o), Some(json))
-                if o.str_of("hash")
-                    .is_some_and(|h| hash_matches(&h, &json, &system_hashed(s, system_role))) =>
-            {
-                J::parse(&json).unwrap_or_else(|_| system_piece(p, s, system_role))
-            }
-            _ => {
+        match original.and_then(|o| matching_original(o, &system_hashed(s, system_role))) {
+            Some(raw) => raw,
+            None => {
                 let mut piece = system_piece(p, s, system_role);
                 let n = piece.replace_lone_surrogates();
                 lone_surrogates_replaced(n, None, "text", " in the system prompt", rep);
@@ -331,12 +326,7 @@ pub fn encode_request(
     if let Some(tools) = tools {
         let original = tools_original
             .filter(|o| o.is("provider", p.name()))
-            .and_then(|o| {
-                let json = o.str_of("json")?;
-                hash_matches(&o.str_of("hash")?, &json, tools)
-                    .then(|| J::parse(&json).ok())
-                    .flatten()
-            });
+            .and_then(|o| matching_original(o, tools));
         let encoded = match original {
             Some(raw) => raw,
             None => encode_tools(p, tools, rep),
@@ -754,8 +744,7 @@ pub(super) fn responses_item_of(b: &J) -> Option<(ItemKind, Option<String>)> {
                 vendor_kind(b, p).as_deref().unwrap_or("function_call"),
             )),
             b.str_of("id")
-                .and_then(|id| id.rsplit_once('|').map(|(_, it)| it.to_string()))
-                .filter(|it| !it.is_empty()),
+                .and_then(|id| responses_item_id(&id).map(str::to_string)),
         ),
         _ => (ItemKind::Optional, None),
     })
@@ -1902,13 +1891,9 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                         out.push(item);
                     }
                     "toolCall" => {
-                        let full = b.str_of("id").unwrap_or_default().to_string();
-                        // `call_id|item_id`, split at the last `|` (`call_id|`: no item id).
-                        let (call_id, item_id) = match full.rsplit_once('|') {
-                            Some((c, "")) => (c.to_string(), None),
-                            Some((c, it)) => (c.to_string(), Some(it.to_string())),
-                            None => (full.clone(), None),
-                        };
+                        let full = b.str_of("id").unwrap_or_default();
+                        let call_id = responses_key(&full).to_string();
+                        let item_id = responses_item_id(&full).map(str::to_string);
                         let (kind, members) = split_kind(vendor_members(b, p));
                         let mut item =
                             J::obj([("type", J::s(kind.as_deref().unwrap_or("function_call")))]);

@@ -63,6 +63,14 @@ pub fn responses_key(id: &str) -> &str {
     id.rsplit_once('|').map_or(id, |(c, _)| c)
 }
 
+/// The item id of a Responses call id `call_id|item_id`: after the last `|`
+/// (none without one, or after a trailing one: `call_id|`).
+pub fn responses_item_id(id: &str) -> Option<&str> {
+    id.rsplit_once('|')
+        .map(|(_, it)| it)
+        .filter(|it| !it.is_empty())
+}
+
 fn key(id: &str) -> &str {
     responses_key(id)
 }
@@ -874,30 +882,36 @@ pub fn apply_parts(
                 // Responses answers a call with an output of its kind.
                 if target == Provider::Responses && paired {
                     let has = vendor_kind(&r, target).map(|k| k.into_owned());
-                    match (output_kind, has.as_deref()) {
+                    // (the call, the kind the result had, the call's output kind)
+                    let mismatch = match (output_kind, has.as_deref()) {
                         // A result without a kind (a Chat tool message, a
                         // Responses function_call_output: the canonical
                         // form does not tell them apart) is not reported.
-                        (Some(kind), None) => set_vendor_kind(&mut r, target, kind),
+                        (Some(kind), None) => {
+                            set_vendor_kind(&mut r, target, kind);
+                            None
+                        }
                         // Only canonical messages written by hand can hold
                         // this: our decoders give a custom call's output its kind.
                         (Some(kind), Some(had)) if had != kind => {
-                            rep.step(
-                                "tool_result_kind_matched",
-                                Some(i),
-                                format!("the result of custom tool call {k} was a {had}: sent as a {kind} (Responses answers a call with an output of its kind)"),
-                            );
+                            Some(("custom tool call", had.to_string(), kind))
+                        }
+                        (None, Some(had @ "custom_tool_call_output")) => {
+                            Some(("function call", had.to_string(), "function_call_output"))
+                        }
+                        _ => None,
+                    };
+                    if let Some((call, had, kind)) = mismatch {
+                        if output_kind.is_some() {
                             set_vendor_kind(&mut r, target, kind);
-                        }
-                        (None, Some("custom_tool_call_output")) => {
+                        } else {
                             take_vendor_kind(&mut r, target);
-                            rep.step(
-                                "tool_result_kind_matched",
-                                Some(i),
-                                format!("the result of function call {k} was a custom_tool_call_output: sent as a function_call_output (Responses answers a call with an output of its kind)"),
-                            );
                         }
-                        _ => {}
+                        rep.step(
+                            "tool_result_kind_matched",
+                            Some(i),
+                            format!("the result of {call} {k} was a {had}: sent as a {kind} (Responses answers a call with an output of its kind)"),
+                        );
                     }
                 }
                 out.push(r);
