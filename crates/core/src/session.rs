@@ -365,34 +365,26 @@ impl Session {
                 .clone()
                 .ok_or_else(|| Error::internal("no header"))?;
             let bounds = split_at_lines(text.as_bytes(), pos, threads);
-            let chunks: Vec<(LineProcessor, ChunkOut, Result<()>)> = std::thread::scope(|sc| {
-                let handles: Vec<_> = bounds
-                    .windows(2)
-                    .map(|w| {
-                        let (a, b) = (w[0], w[1]);
-                        let header = header.clone();
-                        let path = path.clone();
-                        sc.spawn(move || {
-                            let mut p = LineProcessor::for_chunk(opts.clone(), path, header);
-                            let mut o = ChunkOut::default();
-                            let r = scan.lines(a, b, &mut p, &mut o);
-                            (p, o, r)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            (
-                                LineProcessor::new(opts.clone(), None),
-                                ChunkOut::default(),
-                                Err(Error::internal("scan thread panicked")),
-                            )
-                        })
-                    })
-                    .collect()
-            });
+            // The first part here, the others on threads of their own; a part
+            // whose thread could not be had or panicked is scanned here after.
+            let scan_part = |(a, b): (usize, usize)| {
+                let mut p = LineProcessor::for_chunk(opts.clone(), path.clone(), header.clone());
+                let mut o = ChunkOut::default();
+                let r = scan.lines(a, b, &mut p, &mut o);
+                (p, o, r)
+            };
+            let parts: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+            let (first, later) = crate::threads::on_threads(
+                "forkpoint-scan",
+                parts[1..].iter().copied(),
+                || scan_part(parts[0]),
+                scan_part,
+            );
+            let mut chunks = Vec::with_capacity(parts.len());
+            chunks.push(first);
+            for (part, done) in parts[1..].iter().zip(later) {
+                chunks.push(done.unwrap_or_else(|| scan_part(*part)));
+            }
             merge_chunks(&mut proc, &mut out, chunks, opts).map_err(with_path)?;
         } else {
             // In batches of lines: a WebAssembly engine swaps optimized code in

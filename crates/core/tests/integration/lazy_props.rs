@@ -508,6 +508,11 @@ fn parallel_scan_equals_sequential() {
                     "seed {seed} lenient {lenient} threads {threads}"
                 );
             }
+            // Where no thread can be had, the caller scans every part itself.
+            let alone = forkpoint_core::threads::on_one_thread(|| {
+                Session::from_bytes_split(b.clone(), &opts, None, 3, 0)
+            });
+            assert_eq!(meta(&one), meta(&alone), "seed {seed} lenient {lenient}");
         }
     }
 }
