@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use super::canon::*;
 use super::jv::{J, Key};
 use super::report::CompatibilityReport;
-use super::transform::{responses_item_id, responses_key};
+use super::transform::{reasoning_item, responses_item_id, responses_key};
 
 /// What the encoders need besides the messages.
 #[derive(Debug, Default)]
@@ -712,25 +712,29 @@ pub(super) fn responses_item_of(b: &J) -> Option<(ItemKind, Option<String>)> {
     Some(match btype(b).as_ref() {
         "unknown" | "serverTool" => return None,
         "thinking" => {
-            let Some(sig) = b.str_of("thinkingSignature") else {
+            let Some(sig) = b.get("thinkingSignature") else {
                 return Some((ItemKind::Optional, None));
             };
-            // pi writes the item compactly, its id second: read without
-            // parsing (the item can be long).
-            let fast = sig
-                .strip_prefix(r#"{"type":"reasoning","id":""#)
-                .and_then(|rest| rest.split_once('"'))
-                .map(|(id, _)| id)
-                .filter(|id| !id.contains('\\'));
+            // pi writes the item compactly, its id second: read in the
+            // escaped text, neither decoded nor parsed (the item can be long);
+            // an id with an escape goes the long way.
+            let fast = match sig {
+                J::Str(raw) => raw
+                    .strip_prefix(r#"{\"type\":\"reasoning\",\"id\":\""#)
+                    .and_then(|rest| rest.split_once('\\'))
+                    .filter(|(_, after)| after.starts_with('"'))
+                    .map(|(id, _)| id.to_string()),
+                _ => None,
+            };
             match fast {
-                Some(id) => (ItemKind::Reasoning, Some(id.to_string())),
-                None => match J::parse(&sig) {
-                    Ok(item) if item.is("type", "reasoning") => (
+                Some(id) => (ItemKind::Reasoning, Some(id)),
+                None => match reasoning_item(sig) {
+                    Some(item) => (
                         ItemKind::Reasoning,
                         item.str_of("id").map(|i| i.into_owned()),
                     ),
                     // Not a reasoning item: dropped or sent as text.
-                    _ => (ItemKind::Optional, None),
+                    None => (ItemKind::Optional, None),
                 },
             }
         }
@@ -1805,12 +1809,9 @@ fn responses_one(m: &J, i: usize, out: &mut Vec<J>, rep: &mut CompatibilityRepor
                 }
                 match btype(b).as_ref() {
                     "thinking" => {
-                        match b
-                            .str_of("thinkingSignature")
-                            .and_then(|s| J::parse(&s).ok())
-                        {
-                            Some(item) if item.is("type", "reasoning") => out.push(item),
-                            _ => rep.lossy(
+                        match b.get("thinkingSignature").and_then(reasoning_item) {
+                            Some(item) => out.push(item),
+                            None => rep.lossy(
                                 "thinking_dropped",
                                 Some(i),
                                 "thinking",

@@ -479,7 +479,9 @@ pub fn apply_parts(
                             let keep = same
                                 && match target {
                                     Provider::Anthropic => sig.is_some(),
-                                    Provider::Responses => reasoning_item(sig.as_ref()),
+                                    Provider::Responses => {
+                                        sig.as_ref().and_then(reasoning_item).is_some()
+                                    }
                                     Provider::OpenAi => !redacted,
                                     Provider::Google => !redacted,
                                 };
@@ -1144,7 +1146,7 @@ fn report_signature(rep: &mut CompatibilityReport, i: usize, sig: Option<&J>) {
     if sig.is_none() {
         return;
     }
-    if reasoning_item(sig) {
+    if sig.and_then(reasoning_item).is_some() {
         rep.lossy("reasoning_item_dropped", Some(i), "thinkingSignature", "a Responses reasoning item (and its encrypted_content) only goes back to OpenAI Responses".into());
     } else {
         rep.lossy(
@@ -1156,16 +1158,20 @@ fn report_signature(rep: &mut CompatibilityReport, i: usize, sig: Option<&J>) {
     }
 }
 
-/// Whether a signature (a string value) is a Responses reasoning item's JSON.
+/// The Responses reasoning item a thinking signature holds (a string of the
+/// item's JSON), parsed; `None` for any other signature. The one test of
+/// what is a reasoning item: the transform keeps the block for Responses by
+/// it, the encoder sends the item it gives, and the prescan of parts
+/// converted apart falls back to it ([`super::encode::responses_item_of`]).
 /// Only text that can start an object (spaces, then `{` or an escape) is decoded.
-fn reasoning_item(sig: Option<&J>) -> bool {
-    match sig {
-        Some(s @ J::Str(raw)) if raw.trim_start_matches(' ').starts_with(['{', '\\']) => s
-            .as_str()
-            .and_then(|t| J::parse_owned(t.into_owned()).ok())
-            .is_some_and(|v| v.is("type", "reasoning")),
-        _ => false,
+pub(super) fn reasoning_item(sig: &J) -> Option<J> {
+    let J::Str(raw) = sig else { return None };
+    if !raw.trim_start_matches(' ').starts_with(['{', '\\']) {
+        return None;
     }
+    J::parse_owned(sig.as_str()?.into_owned())
+        .ok()
+        .filter(|item| item.is("type", "reasoning"))
 }
 
 fn origin_name(m: &J) -> String {
