@@ -98,6 +98,37 @@ test('open: coded errors for a bad connection string, options, an unreachable se
   await rejectsCode(closed.list(), 'CLOSED');
 });
 
+test('TLS: sslmode=verify-full against a server that refuses plain connections; the wrong CA, no TLS and a bad sslmode are coded errors', async () => {
+  const tpg = await startCluster({ tls: true });
+  try {
+    const at = (host, query) => `postgres://postgres@${host}:${tpg.port}/postgres?${query}`;
+    const ca = encodeURIComponent(tpg.caFile);
+    const store = await PostgresStore.open(at('localhost', `hostaddr=127.0.0.1&sslmode=verify-full&sslrootcert=${ca}`), { schema: schema() });
+    const agent = await Agent.create({ agentId: 'tls', model: new ScriptedProvider([{ text: 'over TLS' }]), tools: [] }, { store, toolRegistry: tools() });
+    await agent.chat('hello');
+    assert.equal(
+      (await tpg.psql("SELECT bool_and(s.ssl) FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE a.application_name = 'forkpoint'")).trim(),
+      't',
+      'every connection of the store is encrypted',
+    );
+    await agent.close();
+    assert.deepEqual((await store.list()).map((m) => m.agentId), ['tls']);
+    await store.close();
+    // Its certificate is made out to localhost, not to 127.0.0.1.
+    let e = await rejectsCode(PostgresStore.open(at('127.0.0.1', `sslmode=verify-full&sslrootcert=${ca}`), { schema: schema() }), 'STORE_UNAVAILABLE');
+    assert.match(e.message, /TLS handshake .* failed: .*not valid for name/);
+    e = await rejectsCode(PostgresStore.open(at('127.0.0.1', 'sslmode=disable'), { schema: schema() }), 'STORE_UNAVAILABLE');
+    assert.match(e.message, /only over TLS/);
+    e = await rejectsCode(PostgresStore.open(at('localhost', 'sslmode=verify_full'), { schema: schema() }), 'INVALID_INPUT');
+    assert.match(e.message, /sslmode must be/);
+    // The plain cluster has no TLS to give.
+    e = await rejectsCode(PostgresStore.open(`${pg.url}?sslmode=require`, { schema: schema() }), 'STORE_UNAVAILABLE');
+    assert.match(e.message, /does not support TLS/);
+  } finally {
+    await tpg.stop();
+  }
+});
+
 test('one writer per agent across hosts: AGENT_LOCKED names the holder; an idle open agent keeps its lease; close frees it at once', async () => {
   const s = schema();
   const a = await PostgresStore.open(pg.url, { schema: s, host: 'host-a', leaseMs: 400 });

@@ -19,7 +19,7 @@
 // fsync is off unless `durable: true` (benchmarks): a test cluster's
 // durability is not under test.
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,6 +75,27 @@ function run(name, args, what) {
   return r.stdout;
 }
 
+/**
+ * A test CA and a server certificate it signed for `localhost` only (P-256,
+ * two days), made with the openssl command (Debian's `openssl`, which
+ * PostgreSQL's packages depend on; installed once if missing and we may).
+ * Files in `dir`: ca.pem, server.crt, server.key.
+ */
+function makeCertificates(dir) {
+  if (spawnSync('openssl', ['version'], { stdio: 'ignore' }).status !== 0 && process.getuid?.() === 0) {
+    spawnSync('apt-get', ['install', '-y', 'openssl'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  }
+  const ssl = (...args) => {
+    const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.error || r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${r.error?.message ?? r.stderr}`);
+  };
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  ssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.pem', '-subj', '/CN=forkpoint test CA', '-days', '2');
+  ssl('req', ...key, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost');
+  writeFileSync(join(dir, 'server.ext'), 'subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n');
+  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'server.ext');
+}
+
 const portsGiven = new Set();
 /** A port free on 127.0.0.1 now, never one given before in this process. */
 async function freePort() {
@@ -113,7 +134,8 @@ function hookExit() {
 /**
  * Starts a throwaway cluster. `listen`: the addresses it listens on (default
  * 127.0.0.1 only; every one must exist on this host); `hba`: extra
- * pg_hba.conf lines. Resolves to `{ url, port, dir, host, urlFor(host),
+ * pg_hba.conf lines; `tls`: TLS on with a certificate for `localhost` signed
+ * by a test CA (`caFile`), and plain TCP connections refused. Resolves to `{ url, port, dir, host, urlFor(host),
  * psql(sql), stop(), stopSync() }`.
  */
 export async function startCluster(opts = {}) {
@@ -129,13 +151,24 @@ export async function startCluster(opts = {}) {
     }
     const data = join(dir, 'data');
     run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], 'initdb');
-    const hba = ['local all all trust', 'host all postgres 127.0.0.1/32 trust', 'host all all 127.0.0.1/32 scram-sha-256', ...(opts.hba ?? [])];
+    const hba = ['local all all trust', ...(opts.tls ? ['hostnossl all all 0.0.0.0/0 reject'] : []), 'host all postgres 127.0.0.1/32 trust', 'host all all 127.0.0.1/32 scram-sha-256', ...(opts.hba ?? [])];
     writeFileSync(join(data, 'pg_hba.conf'), hba.join('\n') + '\n');
+    let ssl = '';
+    if (opts.tls) {
+      makeCertificates(dir);
+      // The server refuses a key others may read: 0600, and its own.
+      for (const f of ['server.crt', 'server.key']) {
+        writeFileSync(join(data, f), readFileSync(join(dir, f)), { mode: 0o600 });
+        chmodSync(join(data, f), 0o600);
+        if (asPostgres()) chownSync(join(data, f), ...['-u', '-g'].map((o) => Number(execFileSync('id', [o, 'postgres'], { encoding: 'utf8' }).trim())));
+      }
+      ssl = ' -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key';
+    }
     // A port found free may be taken before the server binds it: retry.
     let last = '';
     for (let attempt = 0; attempt < 3 && !cluster.running; attempt++) {
       cluster.port = await freePort();
-      const o = `-p ${cluster.port} -k ${dir} -c listen_addresses=${listen.join(',')} ${opts.durable ? '' : '-c fsync=off -c full_page_writes=off '}-c max_connections=100`;
+      const o = `-p ${cluster.port} -k ${dir} -c listen_addresses=${listen.join(',')} ${opts.durable ? '' : '-c fsync=off -c full_page_writes=off '}-c max_connections=100${ssl}`;
       try {
         run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '30', '-o', o, 'start'], 'pg_ctl start');
         cluster.running = true;
@@ -160,6 +193,8 @@ export async function startCluster(opts = {}) {
     host: '127.0.0.1',
     port: cluster.port,
     url: `postgres://postgres@127.0.0.1:${cluster.port}/postgres`,
+    /** With `tls`: the CA certificate that signed the server's (made out to `localhost`). */
+    caFile: opts.tls ? join(dir, 'ca.pem') : undefined,
     /** The URL of the same cluster at another of its listen addresses. */
     urlFor: (host) => `postgres://postgres@${host}:${cluster.port}/postgres`,
     /** Runs `sql` (one or more statements) as postgres; resolves to psql's unaligned tuples-only output. */

@@ -4,16 +4,40 @@ use forkpoint_core::{Error, ErrorCode};
 
 /// The forkpoint error for a failed PostgreSQL call made while doing `what`.
 pub(crate) fn pg_error(e: &postgres::Error, what: &str) -> Error {
-    let Some(db) = e.as_db_error() else {
-        // No answer from the server: refused, unreachable, timed out, dropped.
+    if let Some(tls) = tls_cause(e) {
         return Error::new(
             ErrorCode::StoreUnavailable,
-            format!("{what}: cannot reach the PostgreSQL server ({e})"),
+            format!(
+                "{what}: the TLS handshake with the PostgreSQL server failed: {tls} (sslmode=verify-ca and verify-full check the server's certificate against sslrootcert's; verify-full also checks that it is made out to the host)"
+            ),
+        );
+    }
+    let Some(db) = e.as_db_error() else {
+        // No answer from the server: refused, unreachable, timed out, dropped.
+        let why = with_causes(e);
+        if why.contains("server does not support TLS") {
+            return Error::new(
+                ErrorCode::StoreUnavailable,
+                format!(
+                    "{what}: the PostgreSQL server does not support TLS, which the connection string's sslmode requires ({why})"
+                ),
+            );
+        }
+        return Error::new(
+            ErrorCode::StoreUnavailable,
+            format!("{what}: cannot reach the PostgreSQL server ({why})"),
         );
     };
     let code = db.code().code();
     let msg = db.message();
     let (kind, text) = match code {
+        // pg_hba.conf's hostssl and hostnossl lines.
+        "28000" if msg.contains("no encryption") => (
+            ErrorCode::StoreUnavailable,
+            format!(
+                "the PostgreSQL server accepts this connection only over TLS: {msg} (set sslmode=require, or verify-full with sslrootcert)"
+            ),
+        ),
         "28P01" | "28000" => (
             ErrorCode::StoreUnavailable,
             format!(
@@ -41,6 +65,41 @@ pub(crate) fn pg_error(e: &postgres::Error, what: &str) -> Error {
         _ => (ErrorCode::Io, format!("PostgreSQL error {code}: {msg}")),
     };
     Error::new(kind, format!("{what}: {text}"))
+}
+
+/// `e` and the errors it wraps, as `a: b: c` (tokio-postgres's own text
+/// leaves them out: "error performing TLS handshake").
+fn with_causes(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut at = std::error::Error::source(e);
+    while let Some(err) = at {
+        let more = err.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        at = err.source();
+    }
+    text
+}
+
+/// The rustls error a failed connection carries, if any (tokio-rustls gives
+/// it inside an `io::Error`, whose `source` skips it).
+fn tls_cause(e: &postgres::Error) -> Option<String> {
+    let mut at: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(err) = at {
+        if let Some(r) = err.downcast_ref::<rustls::Error>() {
+            return Some(r.to_string());
+        }
+        if let Some(r) = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(r.to_string());
+        }
+        at = err.source();
+    }
+    None
 }
 
 /// `Result<T, postgres::Error>` → `forkpoint_core::Result<T>`.

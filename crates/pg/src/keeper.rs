@@ -14,7 +14,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use postgres::{Client, Config, NoTls};
+use postgres::Client;
+
+use crate::tls::Connector;
 
 /// The leases a storage holds: agent id → token.
 pub(crate) type Held = Arc<Mutex<HashMap<String, i64>>>;
@@ -23,14 +25,14 @@ pub(crate) struct Keeper {
     held: Held,
     /// Dropping it ends the thread; sending wakes it (a lease was added).
     wake: Mutex<Option<Sender<()>>>,
-    config: Config,
+    config: Connector,
     sql: String,
     lease_ms: i64,
     enabled: bool,
 }
 
 impl Keeper {
-    pub(crate) fn new(config: Config, schema: &str, lease_ms: i64, enabled: bool) -> Keeper {
+    pub(crate) fn new(config: Connector, schema: &str, lease_ms: i64, enabled: bool) -> Keeper {
         let s = format!("\"{schema}\"");
         Keeper {
             held: Held::default(),
@@ -85,7 +87,7 @@ impl Keeper {
     }
 }
 
-fn run(rx: Receiver<()>, held: Held, config: Config, sql: String, lease_ms: i64) {
+fn run(rx: Receiver<()>, held: Held, config: Connector, sql: String, lease_ms: i64) {
     let every = Duration::from_millis(u64::try_from(lease_ms / 3).unwrap_or(1).max(1));
     let mut client: Option<Client> = None;
     loop {
@@ -101,7 +103,7 @@ fn run(rx: Receiver<()>, held: Held, config: Config, sql: String, lease_ms: i64)
             continue;
         }
         if client.as_ref().is_none_or(Client::is_closed) {
-            client = config.connect(NoTls).ok();
+            client = config.connect().ok();
         }
         let Some(c) = client.as_mut() else {
             continue;

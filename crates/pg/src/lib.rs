@@ -30,6 +30,9 @@
 //!   database-wide lock at its commit); [`Follower`] follows an agent from
 //!   another host on those notifications, reading the events by seq (a lost
 //!   notification delays, never loses, an event).
+//! - **TLS**: set by the connection string as for libpq (`sslmode` from
+//!   `disable` to `verify-full`, `sslrootcert` as a PEM file or `system`,
+//!   `sslcert` and `sslkey`), made by rustls: no OpenSSL on any platform.
 //! - **Errors**: a server that cannot be reached, drops the connection, shuts
 //!   down or refuses the credentials is `STORE_UNAVAILABLE`; a full disk
 //!   `STORAGE_FULL`; other server errors `IO` with the server's message.
@@ -51,6 +54,7 @@ mod schema;
 mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tls;
 mod watch;
 
 pub use schema::SCHEMA_VERSION;

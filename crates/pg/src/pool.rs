@@ -15,9 +15,10 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use forkpoint_core::{Error, Result};
-use postgres::{Client, Config, NoTls, Statement};
+use postgres::{Client, Statement};
 
 use crate::error::Pg;
+use crate::tls::Connector;
 
 /// Idle connections older than this are checked before use.
 const CHECK_AFTER: Duration = Duration::from_secs(15);
@@ -61,14 +62,14 @@ struct State {
 }
 
 pub(crate) struct Pool {
-    config: Config,
+    config: Connector,
     state: Mutex<State>,
     freed: Condvar,
     max: usize,
 }
 
 impl Pool {
-    pub(crate) fn new(config: Config, max: usize) -> Pool {
+    pub(crate) fn new(config: Connector, max: usize) -> Pool {
         Pool {
             config,
             state: Mutex::new(State {
@@ -113,7 +114,7 @@ impl Pool {
                 drop(st);
                 return self
                     .config
-                    .connect(NoTls)
+                    .connect()
                     .pg("connecting to the agent store")
                     .map(|client| Conn {
                         client,

@@ -18,6 +18,7 @@ use crate::keeper::Keeper;
 use crate::pack::{pack, unpack};
 use crate::pool::Pool;
 use crate::schema::{check_schema_name, migrate};
+use crate::tls::{Connector, Tls};
 use crate::watch::{Notifier, Watch};
 
 /// Session chunks are cut at line ends once they reach this size (a line
@@ -85,7 +86,7 @@ pub struct PgStorage {
     sql: Sql,
     keeper: Keeper,
     notifier: Notifier,
-    config: Config,
+    config: Connector,
     watch: OnceLock<Arc<Watch>>,
 }
 
@@ -451,7 +452,9 @@ impl PgStorage {
                 "leaseMs must be between 1 ms and one year",
             ));
         }
-        let mut config = Config::from_str(&o.url).map_err(|e| {
+        let (url, tls) = crate::tls::split(&o.url)?;
+        let (tls, ssl_mode) = Tls::new(&tls)?;
+        let mut config = Config::from_str(&url).map_err(|e| {
             Error::invalid_input(format!(
                 "the PostgreSQL connection string is not valid: {e}"
             ))
@@ -484,6 +487,8 @@ impl PgStorage {
             }
         }
         config.options(options.trim());
+        config.ssl_mode(ssl_mode);
+        let config = Connector::new(config, tls);
         let pool = Pool::new(config.clone(), o.pool_size);
         pool.with(|c| migrate(c, &o.schema))?;
         let host = o.host.clone().unwrap_or_else(host_name);

@@ -99,11 +99,33 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("no free port on 127.0.0.1: {e}"))
 }
 
+/// What a cluster started with [`TestCluster::start_tls`] presents: PEM
+/// texts of its certificate and key, and of the CA whose client certificates
+/// it accepts.
+pub struct ServerTls {
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub client_ca_pem: String,
+}
+
 impl TestCluster {
     /// Creates and starts a cluster; an error says what is missing or failed.
     pub fn start() -> Result<TestCluster, String> {
+        TestCluster::start_with(None)
+    }
+
+    /// [`TestCluster::start`] with TLS on, and refused without it on TCP:
+    /// `postgres` is trusted, user `certuser` must show a client certificate
+    /// made out to it (signed by `client_ca_pem`), other users give their
+    /// password. The socket is still trusted ([`TestCluster::client`]).
+    pub fn start_tls(tls: &ServerTls) -> Result<TestCluster, String> {
+        TestCluster::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&ServerTls>) -> Result<TestCluster, String> {
         let bin = find_bin()?;
         let as_postgres = id_of(&["-u"])? == 0;
+        let mut owner = None;
         let dir = tempfile::Builder::new()
             .prefix("forkpoint-pg-")
             .tempdir()
@@ -127,6 +149,7 @@ impl TestCluster {
             let gid = id_of(&["-g", "postgres"])?;
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))
                 .map_err(|e| format!("cannot give {} to postgres: {e}", dir.path().display()))?;
+            owner = Some((uid, gid));
         }
         let mut c = TestCluster {
             dir,
@@ -147,12 +170,45 @@ impl TestCluster {
             "--locale=C",
         ]);
         run(init, "initdb")?;
-        let hba = "local all all trust\n\
-                   host all postgres 127.0.0.1/32 trust\n\
-                   host all all 127.0.0.1/32 scram-sha-256\n";
+        let hba = match tls {
+            None => {
+                "local all all trust\n\
+                     host all postgres 127.0.0.1/32 trust\n\
+                     host all all 127.0.0.1/32 scram-sha-256\n"
+            }
+            Some(_) => {
+                "local all all trust\n\
+                        hostnossl all all 127.0.0.1/32 reject\n\
+                        hostssl all postgres 127.0.0.1/32 trust\n\
+                        hostssl all certuser 127.0.0.1/32 cert\n\
+                        hostssl all all 127.0.0.1/32 scram-sha-256\n"
+            }
+        };
         let write_hba = std::fs::write(data.join("pg_hba.conf"), hba)
             .map_err(|e| format!("cannot write pg_hba.conf: {e}"));
         write_hba?;
+        let mut ssl = String::new();
+        if let Some(t) = tls {
+            // The server refuses a key others may read: 0600, its owner's.
+            for (name, text) in [
+                ("server.crt", &t.cert_pem),
+                ("server.key", &t.key_pem),
+                ("client-ca.crt", &t.client_ca_pem),
+            ] {
+                let path = data.join(name);
+                std::fs::write(&path, text).map_err(|e| format!("cannot write {name}: {e}"))?;
+                std::fs::set_permissions(
+                    &path,
+                    std::os::unix::fs::PermissionsExt::from_mode(0o600),
+                )
+                .map_err(|e| format!("cannot set the mode of {name}: {e}"))?;
+                if let Some((uid, gid)) = owner {
+                    std::os::unix::fs::chown(&path, Some(uid), Some(gid))
+                        .map_err(|e| format!("cannot give {name} to postgres: {e}"))?;
+                }
+            }
+            ssl = " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key -c ssl_ca_file=client-ca.crt".into();
+        }
         // A port found free may be taken before the server binds it: retry.
         let mut last = String::new();
         for _ in 0..3 {
@@ -165,7 +221,7 @@ impl TestCluster {
                 .arg(c.dir.path().join("server.log"))
                 .args(["-w", "-t", "30", "-o"])
                 .arg(format!(
-                    "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=60",
+                    "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=60{ssl}",
                     c.port,
                     c.dir.path().display()
                 ))
@@ -213,9 +269,18 @@ impl TestCluster {
         )
     }
 
-    /// A new connection as `postgres`, for setting things up and looking at tables.
+    /// A new connection as `postgres` on the server's socket, for setting
+    /// things up and looking at tables.
     pub fn client(&self) -> Result<Client, String> {
-        Client::connect(&self.url(), NoTls)
+        let mut config = postgres::Config::new();
+        config
+            .host_path(self.dir.path())
+            .port(self.port)
+            .user("postgres")
+            .dbname("postgres")
+            .connect_timeout(std::time::Duration::from_secs(10));
+        config
+            .connect(NoTls)
             .map_err(|e| format!("connecting to the test cluster: {e}"))
     }
 

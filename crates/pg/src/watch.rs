@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use forkpoint_core::Result;
 use forkpoint_core::storage::StoredLog;
+use postgres::Client;
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, Config, NoTls};
 
 use crate::PgStorage;
+use crate::tls::Connector;
 
 /// The channel of the notifications.
 pub(crate) const CHANNEL: &str = "forkpoint_events";
@@ -40,7 +41,7 @@ pub struct Watch {
 }
 
 impl Watch {
-    pub(crate) fn start(config: Config, schema: String) -> Arc<Watch> {
+    pub(crate) fn start(config: Connector, schema: String) -> Arc<Watch> {
         let watch = Arc::new(Watch {
             seen: Mutex::new(HashMap::new()),
             generation: AtomicU64::new(0),
@@ -74,7 +75,7 @@ impl Watch {
     }
 }
 
-fn listen(watch: &std::sync::Weak<Watch>, config: &Config, schema: &str) {
+fn listen(watch: &std::sync::Weak<Watch>, config: &Connector, schema: &str) {
     let mut backoff = Duration::from_millis(50);
     loop {
         let Some(w) = watch.upgrade() else { return };
@@ -82,7 +83,7 @@ fn listen(watch: &std::sync::Weak<Watch>, config: &Config, schema: &str) {
             return;
         }
         drop(w);
-        let client = config.connect(NoTls).and_then(|mut c| {
+        let client = config.connect().and_then(|mut c| {
             c.batch_execute(&format!("LISTEN {CHANNEL}"))?;
             Ok(c)
         });
@@ -219,12 +220,12 @@ impl Follower {
 /// each write would make every write of every host commit one at a time.)
 pub(crate) struct Notifier {
     queue: Mutex<Option<std::sync::mpsc::Sender<(String, u64)>>>,
-    config: Config,
+    config: Connector,
     schema: String,
 }
 
 impl Notifier {
-    pub(crate) fn new(config: Config, schema: &str) -> Notifier {
+    pub(crate) fn new(config: Connector, schema: &str) -> Notifier {
         Notifier {
             queue: Mutex::new(None),
             config,
@@ -255,7 +256,7 @@ impl Notifier {
 /// How long the notifier gathers writes after the first before it notifies.
 const GATHER: Duration = Duration::from_millis(2);
 
-fn notify(rx: &std::sync::mpsc::Receiver<(String, u64)>, config: &Config, schema: &str) {
+fn notify(rx: &std::sync::mpsc::Receiver<(String, u64)>, config: &Connector, schema: &str) {
     let sql = format!("SELECT pg_notify('{CHANNEL}', p) FROM unnest($1::text[]) AS u(p)");
     let mut client: Option<Client> = None;
     // Ends when the store is dropped (the sender with it).
@@ -278,7 +279,7 @@ fn notify(rx: &std::sync::mpsc::Receiver<(String, u64)>, config: &Config, schema
             .map(|(id, seq)| payload(schema, id, *seq))
             .collect();
         if client.as_ref().is_none_or(Client::is_closed) {
-            client = config.connect(NoTls).ok();
+            client = config.connect().ok();
         }
         // A notification that cannot be sent is dropped: followers read at
         // least every second anyway.

@@ -759,6 +759,26 @@ fn a_stuck_row_lock_does_not_hang_a_takeover(c: &TestCluster) {
     block_on(b.acquire("s")).unwrap();
 }
 
+/// A server without TLS: the default (prefer) connects in the clear;
+/// require and the verify modes are STORE_UNAVAILABLE saying the server has
+/// no TLS (crates/pg/tests/tls.rs has a server with it).
+fn tls_against_a_plain_server(c: &TestCluster) {
+    let ok = |extra: &str| {
+        PgStorage::connect(PgOptions {
+            schema: new_schema("plain"),
+            ..PgOptions::new(format!("{} {extra}", c.url()))
+        })
+    };
+    ok("").unwrap();
+    ok("sslmode=prefer").unwrap();
+    ok("sslmode=disable").unwrap();
+    for mode in ["require", "verify-full sslrootcert=system"] {
+        let (kind, msg) = code(ok(&format!("sslmode={mode}")));
+        assert_eq!(kind, ErrorCode::StoreUnavailable, "{mode}: {msg}");
+        assert!(msg.contains("does not support TLS"), "{mode}: {msg}");
+    }
+}
+
 type Test = (&'static str, fn(&TestCluster));
 type Boxed = Box<dyn Fn(&TestCluster)>;
 
@@ -834,6 +854,7 @@ fn main() {
             "wrong_password_is_store_unavailable",
             wrong_password_is_store_unavailable,
         ),
+        ("tls_against_a_plain_server", tls_against_a_plain_server),
     ];
     for (name, f) in own {
         let f = *f;

@@ -12,7 +12,11 @@ import { EventLog } from './eventlog.js';
 
 /** Options of `PostgresStore.open`. */
 export interface PostgresStoreOptions {
-  /** A PostgreSQL connection string: `postgres://user:password@host:5432/db` or `host=… user=… dbname=…`. */
+  /**
+   * A PostgreSQL connection string: `postgres://user:password@host:5432/db` or `host=… user=… dbname=…`.
+   * TLS as for libpq: `sslmode` (`disable`, `allow`, `prefer`: the default, `require`, `verify-ca`,
+   * `verify-full`), `sslrootcert` (a PEM file, or `system`), `sslcert` and `sslkey`; `channel_binding`.
+   */
   connectionString?: string;
   /** The PostgreSQL schema holding forkpoint's tables (created if missing; default `forkpoint`). */
   schema?: string;

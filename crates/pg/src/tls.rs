@@ -1,0 +1,570 @@
+//! TLS to the server, set as libpq sets it: `sslmode`, `sslrootcert`,
+//! `sslcert` and `sslkey` in the connection string (URL query parameters or
+//! `key=value` pairs). tokio-postgres knows `sslmode` up to `require` only and
+//! none of the others, so [`split`] takes them out of the string before it is
+//! parsed and [`Tls::new`] turns them into a rustls configuration.
+//!
+//! | `sslmode` | TLS | the server's certificate |
+//! |---|---|---|
+//! | `disable` | never | — |
+//! | `allow`, `prefer` (the default) | when the server offers it | not checked |
+//! | `require` | always | not checked; with a root certificate, checked as `verify-ca` |
+//! | `verify-ca` | always | signed by a root certificate |
+//! | `verify-full` | always | signed by a root certificate, and made out to the host |
+//!
+//! The root certificates are `sslrootcert`'s (a PEM file), else libpq's
+//! default file `~/.postgresql/root.crt` when it exists; `sslrootcert=system`
+//! takes the platform's trusted ones and requires `verify-full`, as in libpq.
+//! `sslcert` and `sslkey` (PEM files, both or neither) give a client
+//! certificate. Differences from libpq: `allow` tries TLS first (tokio-postgres
+//! has no plain-first mode); `prefer` does not fall back to a plain
+//! connection when the TLS handshake fails; client certificates are only
+//! read from the files named (no default files, no `sslpassword`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use forkpoint_core::{Error, Result};
+use postgres::config::SslMode;
+use postgres::{Client, Config, NoTls};
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// The keys taken out of the connection string.
+const KEYS: [&str; 4] = ["sslmode", "sslrootcert", "sslcert", "sslkey"];
+
+/// The TLS settings of a connection string, as written (last one wins).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Settings {
+    pub mode: Option<String>,
+    pub root: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+}
+
+impl Settings {
+    fn set(&mut self, key: &str, value: String) {
+        match key {
+            "sslmode" => self.mode = Some(value),
+            "sslrootcert" => self.root = Some(value),
+            "sslcert" => self.cert = Some(value),
+            _ => self.key = Some(value),
+        }
+    }
+}
+
+/// `url` without its TLS settings, and the settings. Text that is not a
+/// connection string is given back whole, for tokio-postgres to say why.
+pub(crate) fn split(url: &str) -> Result<(String, Settings)> {
+    let mut s = Settings::default();
+    let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    if is_url {
+        let Some((base, query)) = url.split_once('?') else {
+            return Ok((url.to_string(), s));
+        };
+        let mut kept = Vec::new();
+        for piece in query.split('&') {
+            let (k, v) = piece.split_once('=').unwrap_or((piece, ""));
+            let k = percent_decoded(k)?;
+            if KEYS.contains(&k.as_str()) {
+                s.set(&k, percent_decoded(v)?);
+            } else {
+                kept.push(piece);
+            }
+        }
+        let rest = if kept.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        return Ok((rest, s));
+    }
+    let Some(pairs) = pairs(url) else {
+        return Ok((url.to_string(), s));
+    };
+    let mut kept = Vec::new();
+    for (k, v, raw) in pairs {
+        if KEYS.contains(&k.as_str()) {
+            s.set(&k, v);
+        } else {
+            kept.push(raw);
+        }
+    }
+    Ok((kept.join(" "), s))
+}
+
+/// `%XX` escapes decoded (a URL's query parameter).
+fn percent_decoded(text: &str) -> Result<String> {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            let Some(byte) = hex else {
+                return Err(Error::invalid_input(format!(
+                    "the PostgreSQL connection string is not valid: a bad %-escape in {text:?}"
+                )));
+            };
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| {
+        Error::invalid_input(format!(
+            "the PostgreSQL connection string is not valid: {text:?} is not UTF-8 once decoded"
+        ))
+    })
+}
+
+/// libpq's `key = value` pairs: each key, its value (quotes and backslash
+/// escapes undone) and its text as written; `None` when the text is not
+/// pairs.
+fn pairs(text: &str) -> Option<Vec<(String, String, &str)>> {
+    let b = text.as_bytes();
+    let ws = |c: u8| c.is_ascii_whitespace();
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        if i == b.len() {
+            return Some(out);
+        }
+        let start = i;
+        while i < b.len() && !ws(b[i]) && b[i] != b'=' {
+            i += 1;
+        }
+        let key = text.get(start..i)?.to_string();
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        if key.is_empty() || b.get(i) != Some(&b'=') {
+            return None;
+        }
+        i += 1;
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        let mut value = Vec::new();
+        if b.get(i) == Some(&b'\'') {
+            i += 1;
+            loop {
+                match b.get(i)? {
+                    b'\'' => {
+                        i += 1;
+                        break;
+                    }
+                    b'\\' => {
+                        value.push(*b.get(i + 1)?);
+                        i += 2;
+                    }
+                    &c => {
+                        value.push(c);
+                        i += 1;
+                    }
+                }
+            }
+        } else {
+            while i < b.len() && !ws(b[i]) {
+                if b[i] == b'\\' {
+                    value.push(*b.get(i + 1)?);
+                    i += 2;
+                } else {
+                    value.push(b[i]);
+                    i += 1;
+                }
+            }
+        }
+        out.push((key, String::from_utf8(value).ok()?, text.get(start..i)?));
+    }
+}
+
+/// How connections are made: plain, or with a rustls configuration.
+#[derive(Clone)]
+pub(crate) struct Tls(Option<MakeRustlsConnect>);
+
+/// What `sslmode` asks of the server's certificate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    None,
+    Chain,
+    Full,
+}
+
+impl Tls {
+    /// The connector for `s`, and the mode tokio-postgres is to use.
+    /// Settings that cannot be used (an unknown mode, a root certificate
+    /// file that is missing or holds none, half a client certificate) are
+    /// `INVALID_INPUT`.
+    pub(crate) fn new(s: &Settings) -> Result<(Tls, SslMode)> {
+        let bad = |m: String| Error::invalid_input(m);
+        let system = s.root.as_deref() == Some("system");
+        let mode = match s.mode.as_deref() {
+            Some(m) => m,
+            None if system => "verify-full",
+            None => "prefer",
+        };
+        if system && mode != "verify-full" {
+            return Err(bad(format!(
+                "sslrootcert=system needs sslmode=verify-full, not {mode} (as in libpq: the system's roots are only worth the check of the host's name)"
+            )));
+        }
+        let (ssl, check) = match mode {
+            "disable" => return Ok((Tls(None), SslMode::Disable)),
+            "allow" | "prefer" => (SslMode::Prefer, Check::None),
+            "require" => (SslMode::Require, Check::None),
+            "verify-ca" => (SslMode::Require, Check::Chain),
+            "verify-full" => (SslMode::Require, Check::Full),
+            other => {
+                return Err(bad(format!(
+                    "sslmode must be disable, allow, prefer, require, verify-ca or verify-full, not {other:?}"
+                )));
+            }
+        };
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let roots = match (&s.root, check) {
+            (Some(r), _) if r == "system" => Some(system_roots()?),
+            (Some(path), Check::None) if mode != "require" => {
+                // prefer and allow never check; the file must still be sound.
+                roots_from(&PathBuf::from(path))?;
+                None
+            }
+            (Some(path), _) => Some(roots_from(&PathBuf::from(path))?),
+            (None, Check::None) if mode != "require" => None,
+            (None, _) => match default_root_file().filter(|p| p.is_file()) {
+                Some(p) => Some(roots_from(&p)?),
+                None if check == Check::None => None,
+                None => {
+                    return Err(bad(format!(
+                        "sslmode={mode} needs the certificates of the CA that signed the server's: set sslrootcert to a PEM file of them, or to system for the platform's trusted ones (no default file ~/.postgresql/root.crt was found)"
+                    )));
+                }
+            },
+        };
+        // require with a root certificate checks as verify-ca (libpq).
+        let check = match (check, &roots) {
+            (Check::None, Some(_)) => Check::Chain,
+            (c, _) => c,
+        };
+        let verifier: Arc<dyn ServerCertVerifier> = match roots {
+            None => Arc::new(Unchecked(provider.clone())),
+            Some(roots) => {
+                let webpki =
+                    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                        .build()
+                        .map_err(|e| bad(format!("the root certificates cannot be used: {e}")))?;
+                if check == Check::Full {
+                    webpki
+                } else {
+                    Arc::new(AnyName(webpki))
+                }
+            }
+        };
+        let builder = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::internal(format!("rustls: {e}")))?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier);
+        let config = match (&s.cert, &s.key) {
+            (None, None) => builder.with_no_client_auth(),
+            (Some(cert), Some(key)) => {
+                let chain = certs_from(&PathBuf::from(cert), "sslcert")?;
+                let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+                    bad(format!(
+                        "sslkey {key}: no private key could be read ({e}); it must be an unencrypted PEM key (PKCS#8, PKCS#1 or SEC1)"
+                    ))
+                })?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| bad(format!("sslcert and sslkey cannot be used together: {e}")))?
+            }
+            _ => {
+                return Err(bad(
+                    "sslcert and sslkey go together: a client certificate needs both files".into(),
+                ));
+            }
+        };
+        Ok((Tls(Some(MakeRustlsConnect::new(config))), ssl))
+    }
+}
+
+/// How a connection is opened: the connection's settings and its TLS.
+#[derive(Clone)]
+pub(crate) struct Connector {
+    config: Config,
+    tls: Tls,
+}
+
+impl Connector {
+    pub(crate) fn new(config: Config, tls: Tls) -> Connector {
+        Connector { config, tls }
+    }
+
+    /// A new connection.
+    pub(crate) fn connect(&self) -> std::result::Result<Client, postgres::Error> {
+        match &self.tls.0 {
+            None => self.config.connect(NoTls),
+            Some(tls) => self.config.connect(tls.clone()),
+        }
+    }
+}
+
+/// libpq's default root certificate file.
+fn default_root_file() -> Option<PathBuf> {
+    if cfg!(windows) {
+        std::env::var_os("APPDATA").map(|d| PathBuf::from(d).join("postgresql").join("root.crt"))
+    } else {
+        std::env::home_dir().map(|h| h.join(".postgresql").join("root.crt"))
+    }
+}
+
+fn certs_from(path: &PathBuf, what: &str) -> Result<Vec<CertificateDer<'static>>> {
+    let shown = path.display();
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::invalid_input(format!("{what} {shown} cannot be read: {e}")))?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| Error::invalid_input(format!("{what} {shown} is not PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(Error::invalid_input(format!(
+            "{what} {shown} holds no certificate (-----BEGIN CERTIFICATE-----)"
+        )));
+    }
+    Ok(certs)
+}
+
+fn roots_from(path: &PathBuf) -> Result<RootCertStore> {
+    let mut roots = RootCertStore::empty();
+    for cert in certs_from(path, "sslrootcert")? {
+        roots.add(cert).map_err(|e| {
+            Error::invalid_input(format!(
+                "sslrootcert {}: a certificate cannot be used as a root: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    Ok(roots)
+}
+
+fn system_roots() -> Result<RootCertStore> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = RootCertStore::empty();
+    roots.add_parsable_certificates(found.certs);
+    if roots.is_empty() {
+        let why: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
+        return Err(Error::invalid_input(format!(
+            "sslrootcert=system: the platform has no trusted CA certificates to read{}",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join("; "))
+            }
+        )));
+    }
+    Ok(roots)
+}
+
+/// `prefer`, `allow` and `require` without a root certificate: any
+/// certificate, as libpq (the handshake's signatures are still checked, so
+/// the connection is encrypted to whoever holds the certificate's key).
+#[derive(Debug)]
+struct Unchecked(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `verify-ca`: the chain is checked, the name the certificate is made out
+/// to is not.
+#[derive(Debug)]
+struct AnyName(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for AnyName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(mode: &str, root: &str) -> Settings {
+        Settings {
+            mode: Some(mode.into()),
+            root: Some(root.into()),
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn urls_lose_only_the_tls_keys() {
+        let (rest, s) = split(
+            "postgres://u:p%40w@h:5432/db?sslmode=verify-full&application_name=x&sslrootcert=%2Ftmp%2Fca%20b.pem&channel_binding=require",
+        )
+        .unwrap();
+        assert_eq!(
+            rest,
+            "postgres://u:p%40w@h:5432/db?application_name=x&channel_binding=require"
+        );
+        assert_eq!(s, settings("verify-full", "/tmp/ca b.pem"));
+        let (rest, s) = split("postgresql://h/db?sslmode=require").unwrap();
+        assert_eq!(
+            (rest.as_str(), s.mode.as_deref()),
+            ("postgresql://h/db", Some("require"))
+        );
+        let (rest, s) = split("postgres://h/db").unwrap();
+        assert_eq!((rest.as_str(), s), ("postgres://h/db", Settings::default()));
+        assert!(split("postgres://h/db?sslrootcert=%zz").is_err());
+        assert!(split("postgres://h/db?sslrootcert=%ff").is_err());
+    }
+
+    #[test]
+    fn pairs_lose_only_the_tls_keys() {
+        let (rest, s) = split(
+            r"host=h port = 5 sslmode= verify-ca  password='a b\'c' sslrootcert='/x y/ca.pem' sslcert=/c\ d.pem sslkey=k.pem",
+        )
+        .unwrap();
+        assert_eq!(rest, r"host=h port = 5 password='a b\'c'");
+        assert_eq!(
+            s,
+            Settings {
+                mode: Some("verify-ca".into()),
+                root: Some("/x y/ca.pem".into()),
+                cert: Some("/c d.pem".into()),
+                key: Some("k.pem".into()),
+            }
+        );
+        // The last one wins, as in libpq.
+        let (_, s) = split("sslmode=require sslmode=disable").unwrap();
+        assert_eq!(s.mode.as_deref(), Some("disable"));
+        // Not pairs: given back whole for tokio-postgres to refuse.
+        for text in ["host", "host=h =x", "password='open"] {
+            let (rest, s) = split(text).unwrap();
+            assert_eq!((rest.as_str(), s), (text, Settings::default()));
+        }
+    }
+
+    #[test]
+    fn modes_are_libpqs() {
+        let code = |s: &Settings| Tls::new(s).err().map(|e| e.code);
+        let mode = |s: &Settings| Tls::new(s).map(|(_, m)| m).ok();
+        assert_eq!(mode(&Settings::default()), Some(SslMode::Prefer));
+        let only = |m: &str| Settings {
+            mode: Some(m.into()),
+            ..Settings::default()
+        };
+        assert_eq!(mode(&only("disable")), Some(SslMode::Disable));
+        assert_eq!(mode(&only("allow")), Some(SslMode::Prefer));
+        assert_eq!(mode(&only("require")), Some(SslMode::Require));
+        for bad in [
+            only("verify"),
+            only("VERIFY-FULL"),
+            settings("require", "system"),
+            settings("verify-full", "/nonexistent/ca.pem"),
+            Settings {
+                cert: Some("/nonexistent/c.pem".into()),
+                ..Settings::default()
+            },
+        ] {
+            assert_eq!(
+                code(&bad),
+                Some(forkpoint_core::ErrorCode::InvalidInput),
+                "{bad:?}"
+            );
+        }
+    }
+}
