@@ -67,7 +67,13 @@ maxDecompressedBytes?: number,
  * about 1000:1; session text about 5–30:1); more stops decompression with
  * `LIMIT_EXCEEDED`. `0` turns the check off. Default 200.
  */
-maxCompressionRatio?: number, };
+maxCompressionRatio?: number, 
+/**
+ * Largest file accepted, in bytes (as stored: a `.jsonl.gz` file's
+ * compressed size); a larger one fails with `LIMIT_EXCEEDED` before it
+ * is read. Default 4 GiB, as `maxDecompressedBytes`.
+ */
+maxFileBytes?: number, };
 
 /**
  * Options for a lazy resume.
@@ -116,7 +122,12 @@ maxDecompressedBytes?: number,
 /**
  * As in [`LoadOptions`].
  */
-maxCompressionRatio?: number, };
+maxCompressionRatio?: number, 
+/**
+ * As in [`LoadOptions`]: a lazy resume reads only the tail of a file, so
+ * this bounds only the files it reads whole (`.jsonl.gz`, version 1).
+ */
+maxFileBytes?: number, };
 
 /**
  * Limits for `listSessions` and `importSession` (as in [`LoadOptions`]).
@@ -137,7 +148,11 @@ maxDecompressedBytes?: number,
 /**
  * As in [`LoadOptions`]. Default 200.
  */
-maxCompressionRatio?: number, };
+maxCompressionRatio?: number, 
+/**
+ * As in [`LoadOptions`]. Default 4 GiB.
+ */
+maxFileBytes?: number, };
 
 /**
  * A line that lenient loading skipped.

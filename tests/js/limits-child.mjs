@@ -3,7 +3,7 @@
 // `{op, code, maxRssKiB}` (`code` null on success), so that the parent can
 // check the error and the peak memory of the whole process.
 import { createRequire } from 'node:module';
-import { readFileSync } from 'node:fs';
+import { openAsBlob, readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 
@@ -25,9 +25,23 @@ async function run(name, f) {
 
 const out = () => join(tmpdir(), `fp-limits-${process.pid}-${Math.random().toString(36).slice(2)}.jsonl`);
 
-if (op === 'store' || op === 'web-import' || op === 'web-open') {
+if (['store', 'web-import', 'web-open', 'store-blob', 'web-import-blob', 'web-blob'].includes(op)) {
   await import('fake-indexeddb/auto');
   const web = await import('forkpoint-web');
+  if (op.endsWith('blob')) {
+    // The file as a Blob read only when sliced (Node's openAsBlob): a size
+    // check must come before any read.
+    const blob = await openAsBlob(path);
+    if (op === 'store-blob') {
+      const store = await web.IndexedDbStore.open(`limits-${process.pid}`);
+      await run('store.importSession (Blob)', () => store.importSession(blob, opts));
+    } else if (op === 'web-import-blob') {
+      await run('importSession (web, Blob)', () => web.importSession(blob, opts));
+    } else {
+      await run('Session.fromBlob (web)', () => web.Session.fromBlob(blob, opts));
+    }
+    process.exit(0);
+  }
   const bytes = new Uint8Array(readFileSync(path));
   if (op === 'store') {
     const store = await web.IndexedDbStore.open(`limits-${process.pid}`);

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, openSync, writeSync, closeSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, openSync, writeSync, closeSync, writeFileSync, existsSync, truncateSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,6 +94,27 @@ test('browser build: IndexedDB store import, importSession and Session.fromJsonl
   await expectBounded('store', big, { maxCompressionRatio: 0, maxDecompressedBytes: 64 * MiB }, 'LIMIT_EXCEEDED', 'maxDecompressedBytes');
   await expectBounded('web-import', big, undefined, 'LIMIT_EXCEEDED', 'maxCompressionRatio');
   await expectBounded('web-open', big, undefined, 'LIMIT_EXCEEDED', 'maxCompressionRatio');
+});
+
+test('maxFileBytes: a 5 GiB file is refused before it is read (default 4 GiB); a lower limit refuses a small file in the addon and the browser build', async () => {
+  // Sparse: 5 GiB long, a few KB on disk; reading it would take seconds and 5 GB.
+  // (Not as a Blob: Node's openAsBlob gives at most 1 GiB of a file.)
+  const huge = join(mkdtempSync(join(tmpdir(), 'fp-limits-')), 'huge.jsonl');
+  writeFileSync(huge, HEADER);
+  truncateSync(huge, 5 * 1024 * MiB);
+  for (const op of ['open', 'import']) {
+    const r = await expectBounded(op, huge, undefined, 'LIMIT_EXCEEDED', 'maxFileBytes');
+    assert.match(r.message, /5368709120 bytes/, op);
+  }
+  // The gzip bomb is 3 MB on disk: under a 1 MiB limit, refused as a file.
+  for (const op of ['open', 'lazy', 'import', 'web-open', 'web-import', 'store', 'web-blob', 'store-blob', 'web-import-blob']) {
+    await expectBounded(op, big, { maxFileBytes: MiB }, 'LIMIT_EXCEEDED', 'maxFileBytes');
+  }
+  // At the limit exactly, a file loads.
+  const ok = join(dir, 'ok.jsonl');
+  await expectBounded('open', ok, { maxFileBytes: Buffer.byteLength(HEADER) }, null);
+  await expectBounded('web-blob', ok, { maxFileBytes: Buffer.byteLength(HEADER) }, null);
+  await expectBounded('open', ok, { maxFileBytes: Buffer.byteLength(HEADER) - 1 }, 'LIMIT_EXCEEDED', 'maxFileBytes');
 });
 
 const everyRead = 'open,lazy,import,writer,incremental,migrate,eventlog';

@@ -266,8 +266,10 @@ test('[wasm] Session.fromBlob and SessionMigrator.migrate: a Blob that lies abou
   ];
   for (const blob of fakes) {
     const t0 = Date.now();
-    const e = await rejectsCode(assert, web.Session.fromBlob(blob), 'INVALID_INPUT');
+    // (A claim of more than maxFileBytes is refused before a read: raised here to reach the slices.)
+    const e = await rejectsCode(assert, web.Session.fromBlob(blob, { maxFileBytes: 2e12 }), 'INVALID_INPUT');
     assert.match(e.message, /promised/);
+    if (blob.size > 4 * 2 ** 30) assert.match((await rejectsCode(assert, web.Session.fromBlob(blob), 'LIMIT_EXCEEDED')).message, /maxFileBytes/);
     await rejectsCode(assert, web.SessionMigrator.migrate(blob, 'anthropic', 'openai'), 'INVALID_INPUT');
     assert.ok(Date.now() - t0 < 5000, 'ends at the first short slice');
   }

@@ -160,9 +160,12 @@ export const cases = [
           return 1e12;
         }
       }
-      const le = await assert.rejectsCode(store.importSession(new Lying([await bytes('compactions.jsonl')])), 'INVALID_INPUT');
+      // (A claim past maxFileBytes is refused before any read: raised here to reach the slices.)
+      const le = await assert.rejectsCode(store.importSession(new Lying([await bytes('compactions.jsonl')]), { maxFileBytes: 2e12 }), 'INVALID_INPUT');
       assert.ok(/promised/.test(le.message), le.message);
-      await assert.rejectsCode(store.importSession({ size: 1e12, slice: () => new Blob([]) }), 'INVALID_INPUT');
+      await assert.rejectsCode(store.importSession({ size: 1e12, slice: () => new Blob([]) }, { maxFileBytes: 2e12 }), 'INVALID_INPUT');
+      const fe = await assert.rejectsCode(store.importSession({ size: 1e12, slice: () => new Blob([]) }), 'LIMIT_EXCEEDED');
+      assert.ok(/maxFileBytes/.test(fe.message), fe.message);
       await assert.rejectsCode(store.importSession({ size: Infinity, slice: () => new Blob([]) }), 'INVALID_INPUT');
       await assert.rejectsCode(store.moveLeaf(kept.id, 'nope'), 'NOT_FOUND');
       const list = await store.listSessions();

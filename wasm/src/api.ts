@@ -101,7 +101,8 @@ export interface WasmBackend extends NativeNormalizerLike, NativeProviderLike {
   };
   redactSecretsJson(json: string): string;
   NativeRequestBuilder: new (target: string, options?: string | null) => NativeRequestBuilderLike;
-  NativeSessionBuilder: new () => {
+  checkFileSize(size: number, limits?: string | null): void;
+  NativeSessionBuilder: new (opts?: string | null) => {
     reserve(bytes: number): void;
     push(chunk: Uint8Array): void;
     finish(opts?: string | null, path?: string | null): NativeSessionLike;
@@ -396,12 +397,15 @@ export class Session extends SessionView {
   /** Loads a session from a `File` or `Blob`, reading it in slices. */
   static async fromBlob(blob: Blob, opts?: LoadOptions): Promise<Session> {
     const size = blobSize(blob);
-    const b = call(() => new (wasm().NativeSessionBuilder)());
+    const b = call(() => new (wasm().NativeSessionBuilder)(json(opts)));
     try {
+      // maxFileBytes: refused before anything is read when the size says so
+      // (and as the slices come, when it lied).
+      call(() => wasm().checkFileSize(size, json(opts)));
       // One buffer of the blob's size (up to RESERVE_MAX: the size is a claim
       // until the slices are read): the slices are copied in once, not again
       // each time a growing buffer moves.
-      b.reserve(Math.min(size, RESERVE_MAX));
+      call(() => b.reserve(Math.min(size, RESERVE_MAX)));
       await readBlobSlices(blob, size, BLOB_CHUNK, (chunk) => call(() => b.push(chunk)));
       const name = (blob as { name?: unknown }).name;
       return new Session(call(() => b.finish(json(opts), typeof name === 'string' ? name : null)));
@@ -451,7 +455,7 @@ export async function importSession(
     copy?: boolean;
   } & LimitOptions = {},
 ): Promise<{ session: Session; summary: ImportSummary; text: string }> {
-  const bytes = await readSource(source, {});
+  const bytes = await readSource(source, {}, opts);
   const id = opts.id ?? (opts.copy ? globalThis.crypto.randomUUID() : null);
   const out = call(() => wasm().importSessionJson(bytes, opts.format ?? 'auto', id, new Date().toISOString(), toJson(opts)));
   const nl = out.indexOf('\n');
@@ -462,9 +466,10 @@ export async function importSession(
 
 /**
  * What `IndexedDbStore.importSession` accepts. The limits (`maxDecompressedBytes`,
- * `maxCompressionRatio`, `maxLineBytes`, `maxEntries`) apply to the file as to
- * `Session.fromJsonl`: a gzip bomb is `LIMIT_EXCEEDED` early, with memory
- * bounded by the limits.
+ * `maxCompressionRatio`, `maxLineBytes`, `maxEntries`, `maxFileBytes`) apply
+ * to the file as to `Session.fromJsonl`: a gzip bomb is `LIMIT_EXCEEDED`
+ * early, with memory bounded by the limits, and a `Blob` larger than
+ * `maxFileBytes` before it is read.
  */
 export interface StoreImportOptions extends LimitOptions {
   /**
@@ -585,7 +590,7 @@ export class IndexedDbStore {
    */
   importSession(source: File | Blob | Uint8Array | string, opts: StoreImportOptions = {}): Promise<StoredSessionInfo> {
     return this.serial(async () => {
-      const bytes = await readSource(source, opts);
+      const bytes = await readSource(source, opts, opts);
       const fileName = (source as { name?: unknown }).name;
       const o = {
         id: opts.id,
@@ -597,6 +602,7 @@ export class IndexedDbStore {
         maxEntries: opts.maxEntries,
         maxDecompressedBytes: opts.maxDecompressedBytes,
         maxCompressionRatio: opts.maxCompressionRatio,
+        maxFileBytes: opts.maxFileBytes,
       };
       const progress = opts.onProgress ? (bytes: number, total: number) => opts.onProgress?.({ phase: 'write', bytes, total }) : null;
       const out = await this.native.importSession(bytes, toJson(o), globalThis.crypto.randomUUID(), Date.now(), opts.signal ?? null, progress);
@@ -759,11 +765,20 @@ export class IndexedDbStore {
   }
 }
 
-/** Reads a source whole, a `Blob` in slices (with `read` progress and abort). */
-async function readSource(source: Blob | Uint8Array | string, opts: Pick<StoreImportOptions, 'signal' | 'onProgress'>): Promise<Uint8Array> {
+/**
+ * Reads a source whole, a `Blob` in slices (with `read` progress and abort);
+ * a `Blob` larger than `limits`' `maxFileBytes` is `LIMIT_EXCEEDED` before
+ * it is read (text and bytes are checked where they are imported).
+ */
+async function readSource(
+  source: Blob | Uint8Array | string,
+  opts: Pick<StoreImportOptions, 'signal' | 'onProgress'>,
+  limits: LimitOptions,
+): Promise<Uint8Array> {
   if (typeof source === 'string') return new TextEncoder().encode(source);
   if (source instanceof Uint8Array) return source;
   const size = blobSize(source);
+  call(() => wasm().checkFileSize(size, toJson(limits)));
   // One buffer of the claimed size only up to RESERVE_MAX; a larger Blob is
   // joined once every slice has come (its size then proven).
   const out = size <= RESERVE_MAX ? new Uint8Array(size) : null;

@@ -329,6 +329,7 @@ impl LazyLoader {
 
     fn on_header(&mut self, bytes: Vec<u8>) -> Result<()> {
         if gz::is_gzip(&bytes) {
+            self.opts.load_options().check_file_size(self.file_len)?;
             self.phase = Phase::Full;
             self.mode = "full";
             return Ok(());
@@ -368,6 +369,7 @@ impl LazyLoader {
         if header.version < 2 {
             // Version 1 entries have no ids; ids come from their position, which
             // needs the whole file.
+            self.opts.load_options().check_file_size(self.file_len)?;
             self.phase = Phase::Full;
             self.mode = "full";
             return Ok(());

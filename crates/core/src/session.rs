@@ -300,6 +300,24 @@ impl Session {
         Self::from_bytes_threads(bytes, opts, path, 1)
     }
 
+    /// [`from_bytes`](Self::from_bytes) of a file handed in whole by a caller
+    /// (a `Buffer`, a `Blob`, text): `LIMIT_EXCEEDED` first when it is larger
+    /// than `maxFileBytes` allows. (The library's own stores load their
+    /// sessions with `from_bytes`: an agent's session is never refused for
+    /// its size.)
+    pub fn from_file_bytes(
+        bytes: Vec<u8>,
+        opts: &LoadOptions,
+        path: Option<String>,
+    ) -> Result<Session> {
+        opts.check_file_size(bytes.len() as u64)
+            .map_err(|e| match &path {
+                Some(p) => e.with_path(p.clone()),
+                None => e,
+            })?;
+        Self::from_bytes(bytes, opts, path)
+    }
+
     /// As [`from_bytes`](Self::from_bytes), scanning large version-3 files on up
     /// to `threads` threads (results are merged in file order, so errors, line
     /// numbers and counts are the same as with one thread).

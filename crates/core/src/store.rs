@@ -407,11 +407,12 @@ impl<S: Storage> Store<S> {
         bytes: Vec<u8>,
         opts: &ImportOptions,
     ) -> Result<(StoredSessionInfo, ImportSummary)> {
+        let load = opts.limits.load_options();
+        load.check_file_size(bytes.len() as u64)?;
         let format = match opts.format {
             None | Some(ImportFormat::Auto) => detect_with(&bytes, &opts.limits)?,
             Some(f) => f,
         };
-        let load = opts.limits.load_options();
         let asked = opts
             .id
             .clone()

@@ -56,12 +56,19 @@ pub struct LoadOptions {
     /// `LIMIT_EXCEEDED`. `0` turns the check off. Default 200.
     #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional))]
     pub max_compression_ratio: u32,
+    /// Largest file accepted, in bytes (as stored: a `.jsonl.gz` file's
+    /// compressed size); a larger one fails with `LIMIT_EXCEEDED` before it
+    /// is read. Default 4 GiB, as `maxDecompressedBytes`.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_file_bytes: u64,
 }
 
 /// Default of `maxDecompressedBytes`: 4 GiB.
 pub const DEFAULT_MAX_DECOMPRESSED_BYTES: u64 = 4 << 30;
 /// Default of `maxCompressionRatio`.
 pub const DEFAULT_MAX_COMPRESSION_RATIO: u32 = 200;
+/// Default of `maxFileBytes`: 4 GiB.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 4 << 30;
 
 impl Default for LoadOptions {
     fn default() -> Self {
@@ -72,7 +79,26 @@ impl Default for LoadOptions {
             max_entries: 50_000_000,
             max_decompressed_bytes: DEFAULT_MAX_DECOMPRESSED_BYTES,
             max_compression_ratio: DEFAULT_MAX_COMPRESSION_RATIO,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
         }
+    }
+}
+
+impl LoadOptions {
+    /// `LIMIT_EXCEEDED` when a file of `len` bytes is larger than
+    /// `maxFileBytes` allows (checked before a file is read, where its size
+    /// is known, and again on the bytes given to a load).
+    pub fn check_file_size(&self, len: u64) -> crate::Result<()> {
+        if len > self.max_file_bytes {
+            return Err(crate::Error::new(
+                crate::ErrorCode::LimitExceeded,
+                format!(
+                    "the session file is {len} bytes, more than maxFileBytes allows ({}); raise maxFileBytes to load it",
+                    self.max_file_bytes
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -93,6 +119,9 @@ pub struct LimitOptions {
     /// As in [`LoadOptions`]. Default 200.
     #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional))]
     pub max_compression_ratio: u32,
+    /// As in [`LoadOptions`]. Default 4 GiB.
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_file_bytes: u64,
 }
 
 impl Default for LimitOptions {
@@ -108,6 +137,7 @@ impl From<&LoadOptions> for LimitOptions {
             max_entries: o.max_entries,
             max_decompressed_bytes: o.max_decompressed_bytes,
             max_compression_ratio: o.max_compression_ratio,
+            max_file_bytes: o.max_file_bytes,
         }
     }
 }
@@ -120,6 +150,7 @@ impl LimitOptions {
             max_entries: self.max_entries,
             max_decompressed_bytes: self.max_decompressed_bytes,
             max_compression_ratio: self.max_compression_ratio,
+            max_file_bytes: self.max_file_bytes,
             ..LoadOptions::default()
         }
     }
@@ -164,6 +195,10 @@ pub struct LazyOptions {
     /// As in [`LoadOptions`].
     #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional))]
     pub max_compression_ratio: u32,
+    /// As in [`LoadOptions`]: a lazy resume reads only the tail of a file, so
+    /// this bounds only the files it reads whole (`.jsonl.gz`, version 1).
+    #[cfg_attr(feature = "ts", ts(as = "Option<u64>", optional))]
+    pub max_file_bytes: u64,
 }
 
 impl Default for LazyOptions {
@@ -180,6 +215,7 @@ impl Default for LazyOptions {
             max_entries: l.max_entries,
             max_decompressed_bytes: l.max_decompressed_bytes,
             max_compression_ratio: l.max_compression_ratio,
+            max_file_bytes: l.max_file_bytes,
         }
     }
 }
@@ -194,6 +230,7 @@ impl LazyOptions {
             max_entries: self.max_entries,
             max_decompressed_bytes: self.max_decompressed_bytes,
             max_compression_ratio: self.max_compression_ratio,
+            max_file_bytes: self.max_file_bytes,
         }
     }
 }

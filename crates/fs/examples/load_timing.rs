@@ -23,7 +23,8 @@ fn main() {
         let one_read = std::fs::read(&path).map(|b| b.len()).unwrap_or_default();
         let read1 = ms(t);
         let t = Instant::now();
-        let bytes = forkpoint_fs::io::read_all(std::path::Path::new(&path)).unwrap_or_default();
+        let bytes = forkpoint_fs::io::read_all(std::path::Path::new(&path), &Default::default())
+            .unwrap_or_default();
         let read = ms(t);
         assert_eq!(one_read, bytes.len());
         let t = Instant::now();

@@ -75,9 +75,12 @@ pub fn open_regular(path: &Path, what: &str) -> Result<(File, u64)> {
 }
 
 /// Reads a whole regular file: the bytes it had when it was opened (bytes
-/// appended while it is read are not read).
-pub fn read_all(path: &Path) -> Result<Vec<u8>> {
+/// appended while it is read are not read). A file larger than `opts`'
+/// `maxFileBytes` is `LIMIT_EXCEEDED`, and is not read.
+pub fn read_all(path: &Path, opts: &LoadOptions) -> Result<Vec<u8>> {
     let (f, len) = open_regular(path, "session file")?;
+    opts.check_file_size(len)
+        .map_err(|e| e.with_path(path.display().to_string()))?;
     read_at(&f, path, 0, len)
 }
 
@@ -95,7 +98,7 @@ pub fn read_small(path: &Path, max: u64) -> Option<String> {
 /// are read (`INVALID_INPUT` otherwise); gzip is decompressed within the
 /// limits of `opts`.
 pub fn read_session(path: &Path, opts: &LoadOptions) -> Result<Session> {
-    let bytes = read_all(path)?;
+    let bytes = read_all(path, opts)?;
     Session::from_bytes_threads(
         bytes,
         opts,
@@ -313,7 +316,7 @@ mod tests {
         assert!(got == data[100..], "past the end");
         let got = read_at(&file, &path, len as u64 + 5, PARALLEL_READ_MIN).unwrap();
         assert!(got.is_empty());
-        assert!(read_all(&path).unwrap() == data);
+        assert!(read_all(&path, &LoadOptions::default()).unwrap() == data);
     }
 
     #[test]
@@ -332,9 +335,43 @@ mod tests {
         if file.set_len(8 << 40).is_err() {
             return;
         }
-        let e = read_all(&path).unwrap_err();
+        let no_file_limit = LoadOptions {
+            max_file_bytes: u64::MAX,
+            ..LoadOptions::default()
+        };
+        let e = read_all(&path, &no_file_limit).unwrap_err();
         assert_eq!(e.code, ErrorCode::LimitExceeded, "{e}");
         assert!(e.message.contains("cannot hold"), "{e}");
         assert_eq!(e.path.as_deref(), Some(path.display().to_string().as_str()));
+    }
+
+    #[test]
+    fn a_file_past_max_file_bytes_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.jsonl");
+        let header = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n";
+        std::fs::write(&path, header).unwrap();
+        let n = header.len() as u64;
+        let limit = |max_file_bytes| LoadOptions {
+            max_file_bytes,
+            ..LoadOptions::default()
+        };
+        assert!(read_session(&path, &limit(n)).is_ok());
+        let e = read_session(&path, &limit(n - 1)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::LimitExceeded, "{e}");
+        assert!(e.message.contains("maxFileBytes"), "{e}");
+        assert_eq!(e.path.as_deref(), Some(path.display().to_string().as_str()));
+        // 5 GiB of nothing (sparse): past the default 4 GiB, refused at once.
+        if File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(5 << 30)
+            .is_ok()
+        {
+            let e = read_session(&path, &LoadOptions::default()).unwrap_err();
+            assert_eq!(e.code, ErrorCode::LimitExceeded, "{e}");
+            assert!(e.message.contains("5368709120 bytes"), "{e}");
+        }
     }
 }

@@ -327,7 +327,7 @@ pub fn import_file(
     check_target(dst, overwrite)?;
     let bytes = match (src, bytes) {
         (_, Some(b)) => b,
-        (Some(p), None) => crate::io::read_all(p)?,
+        (Some(p), None) => crate::io::read_all(p, &limits.load_options())?,
         (None, None) => return Err(Error::invalid_input("importSession needs a path or bytes")),
     };
     let (text, summary) = forkpoint_core::normalize::import::import_session_with(

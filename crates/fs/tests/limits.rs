@@ -313,7 +313,9 @@ fn every_entry_point(p: &Path) {
     });
     invalid("migrate", r);
     let q = p.to_path_buf();
-    let r = promptly("import", move || forkpoint_fs::io::read_all(&q).map(|_| ()));
+    let r = promptly("import", move || {
+        forkpoint_fs::io::read_all(&q, &Default::default()).map(|_| ())
+    });
     invalid("importSession's read", r);
     for read_only in [true, false] {
         let q = p.to_path_buf();

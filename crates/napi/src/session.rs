@@ -55,8 +55,9 @@ impl NativeSession {
         opts_json: Option<String>,
         path: Option<String>,
     ) -> napi::Result<Self> {
-        let inner =
-            guard(|| Session::from_bytes(bytes.to_vec(), &opts::<LoadOptions>(opts_json)?, path))?;
+        let inner = guard(|| {
+            Session::from_file_bytes(bytes.to_vec(), &opts::<LoadOptions>(opts_json)?, path)
+        })?;
         Ok(NativeSession { inner })
     }
 

@@ -170,6 +170,21 @@ impl NativeMigration {
 /// ImportSummary (JSON), a newline, then the pi v3 session text. `session_id`
 /// null: the id derived from the source (FORMAT.md §15.7). `limits` is
 /// `LimitOptions` as JSON.
+/// `LIMIT_EXCEEDED` when a file of `size` bytes is more than `limits`'
+/// `maxFileBytes` allows (LimitOptions as JSON): checked before a `Blob` is
+/// read whole.
+#[wasm_bindgen(js_name = checkFileSize)]
+pub fn check_file_size(size: f64, limits: Option<String>) -> Result<(), JsError> {
+    let limits: forkpoint_core::LimitOptions =
+        forkpoint_core::types::options_from_json(limits.as_deref()).map_err(err)?;
+    let size = if size.is_finite() && size > 0.0 {
+        size as u64
+    } else {
+        0
+    };
+    limits.load_options().check_file_size(size).map_err(err)
+}
+
 #[wasm_bindgen(js_name = importSessionJson)]
 pub fn import_session_json(
     bytes: &[u8],

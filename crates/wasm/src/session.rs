@@ -30,7 +30,7 @@ impl NativeSession {
     ) -> Result<NativeSession, JsError> {
         let o = options_from_json::<LoadOptions>(opts.as_deref()).map_err(err)?;
         Ok(NativeSession {
-            inner: Session::from_bytes(bytes, &o, path).map_err(err)?,
+            inner: Session::from_file_bytes(bytes, &o, path).map_err(err)?,
         })
     }
 
@@ -134,38 +134,47 @@ impl NativeSession {
     }
 }
 
-/// Collects a session's bytes chunk by chunk (from a `Blob` read in slices).
+/// Collects a session's bytes chunk by chunk (from a `Blob` read in slices),
+/// refusing as soon as they are more than `maxFileBytes` allows.
 #[wasm_bindgen]
 pub struct NativeSessionBuilder {
     buf: Vec<u8>,
-}
-
-impl Default for NativeSessionBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
+    opts: LoadOptions,
 }
 
 #[wasm_bindgen]
 impl NativeSessionBuilder {
-    /// An empty builder.
+    /// An empty builder for a load with `opts` (JSON load options).
     #[wasm_bindgen(constructor)]
-    pub fn new() -> NativeSessionBuilder {
-        NativeSessionBuilder { buf: Vec::new() }
+    pub fn new(opts: Option<String>) -> Result<NativeSessionBuilder, JsError> {
+        Ok(NativeSessionBuilder {
+            buf: Vec::new(),
+            opts: options_from_json(opts.as_deref()).map_err(err)?,
+        })
     }
 
     /// Makes room for `bytes` more bytes at once (the size of the file being
-    /// read), so the buffer is not grown, and copied, as it fills. Memory
-    /// that cannot be had is not an error here: the pushes then grow it.
-    pub fn reserve(&mut self, bytes: f64) {
-        if bytes.is_finite() && bytes > 0.0 && bytes < usize::MAX as f64 {
-            let _ = self.buf.try_reserve_exact(bytes as usize);
+    /// read), so the buffer is not grown, and copied, as it fills. A size past
+    /// `maxFileBytes` is `LIMIT_EXCEEDED` before anything is read; memory that
+    /// cannot be had is not an error here: the pushes then grow it.
+    pub fn reserve(&mut self, bytes: f64) -> Result<(), JsError> {
+        if bytes.is_finite() && bytes > 0.0 {
+            self.opts.check_file_size(bytes as u64).map_err(err)?;
+            if bytes < usize::MAX as f64 {
+                let _ = self.buf.try_reserve_exact(bytes as usize);
+            }
         }
+        Ok(())
     }
 
-    /// Appends a chunk.
-    pub fn push(&mut self, chunk: &[u8]) {
+    /// Appends a chunk (`LIMIT_EXCEEDED` once the bytes are more than
+    /// `maxFileBytes` allows: a `Blob` may hold more than its size claimed).
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsError> {
+        self.opts
+            .check_file_size((self.buf.len() + chunk.len()) as u64)
+            .map_err(err)?;
         self.buf.extend_from_slice(chunk);
+        Ok(())
     }
 
     /// Loads the collected bytes as a session.

@@ -188,6 +188,7 @@ pub fn import_session_with(
     now_iso: &str,
     limits: &LimitOptions,
 ) -> Result<(String, ImportSummary)> {
+    limits.load_options().check_file_size(bytes.len() as u64)?;
     let format = match format {
         ImportFormat::Auto => detect_with(bytes, limits)?,
         // A format given that the content plainly contradicts is refused

@@ -666,3 +666,67 @@ fn pointers_to_pointers_resolve_as_in_the_full_load() {
         }
     }
 }
+
+/// `maxFileBytes` bounds every read of a whole file handed in: a full load
+/// of bytes, a lazy resume that must read a gzip or version 1 file whole, and
+/// an import; a file of exactly the limit loads. (The file store checks the size before
+/// it reads: crates/fs/src/io.rs.)
+#[test]
+fn max_file_bytes_bounds_every_whole_read() {
+    use std::io::Write;
+    let plain = file(&[]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&plain).unwrap();
+    let gz = gz.finish().unwrap();
+    let v1 = b"{\"type\":\"session\",\"id\":\"s1\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n".to_vec();
+    for bytes in [&plain, &gz, &v1] {
+        let n = bytes.len() as u64;
+        let limit = |max_file_bytes| LoadOptions {
+            max_file_bytes,
+            ..LoadOptions::default()
+        };
+        let load = |max_file_bytes| {
+            forkpoint_core::Session::from_file_bytes(bytes.clone(), &limit(max_file_bytes), None)
+        };
+        assert!(load(n).is_ok());
+        let e = load(n - 1).unwrap_err();
+        assert_eq!(e.code, ErrorCode::LimitExceeded, "{e}");
+        assert!(e.message.contains("maxFileBytes"), "{e}");
+        // The stores' own loads of their sessions are not files handed in.
+        assert!(forkpoint_core::Session::from_bytes(bytes.clone(), &limit(n - 1), None).is_ok());
+        let limits = forkpoint_core::LimitOptions {
+            max_file_bytes: n - 1,
+            ..Default::default()
+        };
+        let e = forkpoint_core::normalize::import::import_session_with(
+            bytes,
+            forkpoint_core::normalize::import::ImportFormat::Auto,
+            None,
+            "2026-01-01T00:00:00.000Z",
+            &limits,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::LimitExceeded, "{e}");
+    }
+    // Lazily: the tail of a plain version 3 file is read whatever its size;
+    // a file read whole is held to the limit.
+    let lazy = |b: &[u8], max_file_bytes| {
+        lazy_bounded(
+            b,
+            LazyOptions {
+                max_file_bytes,
+                ..LazyOptions::default()
+            },
+            None,
+        )
+    };
+    assert!(lazy(&plain, 1).is_ok());
+    for b in [&gz, &v1] {
+        assert!(lazy(b, b.len() as u64).is_ok());
+        let Err(e) = lazy(b, b.len() as u64 - 1) else {
+            panic!("a file past maxFileBytes was read");
+        };
+        assert_eq!(e.code, ErrorCode::LimitExceeded, "{e}");
+        assert!(e.message.contains("maxFileBytes"), "{e}");
+    }
+}

@@ -578,6 +578,13 @@ fn importing_a_gzip_bomb_stops_at_the_limits() {
             },
             "maxLineBytes",
         ),
+        (
+            forkpoint_core::LimitOptions {
+                max_file_bytes: bomb.len() as u64 - 1,
+                ..Default::default()
+            },
+            "maxFileBytes",
+        ),
     ] {
         let o = ImportOptions {
             limits: limits.clone(),
