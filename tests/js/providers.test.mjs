@@ -428,3 +428,80 @@ test('a request given up right after its body was taken: the next request still 
     await srv.close();
   }
 });
+
+/**
+ * A server in front of `srv` that answers every request under /old with
+ * `status` to the same path under `to` (default: /new on itself), and passes
+ * requests under /new on to `srv`.
+ */
+async function redirecting(srv, status, to) {
+  const http = await import('node:http');
+  const hops = [];
+  const server = http.createServer((req, res) => {
+    if (req.url.startsWith('/old')) {
+      hops.push(req.url);
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(status, { location: (to ?? '/new') + req.url.slice(4) });
+        res.end();
+      });
+      return;
+    }
+    const target = new URL(srv.url);
+    const up = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url.replace(/^\/new/, ''), headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode, r.headers);
+      r.pipe(res);
+    });
+    req.pipe(up);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${server.address().port}`, hops, close: () => new Promise((r) => server.close(r)) };
+}
+
+test('redirects of a request sent as a stream (Node, in parts): a 307/308 on the same origin is followed with the same body; another origin or a 302 is PROVIDER_PROTOCOL, not retried', async () => {
+  // What fetch is given: the agent's second request goes out in parts, as a stream.
+  const realFetch = globalThis.fetch;
+  const bodies = [];
+  globalThis.fetch = (url, init) => {
+    bodies.push(init?.body instanceof ReadableStream ? 'stream' : typeof init?.body);
+    return realFetch(url, init);
+  };
+  const big = 'x'.repeat(3 << 20);
+  const srv = await startProviderServer({ provider: 'anthropic', requireKey: KEY, script: [{ turn: { text: 'one' } }, { turn: { text: 'two' } }, { turn: { text: 'three' } }] });
+  const other = await startProviderServer({ provider: 'anthropic', script: [] });
+  try {
+    for (const status of [307, 308]) {
+      const r = await redirecting(srv, status);
+      const agent = await Agent.create({ model: provider('anthropic', { url: `${r.url}/old` }) }, { store: freshStore(), toolRegistry: tools() });
+      const seen = srv.requests.length;
+      assert.equal((await agent.chat(big)).text, status === 307 ? 'one' : 'three');
+      if (status === 307) assert.equal((await agent.chat('and again')).text, 'two');
+      await agent.close();
+      assert.ok(bodies.includes('stream'), `a request went out as a stream: ${bodies}`);
+      const got = srv.requests.slice(seen);
+      assert.equal(got.length, status === 307 ? 2 : 1, 'each request reached the server once');
+      assert.ok(JSON.stringify(got[0].body.messages[0]).includes(big), 'the whole body followed the redirect');
+      assert.equal(r.hops.length, got.length);
+      await r.close();
+    }
+    // To another origin: the key is not sent there, and the error names where.
+    const cross = await redirecting(srv, 307, `${other.url}/new`);
+    const agent = await Agent.create({ model: provider('anthropic', { url: `${cross.url}/old` }) }, { store: freshStore(), toolRegistry: tools() });
+    const e = await rejectsCode(agent.chat(big), 'PROVIDER_PROTOCOL');
+    assert.match(e.message, /another origin/);
+    assert.equal(other.requests.length, 0, 'nothing reached the other origin');
+    assert.equal(cross.hops.length, 1, 'not retried');
+    await agent.close();
+    await cross.close();
+    const moved = await redirecting(srv, 302);
+    const a2 = await Agent.create({ model: provider('anthropic', { url: `${moved.url}/old` }) }, { store: freshStore(), toolRegistry: tools() });
+    const e2 = await rejectsCode(a2.chat(big), 'PROVIDER_PROTOCOL');
+    assert.match(e2.message, /302.*GET.*set baseURL/);
+    await a2.close();
+    await moved.close();
+  } finally {
+    globalThis.fetch = realFetch;
+    await srv.close();
+    await other.close();
+  }
+});

@@ -223,6 +223,56 @@ export function createProviders(native: NativeProviderLike) {
       return [...(k === undefined ? [] : [k]), ...Object.values(opts.headers ?? {}).map(String)];
     };
 
+    /**
+     * POSTs `body` to `url`. Node's fetch cannot follow a redirect of a body
+     * in bytes: a stream (parts) cannot be sent twice, and Node 20's undici
+     * fails on a `Uint8Array` ("detached ArrayBuffer"), both as "fetch
+     * failed". So in Node a 307 or 308 to the same origin is followed here as
+     * fetch follows it elsewhere (the same method and body, sent again, at
+     * most 5 times), and any other redirect is PROVIDER_PROTOCOL naming where
+     * it points (fetch would turn the POST into a GET, and the API key is not
+     * sent to another origin). Elsewhere fetch follows redirects itself.
+     */
+    async function post(url: string, headers: Record<string, string>, body: WireRequest['body'], signal: AbortSignal): Promise<Response> {
+      for (let hop = 0; ; hop++) {
+        const b = fetchBody(body, streams);
+        const init: RequestInit & { duplex?: 'half' } = { method: 'POST', headers, body: b.body, signal };
+        if (b.length !== undefined) {
+          init.headers = { ...headers, 'content-length': String(b.length) };
+          init.duplex = 'half';
+        }
+        if (!streams) return doFetch(url, init);
+        init.redirect = 'manual';
+        const res = await doFetch(url, init);
+        if (![301, 302, 303, 307, 308].includes(res.status)) return res;
+        await res.body?.cancel().catch(() => {});
+        const location = res.headers.get('location');
+        let next: URL | null = null;
+        try {
+          next = location === null ? null : new URL(location, url);
+        } catch {
+          // not a URL: said below
+        }
+        const sameOrigin = next !== null && next.origin === new URL(url).origin;
+        if ((res.status === 307 || res.status === 308) && sameOrigin && hop < 5) {
+          url = next!.href;
+          continue;
+        }
+        const why =
+          next === null
+            ? `without a usable location (${JSON.stringify(location)})`
+            : !sameOrigin
+              ? `to another origin, ${next.origin} (the API key is not sent there)`
+              : hop >= 5
+                ? 'more than 5 times'
+                : `with ${res.status}, which would turn the POST into a GET`;
+        throw new ForkpointError({
+          code: 'PROVIDER_PROTOCOL',
+          message: `${host} redirected the request ${why}${next ? `: set baseURL to the address it names, ${next.href}` : ''}`,
+        });
+      }
+    }
+
     async function send(req: WireRequest, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
       const secret = secrets();
       const apiKey = key();
@@ -246,16 +296,12 @@ export function createProviders(native: NativeProviderLike) {
         };
         let res: Response;
         try {
-          const b = fetchBody(req.body, streams);
-          const init: RequestInit & { duplex?: 'half' } = { method: 'POST', headers, body: b.body, signal: ac.signal };
-          if (b.length !== undefined) {
-            init.headers = { ...headers, 'content-length': String(b.length) };
-            init.duplex = 'half';
-          }
-          res = await doFetch(baseURL + req.path, init);
+          res = await post(baseURL + req.path, headers, req.body, ac.signal);
         } catch (e) {
           done();
           if (signal.aborted) throw aborted();
+          // A redirect that cannot be followed: the same at every attempt.
+          if (e instanceof ForkpointError) throw e;
           const why = timedOut ? `no answer in ${timeoutMs} ms` : describe(e);
           const err = new ForkpointError({ code: 'PROVIDER_UNAVAILABLE', message: scrub(`cannot reach ${host}: ${why}`, secret) });
           if (attempt >= maxRetries) throw err;
