@@ -5,11 +5,14 @@ use forkpoint_core::{Error, ErrorCode};
 /// The forkpoint error for a failed PostgreSQL call made while doing `what`.
 pub(crate) fn pg_error(e: &postgres::Error, what: &str) -> Error {
     if let Some(tls) = tls_cause(e) {
+        let hint = if matches!(tls, rustls::Error::InvalidCertificate(_)) {
+            " (sslmode=verify-ca and verify-full check the server's certificate against sslrootcert's; verify-full also checks that it is made out to the host)"
+        } else {
+            ""
+        };
         return Error::new(
             ErrorCode::StoreUnavailable,
-            format!(
-                "{what}: the TLS handshake with the PostgreSQL server failed: {tls} (sslmode=verify-ca and verify-full check the server's certificate against sslrootcert's; verify-full also checks that it is made out to the host)"
-            ),
+            format!("{what}: the TLS handshake with the PostgreSQL server failed: {tls}{hint}"),
         );
     }
     let Some(db) = e.as_db_error() else {
@@ -84,18 +87,18 @@ fn with_causes(e: &postgres::Error) -> String {
 
 /// The rustls error a failed connection carries, if any (tokio-rustls gives
 /// it inside an `io::Error`, whose `source` skips it).
-fn tls_cause(e: &postgres::Error) -> Option<String> {
+fn tls_cause(e: &postgres::Error) -> Option<&rustls::Error> {
     let mut at: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(err) = at {
         if let Some(r) = err.downcast_ref::<rustls::Error>() {
-            return Some(r.to_string());
+            return Some(r);
         }
         if let Some(r) = err
             .downcast_ref::<std::io::Error>()
             .and_then(|io| io.get_ref())
             .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         {
-            return Some(r.to_string());
+            return Some(r);
         }
         at = err.source();
     }

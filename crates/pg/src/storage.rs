@@ -487,8 +487,7 @@ impl PgStorage {
             }
         }
         config.options(options.trim());
-        config.ssl_mode(ssl_mode);
-        let config = Connector::new(config, tls);
+        let config = Connector::new(crate::tls::checked(config, ssl_mode)?, tls);
         let pool = Pool::new(config.clone(), o.pool_size);
         pool.with(|c| migrate(c, &o.schema))?;
         let host = o.host.clone().unwrap_or_else(host_name);

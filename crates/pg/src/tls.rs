@@ -16,10 +16,14 @@
 //! default file `~/.postgresql/root.crt` when it exists; `sslrootcert=system`
 //! takes the platform's trusted ones and requires `verify-full`, as in libpq.
 //! `sslcert` and `sslkey` (PEM files, both or neither) give a client
-//! certificate. Differences from libpq: `allow` tries TLS first (tokio-postgres
-//! has no plain-first mode); `prefer` does not fall back to a plain
-//! connection when the TLS handshake fails; client certificates are only
-//! read from the files named (no default files, no `sslpassword`).
+//! certificate. As in libpq, TLS is not used on Unix sockets ([`checked`]).
+//! Differences from libpq: `allow` tries TLS first (tokio-postgres has no
+//! plain-first mode); `prefer` does not fall back to a plain connection when
+//! the TLS handshake fails; client certificates are only read from the files
+//! named (no default files, no `sslpassword`, no check of the key file's
+//! mode); `verify-full` matches subject alternative names only (webpki: no
+//! fallback to a CN-only certificate's common name); no environment
+//! variable is read (`PGSSLMODE`…), as tokio-postgres reads none.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -60,63 +64,112 @@ impl Settings {
     }
 }
 
-/// `url` without its TLS settings, and the settings. Text that is not a
-/// connection string is given back whole, for tokio-postgres to say why.
+/// `url` without its TLS settings, and the settings. The string is cut
+/// into parameters exactly as tokio-postgres cuts it (a URL's credentials run
+/// to its first `@`, its parameters are `key=value` up to `&`; pairs are
+/// separated by any Unicode whitespace, a backslash escapes the next
+/// character), so that what is taken out is what tokio-postgres would have
+/// read; [`checked`] then makes sure no `sslmode` was left for it. Text that
+/// is not a connection string is given back whole, for tokio-postgres to
+/// say why.
 pub(crate) fn split(url: &str) -> Result<(String, Settings)> {
     let mut s = Settings::default();
-    let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
-    if is_url {
-        let Some((base, query)) = url.split_once('?') else {
+    let Some(rest) = url
+        .strip_prefix("postgres://")
+        .or_else(|| url.strip_prefix("postgresql://"))
+    else {
+        let Some(pairs) = pairs(url) else {
             return Ok((url.to_string(), s));
         };
         let mut kept = Vec::new();
-        for piece in query.split('&') {
-            let (k, v) = piece.split_once('=').unwrap_or((piece, ""));
-            let k = percent_decoded(k)?;
-            if KEYS.contains(&k.as_str()) {
-                s.set(&k, percent_decoded(v)?);
+        for (k, v, raw) in pairs {
+            if KEYS.contains(&k) {
+                s.set(k, v);
             } else {
-                kept.push(piece);
+                kept.push(raw);
             }
         }
-        let rest = if kept.is_empty() {
-            base.to_string()
-        } else {
-            format!("{base}?{}", kept.join("&"))
-        };
-        return Ok((rest, s));
-    }
-    let Some(pairs) = pairs(url) else {
+        return Ok((kept.join(" "), s));
+    };
+    // Credentials end at the first `@` anywhere; the parameters start at the
+    // first `?` after them.
+    let after_creds = rest.find('@').map_or(0, |at| at + 1);
+    let Some(q) = rest[after_creds..].find('?') else {
         return Ok((url.to_string(), s));
     };
+    let query_at = url.len() - rest.len() + after_creds + q;
+    let (base, query) = (&url[..query_at], &url[query_at + 1..]);
     let mut kept = Vec::new();
-    for (k, v, raw) in pairs {
-        if KEYS.contains(&k.as_str()) {
-            s.set(&k, v);
+    let mut left = query;
+    while !left.is_empty() {
+        let Some(eq) = left.find('=') else {
+            // "unterminated parameter": tokio-postgres refuses the string.
+            return Ok((url.to_string(), Settings::default()));
+        };
+        let end = left[eq + 1..].find('&').map_or(left.len(), |e| eq + 1 + e);
+        let piece = &left[..end];
+        left = left.get(end + 1..).unwrap_or("");
+        let key = percent_decoded(&piece[..eq], "a parameter's name")?;
+        if KEYS.contains(&key.as_str()) {
+            s.set(&key, percent_decoded(&piece[eq + 1..], &key)?);
         } else {
-            kept.push(raw);
+            kept.push(piece);
         }
     }
-    Ok((kept.join(" "), s))
+    let rest = if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    Ok((rest, s))
 }
 
-/// `%XX` escapes decoded (a URL's query parameter).
-fn percent_decoded(text: &str) -> Result<String> {
+/// `config` as parsed from what [`split`] left: `INVALID_INPUT` when it
+/// still sets `sslmode` (the two readings of the string differed: the mode
+/// asked for must never be lost). Then, as libpq: a server named only by
+/// `hostaddr` is named by it for TLS too (tokio-postgres needs a name for the
+/// handshake; `verify-full` checks the address against the certificate), and
+/// TLS is not used on Unix sockets.
+pub(crate) fn checked(mut config: Config, ssl: SslMode) -> Result<Config> {
+    if config.get_ssl_mode() != SslMode::Prefer {
+        return Err(Error::invalid_input(
+            "the PostgreSQL connection string's sslmode could not be read unambiguously (check its quoting and escapes)",
+        ));
+    }
+    if config.get_hosts().is_empty() {
+        let addrs: Vec<String> = config
+            .get_hostaddrs()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        for a in addrs {
+            config.host(&a);
+        }
+    }
+    let only_sockets = !config.get_hosts().is_empty()
+        && config
+            .get_hosts()
+            .iter()
+            .all(|h| !matches!(h, postgres::config::Host::Tcp(_)));
+    config.ssl_mode(if only_sockets { SslMode::Disable } else { ssl });
+    Ok(config)
+}
+
+/// `%XX` escapes decoded (a URL's parameter). The text is not repeated in
+/// an error: it may be part of a password.
+fn percent_decoded(text: &str, what: &str) -> Result<String> {
     let b = text.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' {
-            let hex = b
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok());
-            let Some(byte) = hex else {
+            let hex = |j: usize| b.get(j).and_then(|c| (*c as char).to_digit(16));
+            let (Some(hi), Some(lo)) = (hex(i + 1), hex(i + 2)) else {
                 return Err(Error::invalid_input(format!(
-                    "the PostgreSQL connection string is not valid: a bad %-escape in {text:?}"
+                    "the PostgreSQL connection string is not valid: a bad %-escape in {what}"
                 )));
             };
-            out.push(byte);
+            out.push((hi * 16 + lo) as u8);
             i += 3;
         } else {
             out.push(b[i]);
@@ -125,72 +178,66 @@ fn percent_decoded(text: &str) -> Result<String> {
     }
     String::from_utf8(out).map_err(|_| {
         Error::invalid_input(format!(
-            "the PostgreSQL connection string is not valid: {text:?} is not UTF-8 once decoded"
+            "the PostgreSQL connection string is not valid: {what} is not UTF-8 once decoded"
         ))
     })
 }
 
-/// libpq's `key = value` pairs: each key, its value (quotes and backslash
-/// escapes undone) and its text as written; `None` when the text is not
-/// pairs.
-fn pairs(text: &str) -> Option<Vec<(String, String, &str)>> {
-    let b = text.as_bytes();
-    let ws = |c: u8| c.is_ascii_whitespace();
+/// libpq's `key = value` pairs as tokio-postgres reads them: each key, its
+/// value (quotes and backslash escapes undone; a backslash at the end is
+/// dropped) and its text as written; `None` when tokio-postgres would refuse
+/// the text. Parsing stops, as there, at a `=` where a key should start.
+fn pairs(text: &str) -> Option<Vec<(&str, String, &str)>> {
     let mut out = Vec::new();
-    let mut i = 0;
+    let mut it = text.char_indices().peekable();
+    let skip_ws = |it: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
+        while it.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+    };
+    let at = |it: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
+        it.peek().map_or(text.len(), |(i, _)| *i)
+    };
     loop {
-        while i < b.len() && ws(b[i]) {
-            i += 1;
-        }
-        if i == b.len() {
+        skip_ws(&mut it);
+        let start = at(&mut it);
+        while it
+            .next_if(|(_, c)| !c.is_whitespace() && *c != '=')
+            .is_some()
+        {}
+        let key = &text[start..at(&mut it)];
+        if key.is_empty() {
             return Some(out);
         }
-        let start = i;
-        while i < b.len() && !ws(b[i]) && b[i] != b'=' {
-            i += 1;
-        }
-        let key = text.get(start..i)?.to_string();
-        while i < b.len() && ws(b[i]) {
-            i += 1;
-        }
-        if key.is_empty() || b.get(i) != Some(&b'=') {
-            return None;
-        }
-        i += 1;
-        while i < b.len() && ws(b[i]) {
-            i += 1;
-        }
-        let mut value = Vec::new();
-        if b.get(i) == Some(&b'\'') {
-            i += 1;
+        skip_ws(&mut it);
+        it.next_if(|(_, c)| *c == '=')?;
+        skip_ws(&mut it);
+        let mut value = String::new();
+        if it.next_if(|(_, c)| *c == '\'').is_some() {
             loop {
-                match b.get(i)? {
-                    b'\'' => {
-                        i += 1;
-                        break;
+                match it.next()?.1 {
+                    '\'' => break,
+                    '\\' => {
+                        if let Some((_, c)) = it.next() {
+                            value.push(c);
+                        }
                     }
-                    b'\\' => {
-                        value.push(*b.get(i + 1)?);
-                        i += 2;
-                    }
-                    &c => {
-                        value.push(c);
-                        i += 1;
-                    }
+                    c => value.push(c),
                 }
             }
         } else {
-            while i < b.len() && !ws(b[i]) {
-                if b[i] == b'\\' {
-                    value.push(*b.get(i + 1)?);
-                    i += 2;
+            while let Some((_, c)) = it.next_if(|(_, c)| !c.is_whitespace()) {
+                if c == '\\' {
+                    if let Some((_, c)) = it.next() {
+                        value.push(c);
+                    }
                 } else {
-                    value.push(b[i]);
-                    i += 1;
+                    value.push(c);
                 }
             }
+            if value.is_empty() {
+                return None;
+            }
         }
-        out.push((key, String::from_utf8(value).ok()?, text.get(start..i)?));
+        out.push((key, value, &text[start..at(&mut it)]));
     }
 }
 
@@ -480,6 +527,8 @@ impl ServerCertVerifier for AnyName {
 
 #[cfg(test)]
 mod tests {
+    use std::str::FromStr;
+
     use super::*;
 
     fn settings(mode: &str, root: &str) -> Settings {
@@ -508,8 +557,96 @@ mod tests {
         );
         let (rest, s) = split("postgres://h/db").unwrap();
         assert_eq!((rest.as_str(), s), ("postgres://h/db", Settings::default()));
-        assert!(split("postgres://h/db?sslrootcert=%zz").is_err());
-        assert!(split("postgres://h/db?sslrootcert=%ff").is_err());
+        for bad in [
+            "postgres://h/db?sslrootcert=%zz",
+            "postgres://h/db?sslrootcert=%ff",
+            "postgres://h/db?sslrootcert=%+0",
+        ] {
+            let e = split(bad).unwrap_err();
+            let value = bad.rsplit('=').next().unwrap();
+            assert!(!e.message.contains(value), "the value is not repeated: {e}");
+        }
+    }
+
+    /// What `split` takes out is what tokio-postgres would have read: for
+    /// each string, the rest parses with no sslmode left in it, and the mode
+    /// found is the one the string sets.
+    #[test]
+    fn split_reads_as_tokio_postgres_reads() {
+        for (text, mode) in [
+            // A `?` or `=` in the password: credentials run to the first `@`.
+            ("postgres://u:pa?ss@h/db?sslmode=require", Some("require")),
+            (
+                "postgres://u:p?sslmode=disable@h/db?sslmode=require",
+                Some("require"),
+            ),
+            ("postgres://u:p?sslmode=disable@h/db", None),
+            (
+                "postgres://h/db?application_name=a&sslmode=verify-full&",
+                Some("verify-full"),
+            ),
+            (
+                "postgres://h/db?sslmode=require&sslmode=disable",
+                Some("disable"),
+            ),
+            // Any Unicode whitespace separates pairs.
+            ("host=h\u{a0}sslmode=require", Some("require")),
+            ("host=h\u{b}sslmode=require\u{3000}port=5", Some("require")),
+            // A backslash at the end is dropped; one inside escapes.
+            ("sslmode=require password=abc\\", Some("require")),
+            (
+                "password=a\\ sslmode=disable sslmode=require",
+                Some("require"),
+            ),
+            (
+                "password='a\\' sslmode=disable' sslmode=require",
+                Some("require"),
+            ),
+            ("password='x'sslmode=require", Some("require")),
+        ] {
+            let (rest, s) = split(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(s.mode.as_deref(), mode, "{text:?}");
+            let config =
+                Config::from_str(&rest).unwrap_or_else(|e| panic!("{text:?} → {rest:?}: {e}"));
+            assert_eq!(
+                config.get_ssl_mode(),
+                SslMode::Prefer,
+                "{text:?} → {rest:?}"
+            );
+            assert!(checked(config, SslMode::Require).is_ok());
+        }
+        // Where tokio-postgres would refuse the string, it is given back whole.
+        for text in [
+            "host=h password='open sslmode=require",
+            "sslmode=",
+            "postgres://h/db?sslmode",
+        ] {
+            let (rest, _) = split(text).unwrap();
+            assert_eq!(rest, text);
+            assert!(Config::from_str(&rest).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn checked_refuses_a_mode_left_behind_and_names_a_bare_address() {
+        let left = Config::from_str("host=h sslmode=require").unwrap();
+        assert!(checked(left, SslMode::Prefer).is_err());
+        let bare = checked(
+            Config::from_str("hostaddr=127.0.0.1").unwrap(),
+            SslMode::Require,
+        )
+        .unwrap();
+        assert_eq!(
+            bare.get_hosts(),
+            &[postgres::config::Host::Tcp("127.0.0.1".into())]
+        );
+        assert_eq!(bare.get_ssl_mode(), SslMode::Require);
+        let socket = checked(
+            Config::from_str("host=/run/postgresql").unwrap(),
+            SslMode::Require,
+        )
+        .unwrap();
+        assert_eq!(socket.get_ssl_mode(), SslMode::Disable);
     }
 
     #[test]
@@ -532,7 +669,7 @@ mod tests {
         let (_, s) = split("sslmode=require sslmode=disable").unwrap();
         assert_eq!(s.mode.as_deref(), Some("disable"));
         // Not pairs: given back whole for tokio-postgres to refuse.
-        for text in ["host", "host=h =x", "password='open"] {
+        for text in ["host", "password='open"] {
             let (rest, s) = split(text).unwrap();
             assert_eq!((rest.as_str(), s), (text, Settings::default()));
         }

@@ -772,11 +772,47 @@ fn tls_against_a_plain_server(c: &TestCluster) {
     ok("").unwrap();
     ok("sslmode=prefer").unwrap();
     ok("sslmode=disable").unwrap();
-    for mode in ["require", "verify-full sslrootcert=system"] {
-        let (kind, msg) = code(ok(&format!("sslmode={mode}")));
-        assert_eq!(kind, ErrorCode::StoreUnavailable, "{mode}: {msg}");
-        assert!(msg.contains("does not support TLS"), "{mode}: {msg}");
+    let (kind, msg) = code(ok("sslmode=require"));
+    assert_eq!(kind, ErrorCode::StoreUnavailable, "{msg}");
+    assert!(msg.contains("does not support TLS"), "{msg}");
+    // (A machine with no trusted roots at all refuses system before connecting.)
+    let (kind, msg) = code(ok("sslmode=verify-full sslrootcert=system"));
+    assert!(
+        (kind == ErrorCode::StoreUnavailable && msg.contains("does not support TLS"))
+            || (kind == ErrorCode::InvalidInput && msg.contains("no trusted CA")),
+        "{kind:?}: {msg}"
+    );
+    // Strings whose sslmode=require a looser reading would lose: each must
+    // still require TLS (or be refused), never connect in the clear.
+    let port = c.port();
+    for text in [
+        format!("postgres://postgres:pa?ss@127.0.0.1:{port}/postgres?sslmode=require"),
+        format!("postgres://postgres:p?sslmode=disable@127.0.0.1:{port}/postgres?sslmode=require"),
+        format!("host=127.0.0.1\u{a0}port={port} user=postgres sslmode=require"),
+        format!("host=127.0.0.1\u{b}port={port}\u{3000}user=postgres sslmode=require"),
+        format!("host=127.0.0.1 port={port} user=postgres sslmode=require password=abc\\"),
+        format!("hostaddr=127.0.0.1 port={port} user=postgres sslmode=require"),
+    ] {
+        let r = PgStorage::connect(PgOptions {
+            schema: new_schema("plain"),
+            ..PgOptions::new(text.clone())
+        });
+        let (kind, msg) = code(r);
+        assert!(
+            (kind == ErrorCode::StoreUnavailable && msg.contains("does not support TLS"))
+                || kind == ErrorCode::InvalidInput,
+            "{text:?}: {kind:?}: {msg}"
+        );
     }
+    // A server named only by its address still connects (in the clear, as
+    // the server has no TLS): the address names it for a handshake.
+    PgStorage::connect(PgOptions {
+        schema: new_schema("plain"),
+        ..PgOptions::new(format!(
+            "hostaddr=127.0.0.1 port={port} user=postgres dbname=postgres"
+        ))
+    })
+    .unwrap();
 }
 
 type Test = (&'static str, fn(&TestCluster));
