@@ -24,7 +24,9 @@ const LONG = Number(process.env.BENCH_PG_LONG ?? 1000);
 const THREADS = Number(process.env.BENCH_PG_THREADS ?? 8);
 
 const pg = await startCluster({ durable: true });
-const sql = async (q) => (await pg.psql(q)).trim();
+// The same over TLS (a cluster that refuses plain connections), verify-full.
+const tlsPg = await startCluster({ durable: true, tls: true });
+const tlsUrl = `postgres://postgres@localhost:${tlsPg.port}/postgres?hostaddr=127.0.0.1&sslmode=verify-full&sslrootcert=${encodeURIComponent(tlsPg.caFile)}`;
 
 function worker(args, onLine) {
   return new Promise((resolve, reject) => {
@@ -55,9 +57,12 @@ const walk = (d) => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.is
 async function throughput(kind) {
   const per = AGENTS / 2;
   const dir = kind === 'json' ? mkdtempSync(join(tmpdir(), 'fp-bench-pg-')) : undefined;
-  const schema = `bench_${kind}_${process.pid}`;
-  const base = kind === 'json' ? { dir } : { url: pg.url, schema };
-  if (kind === 'postgres') (await PostgresStore.open(pg.url, { schema })).close();
+  const schema = `bench_${kind.replace('-', '_')}_${process.pid}`;
+  const cluster = kind === 'postgres-tls' ? tlsPg : pg;
+  const url = kind === 'postgres-tls' ? tlsUrl : pg.url;
+  const sql = async (q) => (await cluster.psql(q)).trim();
+  const base = kind === 'json' ? { dir } : { url, schema };
+  if (kind !== 'json') (await PostgresStore.open(url, { schema })).close();
   const wal0 = await sql('SELECT pg_current_wal_lsn()');
   const t0 = performance.now();
   const res = await Promise.all([0, 1].map((w) => worker({ ...base, mode: 'steps', agents: per, steps: STEPS, prefix: `w${w}`, host: `host-${w}` })));
@@ -83,7 +88,8 @@ async function throughput(kind) {
 }
 
 const rows = [];
-for (const kind of ['postgres', 'json']) rows.push(await throughput(kind));
+for (const kind of ['postgres', 'postgres-tls', 'json']) rows.push(await throughput(kind));
+await tlsPg.stop();
 
 // A 1,000-step agent on PostgreSQL: per-step cost, then resume.
 const longSchema = `bench_long_${process.pid}`;
@@ -117,7 +123,7 @@ await new Promise((r) => setTimeout(r, 500));
 followProc.kill('SIGKILL');
 
 const f = (x, d = 1) => (x === null ? '—' : x.toFixed(d));
-const [p, j] = rows;
+const [p, t, j] = rows;
 console.log(`\nPostgresStore: ${AGENTS} agents over 2 worker processes (UV_THREADPOOL_SIZE=${THREADS}), ${STEPS} steps each (a step: a model call asking for one tool call and the tool's run, ten per chat turn), fsync on`);
 console.log('| store | steps | steps/s | step p50 ms | step p99 ms | stored bytes | conversation bytes | stored/conversation | events | events/s | WAL bytes/step |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
@@ -127,6 +133,7 @@ for (const r of rows) {
   );
 }
 console.log(`\nPostgreSQL vs JSONStore, steps/s: ${f(p.stepsPerS / j.stepsPerS, 2)}×`);
+console.log(`PostgreSQL over TLS (verify-full) vs plain, steps/s: ${f(t.stepsPerS / p.stepsPerS, 2)}×`);
 console.log(`\n1,000-step agent on PostgreSQL: mean step ${f(first, 2)} ms (steps 1–100) → ${f(last, 2)} ms (steps ${LONG - 99}–${LONG}): ${f(last / first, 2)}×`);
 console.log(`resume of the ${LONG}-step agent: median ${f(q(resumes, 0.5), 2)} ms (of ${resumes.length})`);
 console.log(`cross-process delivery (emit on worker A → subscriber on worker B, ${delays.length} events, ms resolution): p50 ${q(delays, 0.5)} ms, p99 ${q(delays, 0.99)} ms`);
