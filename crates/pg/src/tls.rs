@@ -308,20 +308,19 @@ impl Tls {
             (Check::None, Some(_)) => Check::Chain,
             (c, _) => c,
         };
-        let verifier: Arc<dyn ServerCertVerifier> = match roots {
-            None => Arc::new(Unchecked(provider.clone())),
-            Some(roots) => {
-                let webpki =
-                    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-                        .build()
-                        .map_err(|e| bad(format!("the root certificates cannot be used: {e}")))?;
-                if check == Check::Full {
-                    webpki
-                } else {
-                    Arc::new(AnyName(webpki))
-                }
-            }
+        let chain = match roots {
+            None => None,
+            Some(roots) => Some(
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                    .build()
+                    .map_err(|e| bad(format!("the root certificates cannot be used: {e}")))?,
+            ),
         };
+        let verifier = Arc::new(Checks {
+            chain,
+            name: check == Check::Full,
+            provider: provider.clone(),
+        });
         let builder = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::internal(format!("rustls: {e}")))?
@@ -426,22 +425,36 @@ fn system_roots() -> Result<RootCertStore> {
     Ok(roots)
 }
 
-/// `prefer`, `allow` and `require` without a root certificate: any
-/// certificate, as libpq (the handshake's signatures are still checked, so
-/// the connection is encrypted to whoever holds the certificate's key).
+/// What is checked of the server's certificate: nothing (`prefer`, `allow`
+/// and `require` without a root certificate, as libpq), its chain
+/// (`verify-ca`), or its chain and name (`verify-full`). The handshake's
+/// signatures are always checked, so the connection is encrypted to whoever
+/// holds the certificate's key.
 #[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
+struct Checks {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    name: bool,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for Unchecked {
+impl ServerCertVerifier for Checks {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) if !self.name => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
@@ -454,7 +467,7 @@ impl ServerCertVerifier for Unchecked {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -468,60 +481,14 @@ impl ServerCertVerifier for Unchecked {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// `verify-ca`: the chain is checked, the name the certificate is made out
-/// to is not.
-#[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyName {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

@@ -20,6 +20,8 @@ use forkpoint_pg::testing::TestCluster;
 use forkpoint_pg::{PgOptions, PgStorage, SCHEMA_VERSION};
 use pollster::block_on;
 
+mod runner;
+
 static SCHEMAS: AtomicU32 = AtomicU32::new(0);
 
 fn new_schema(prefix: &str) -> String {
@@ -816,13 +818,9 @@ fn tls_against_a_plain_server(c: &TestCluster) {
 }
 
 type Test = (&'static str, fn(&TestCluster));
-type Boxed = Box<dyn Fn(&TestCluster)>;
 
 fn main() {
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let filter = runner::filter();
     let t0 = Instant::now();
     let mut cluster = match TestCluster::start() {
         Ok(c) => c,
@@ -837,7 +835,7 @@ fn main() {
         t0.elapsed()
     );
 
-    let mut tests: Vec<(String, Boxed)> = Vec::new();
+    let mut tests: runner::Tests<TestCluster> = Vec::new();
     for name in contract::CHECKS {
         let name = *name;
         tests.push((
@@ -897,31 +895,10 @@ fn main() {
         tests.push((name.to_string(), Box::new(f)));
     }
 
-    let mut failed = Vec::new();
-    let mut ran = 0;
-    for (name, f) in &tests {
-        if !filter.is_empty() && !filter.iter().any(|w| name.contains(w.as_str())) {
-            continue;
-        }
-        ran += 1;
-        let t = Instant::now();
-        let r = catch_unwind(AssertUnwindSafe(|| f(&cluster)));
-        let took = t.elapsed();
-        match r {
-            Ok(()) => println!("test {name} ... ok ({took:?})"),
-            Err(_) => {
-                println!("test {name} ... FAILED ({took:?})");
-                failed.push(name.clone());
-            }
-        }
-    }
+    let (mut ran, mut failed) = runner::run(&tests, &cluster, &filter);
 
     // Last: the server goes away under a connected store.
-    if filter.is_empty()
-        || filter
-            .iter()
-            .any(|w| "server_gone_is_store_unavailable".contains(w.as_str()))
-    {
+    if runner::chosen(&filter, "server_gone_is_store_unavailable") {
         ran += 1;
         let r = catch_unwind(AssertUnwindSafe(|| {
             let s = store(&cluster, &new_schema("gone"), "h", 10_000);
@@ -942,14 +919,5 @@ fn main() {
         }
     }
     drop(cluster);
-    println!(
-        "\n{} passed, {} failed, in {:?}",
-        ran - failed.len(),
-        failed.len(),
-        t0.elapsed()
-    );
-    if !failed.is_empty() {
-        println!("failed: {failed:?}");
-        std::process::exit(1);
-    }
+    runner::report(ran, &failed, t0);
 }

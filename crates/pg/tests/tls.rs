@@ -8,7 +8,6 @@
 //! A plain `main`, as `pg.rs`; `cargo test -p forkpoint-pg --test tls -- WORD`
 //! runs the tests whose name contains WORD.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -22,6 +21,8 @@ use pollster::block_on;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
+
+mod runner;
 
 static SCHEMAS: AtomicU32 = AtomicU32::new(0);
 
@@ -383,7 +384,6 @@ fn system_roots(env: &Env) {
 }
 
 type Test = (&'static str, fn(&Env));
-type Boxed = Box<dyn Fn(&Env)>;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -396,7 +396,7 @@ fn main() {
             }
         }
     }
-    let filter: Vec<String> = args.into_iter().filter(|a| !a.starts_with('-')).collect();
+    let filter = runner::filter();
     let t0 = Instant::now();
     let (server, files) = make_certificates();
     let cluster = match TestCluster::start_tls(&server) {
@@ -415,7 +415,7 @@ fn main() {
         cluster.port(),
         t0.elapsed()
     );
-    let mut tests: Vec<(String, Boxed)> = Vec::new();
+    let mut tests: runner::Tests<Env> = Vec::new();
     for name in contract::CHECKS {
         let name = *name;
         tests.push((
@@ -434,31 +434,8 @@ fn main() {
         let f = *f;
         tests.push((name.to_string(), Box::new(f)));
     }
-    let mut failed = Vec::new();
-    let mut ran = 0;
-    for (name, f) in &tests {
-        if !filter.is_empty() && !filter.iter().any(|w| name.contains(w.as_str())) {
-            continue;
-        }
-        ran += 1;
-        let t = Instant::now();
-        match catch_unwind(AssertUnwindSafe(|| f(&env))) {
-            Ok(()) => println!("test {name} ... ok ({:?})", t.elapsed()),
-            Err(_) => {
-                println!("test {name} ... FAILED ({:?})", t.elapsed());
-                failed.push(name.clone());
-            }
-        }
-    }
+    let (ran, failed) = runner::run(&tests, &env, &filter);
+    drop((tests, env));
     drop(cluster);
-    println!(
-        "\n{} passed, {} failed, in {:?}",
-        ran - failed.len(),
-        failed.len(),
-        t0.elapsed()
-    );
-    if !failed.is_empty() {
-        println!("failed: {failed:?}");
-        std::process::exit(1);
-    }
+    runner::report(ran, &failed, t0);
 }
