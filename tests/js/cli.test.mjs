@@ -168,6 +168,21 @@ test('the interactive selector in a real terminal (a pty through script(1)): arr
   await a.close();
 });
 
+test('inspect and import take --max-file-bytes: a file past it is LIMIT_EXCEEDED before it is read, naming the file; at it, read', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fp-cli-'));
+  const file = join(dir, 's.jsonl');
+  writeFileSync(file, '{"type":"session","version":3,"id":"s-1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n');
+  const n = String(readFileSync(file).length);
+  for (const cmd of [['inspect'], ['import', '--dir', dir]]) {
+    const r = run(dir, ...cmd, file, '--max-file-bytes', String(Number(n) - 1));
+    assert.equal(r.code, 1, r.err);
+    assert.match(r.err, new RegExp(`^forkpoint: LIMIT_EXCEEDED: .*maxFileBytes.* \\(${file.replace(/[.]/g, '\\.')}\\)\n$`));
+    const ok = run(dir, ...cmd, file, '--max-file-bytes', n);
+    assert.equal(ok.code, 0, ok.err);
+  }
+  assert.equal(run(dir, 'inspect', file, '--max-file-bytes', '1e9').code, 2, 'a usage error: a byte count, not a number in another form');
+});
+
 test('errors print where they are: path, line and byte offset when the error has them', () => {
   const dir = mkdtempSync(join(tmpdir(), 'fp-cli-'));
   const file = join(dir, 'bad.jsonl');

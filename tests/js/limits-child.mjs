@@ -64,6 +64,15 @@ if (['store', 'web-import', 'web-open', 'store-blob', 'web-import-blob', 'web-bl
       for (const i of list) if (i.path !== path && i.error) throw Object.assign(new Error(`${i.path}: ${i.error.message}`), { code: 'OTHER_FAILED' });
     },
     import: () => fp.importSession(path, { ...opts, to: out() }),
+    // With progress the file is read by the TypeScript layer: still refused before a byte of it.
+    'import-progress': () =>
+      fp.importSession(path, {
+        ...opts,
+        to: out(),
+        onProgress: (p) => {
+          if (p.phase === 'read') throw Object.assign(new Error('read before the limit was checked'), { code: 'READ_FIRST' });
+        },
+      }),
     writer: () => fp.SessionWriter.open(path, opts),
     incremental: () => new fp.IncrementalSessionLoader(path, 10, opts).loadNextBatch(),
     migrate: () => fp.SessionMigrator.migrate(path, 'anthropic', 'openai', out()),

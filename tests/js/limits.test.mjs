@@ -102,12 +102,12 @@ test('maxFileBytes: a 5 GiB file is refused before it is read (default 4 GiB); a
   const huge = join(mkdtempSync(join(tmpdir(), 'fp-limits-')), 'huge.jsonl');
   writeFileSync(huge, HEADER);
   truncateSync(huge, 5 * 1024 * MiB);
-  for (const op of ['open', 'import']) {
+  for (const op of ['open', 'import', 'import-progress']) {
     const r = await expectBounded(op, huge, undefined, 'LIMIT_EXCEEDED', 'maxFileBytes');
     assert.match(r.message, /5368709120 bytes/, op);
   }
   // The gzip bomb is 3 MB on disk: under a 1 MiB limit, refused as a file.
-  for (const op of ['open', 'lazy', 'import', 'web-open', 'web-import', 'store', 'web-blob', 'store-blob', 'web-import-blob']) {
+  for (const op of ['open', 'lazy', 'import', 'import-progress', 'web-open', 'web-import', 'store', 'web-blob', 'store-blob', 'web-import-blob']) {
     await expectBounded(op, big, { maxFileBytes: MiB }, 'LIMIT_EXCEEDED', 'maxFileBytes');
   }
   // At the limit exactly, a file loads.

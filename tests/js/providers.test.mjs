@@ -442,7 +442,7 @@ async function redirecting(srv, status, to) {
       hops.push(req.url);
       req.resume();
       req.on('end', () => {
-        res.writeHead(status, { location: (to ?? '/new') + req.url.slice(4) });
+        res.writeHead(status, to === null ? {} : { location: (to ?? '/new') + req.url.slice(4) });
         res.end();
       });
       return;
@@ -458,47 +458,58 @@ async function redirecting(srv, status, to) {
   return { url: `http://127.0.0.1:${server.address().port}`, hops, close: () => new Promise((r) => server.close(r)) };
 }
 
-test('redirects of a request sent as a stream (Node, in parts): a 307/308 on the same origin is followed with the same body; another origin or a 302 is PROVIDER_PROTOCOL, not retried', async () => {
-  // What fetch is given: the agent's second request goes out in parts, as a stream.
+test('redirects in Node: a 307/308 on the same origin is followed with the same body (as one buffer and as a stream of parts); another origin, a 302, no location or a 6th hop are PROVIDER_PROTOCOL, not retried', async () => {
+  // What fetch is given: an agent's later requests go out in parts, as a stream.
   const realFetch = globalThis.fetch;
-  const bodies = [];
+  let bodies = [];
   globalThis.fetch = (url, init) => {
-    bodies.push(init?.body instanceof ReadableStream ? 'stream' : typeof init?.body);
+    bodies.push(init?.body instanceof ReadableStream ? 'stream' : 'bytes');
     return realFetch(url, init);
   };
   const big = 'x'.repeat(3 << 20);
-  const srv = await startProviderServer({ provider: 'anthropic', requireKey: KEY, script: [{ turn: { text: 'one' } }, { turn: { text: 'two' } }, { turn: { text: 'three' } }] });
+  const srv = await startProviderServer({ provider: 'anthropic', requireKey: KEY, script: (_req, n) => ({ turn: { text: `answer ${n}` } }) });
   const other = await startProviderServer({ provider: 'anthropic', script: [] });
+  const refused = async (r, says) => {
+    const agent = await Agent.create({ model: provider('anthropic', { url: `${r.url}/old` }) }, { store: freshStore(), toolRegistry: tools() });
+    const e = await rejectsCode(agent.chat(big), 'PROVIDER_PROTOCOL');
+    assert.match(e.message, says);
+    assert.doesNotMatch(e.message, new RegExp(KEY));
+    await agent.close();
+    await r.close();
+    return e;
+  };
   try {
     for (const status of [307, 308]) {
       const r = await redirecting(srv, status);
+      bodies = [];
       const agent = await Agent.create({ model: provider('anthropic', { url: `${r.url}/old` }) }, { store: freshStore(), toolRegistry: tools() });
       const seen = srv.requests.length;
-      assert.equal((await agent.chat(big)).text, status === 307 ? 'one' : 'three');
-      if (status === 307) assert.equal((await agent.chat('and again')).text, 'two');
+      assert.match((await agent.chat(big)).text, /^answer/);
+      assert.match((await agent.chat('and again')).text, /^answer/);
       await agent.close();
-      assert.ok(bodies.includes('stream'), `a request went out as a stream: ${bodies}`);
+      // Each request twice (the redirect, then the follow), the second request in parts.
+      assert.deepEqual(bodies, ['bytes', 'bytes', 'stream', 'stream'], `${status}`);
       const got = srv.requests.slice(seen);
-      assert.equal(got.length, status === 307 ? 2 : 1, 'each request reached the server once');
-      assert.ok(JSON.stringify(got[0].body.messages[0]).includes(big), 'the whole body followed the redirect');
-      assert.equal(r.hops.length, got.length);
+      assert.equal(got.length, 2, 'each request reached the server once');
+      for (const g of got) assert.ok(JSON.stringify(g.body.messages[0]).includes(big), 'the whole body followed the redirect');
+      assert.ok(JSON.stringify(got[1].body.messages.at(-1)).includes('and again'));
+      assert.equal(r.hops.length, 2);
       await r.close();
     }
     // To another origin: the key is not sent there, and the error names where.
     const cross = await redirecting(srv, 307, `${other.url}/new`);
-    const agent = await Agent.create({ model: provider('anthropic', { url: `${cross.url}/old` }) }, { store: freshStore(), toolRegistry: tools() });
-    const e = await rejectsCode(agent.chat(big), 'PROVIDER_PROTOCOL');
-    assert.match(e.message, /another origin/);
+    await refused(cross, /another origin/);
     assert.equal(other.requests.length, 0, 'nothing reached the other origin');
     assert.equal(cross.hops.length, 1, 'not retried');
-    await agent.close();
-    await cross.close();
     const moved = await redirecting(srv, 302);
-    const a2 = await Agent.create({ model: provider('anthropic', { url: `${moved.url}/old` }) }, { store: freshStore(), toolRegistry: tools() });
-    const e2 = await rejectsCode(a2.chat(big), 'PROVIDER_PROTOCOL');
-    assert.match(e2.message, /302.*GET.*set baseURL/);
-    await a2.close();
-    await moved.close();
+    await refused(moved, /302.*GET.*set baseURL/);
+    // A redirect to itself: given up after 5 hops.
+    const loop = await redirecting(srv, 307, '/old');
+    await refused(loop, /more than 5 times/);
+    assert.equal(loop.hops.length, 6);
+    // No location at all.
+    const nowhere = await redirecting(srv, 307, null);
+    await refused(nowhere, /without a usable location/);
   } finally {
     globalThis.fetch = realFetch;
     await srv.close();

@@ -405,7 +405,7 @@ export class Session extends SessionView {
       // One buffer of the blob's size (up to RESERVE_MAX: the size is a claim
       // until the slices are read): the slices are copied in once, not again
       // each time a growing buffer moves.
-      call(() => b.reserve(Math.min(size, RESERVE_MAX)));
+      b.reserve(Math.min(size, RESERVE_MAX));
       await readBlobSlices(blob, size, BLOB_CHUNK, (chunk) => call(() => b.push(chunk)));
       const name = (blob as { name?: unknown }).name;
       return new Session(call(() => b.finish(json(opts), typeof name === 'string' ? name : null)));

@@ -408,7 +408,11 @@ impl<S: Storage> Store<S> {
         opts: &ImportOptions,
     ) -> Result<(StoredSessionInfo, ImportSummary)> {
         let load = opts.limits.load_options();
-        load.check_file_size(bytes.len() as u64)?;
+        load.check_file_size(bytes.len() as u64)
+            .map_err(|e| match &opts.source {
+                Some(s) => e.with_path(s.clone()),
+                None => e,
+            })?;
         let format = match opts.format {
             None | Some(ImportFormat::Auto) => detect_with(&bytes, &opts.limits)?,
             Some(f) => f,
@@ -958,7 +962,11 @@ impl<S: Storage> Store<S> {
                     source: None,
                     name,
                     now_ms,
-                    limits: crate::LimitOptions::default(),
+                    // A branch of a stored session is never refused for its size.
+                    limits: crate::LimitOptions {
+                        max_file_bytes: u64::MAX,
+                        ..Default::default()
+                    },
                 },
             )
             .await?;

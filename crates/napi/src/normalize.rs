@@ -12,7 +12,7 @@ use napi::{Env, JsString, Task};
 use napi_derive::napi;
 
 use crate::util::{
-    JsonText, err, external_string, guard, json_text, now_ms, push_utf16_with, utf8_of,
+    JsonText, err, external_string, guard, json_text, now_ms, opts, push_utf16_with, utf8_of,
 };
 
 /// `fromProvider`: a provider request fragment → `{system?, systemRole?, messages, tools?}` (JSON).
@@ -344,6 +344,32 @@ impl Task for ImportTask {
     fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
         Ok(output)
     }
+}
+
+/// `LIMIT_EXCEEDED` when a file of `size` bytes is more than `limits`'
+/// `maxFileBytes` allows (LimitOptions as JSON), with `path`: checked before
+/// a file the TypeScript layer reads itself (for progress) is read.
+#[napi]
+pub fn check_file_size(
+    size: f64,
+    limits: Option<String>,
+    path: Option<String>,
+) -> napi::Result<()> {
+    guard(|| {
+        let limits: forkpoint_core::LimitOptions = opts(limits)?;
+        let size = if size.is_finite() && size > 0.0 {
+            size as u64
+        } else {
+            0
+        };
+        limits
+            .load_options()
+            .check_file_size(size)
+            .map_err(|e| match path {
+                Some(p) => e.with_path(p),
+                None => e,
+            })
+    })
 }
 
 /// `importSession`: reads a pi, Claude Code or Codex session (`src` path or

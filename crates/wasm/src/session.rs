@@ -154,17 +154,12 @@ impl NativeSessionBuilder {
     }
 
     /// Makes room for `bytes` more bytes at once (the size of the file being
-    /// read), so the buffer is not grown, and copied, as it fills. A size past
-    /// `maxFileBytes` is `LIMIT_EXCEEDED` before anything is read; memory that
-    /// cannot be had is not an error here: the pushes then grow it.
-    pub fn reserve(&mut self, bytes: f64) -> Result<(), JsError> {
-        if bytes.is_finite() && bytes > 0.0 {
-            self.opts.check_file_size(bytes as u64).map_err(err)?;
-            if bytes < usize::MAX as f64 {
-                let _ = self.buf.try_reserve_exact(bytes as usize);
-            }
+    /// read), so the buffer is not grown, and copied, as it fills. Memory
+    /// that cannot be had is not an error here: the pushes then grow it.
+    pub fn reserve(&mut self, bytes: f64) {
+        if bytes.is_finite() && bytes > 0.0 && bytes < usize::MAX as f64 {
+            let _ = self.buf.try_reserve_exact(bytes as usize);
         }
-        Ok(())
     }
 
     /// Appends a chunk (`LIMIT_EXCEEDED` once the bytes are more than

@@ -416,6 +416,13 @@ export declare function buildProviderRequestJson(api: string, optionsJson: strin
 /** `SessionMigrator.checkCompatibility` (CompatibilityReport as JSON). */
 export declare function checkCompatibilityJson(source: string, target: string): string
 
+/**
+ * `LIMIT_EXCEEDED` when a file of `size` bytes is more than `limits`'
+ * `maxFileBytes` allows (LimitOptions as JSON), with `path`: checked before
+ * a file the TypeScript layer reads itself (for progress) is read.
+ */
+export declare function checkFileSize(size: number, limits?: string | undefined | null, path?: string | undefined | null): void
+
 /** `MessageNormalizer.denormalize`: canonical message(s) → `{message, report}` (JSON). */
 export declare function denormalizeMessageJson(normalized: string, provider: string, model?: string | undefined | null): string
 

@@ -851,6 +851,7 @@ module.exports.NativeUtf8Text = nativeBinding.NativeUtf8Text
 module.exports.NativeWriter = nativeBinding.NativeWriter
 module.exports.buildProviderRequestJson = nativeBinding.buildProviderRequestJson
 module.exports.checkCompatibilityJson = nativeBinding.checkCompatibilityJson
+module.exports.checkFileSize = nativeBinding.checkFileSize
 module.exports.denormalizeMessageJson = nativeBinding.denormalizeMessageJson
 module.exports.fromProviderJson = nativeBinding.fromProviderJson
 module.exports.importSessionJson = nativeBinding.importSessionJson

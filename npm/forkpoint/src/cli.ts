@@ -4,7 +4,7 @@
  * agent to a checkpoint. `bin/forkpoint.mjs` calls `main`; the exit codes are
  * in `exitCode`.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -59,6 +59,17 @@ function progressBar(format: string): { update(value: number, total: number): vo
 }
 
 const MiB = (n: number) => (n / 2 ** 20).toFixed(1);
+
+/** `--max-file-bytes`: a byte count. */
+function bytesOption(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('a whole number of bytes');
+  return n;
+}
+
+/** `maxFileBytes` checked before a file is read (the core decides). */
+const checkFileSize = (size: number, limits: { maxFileBytes?: number }, path: string) =>
+  call(() => native.checkFileSize(size, JSON.stringify(limits), path));
 
 /** `{base}{suffix}` in `dir`, `base` the file's name without `.jsonl` / `.gz` (and `.forkpoint` when `all`). */
 function beside(file: string, dir: string, suffix: string, all = false): string {
@@ -252,7 +263,11 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .action(async (id: string, o: { json?: boolean }) => {
       const s = await store();
       const info = JSON.parse(await s.inspectJson(id)) as Inspected;
-      const session = s instanceof JSONStore ? await SessionLoader.open(join(s.dir, id, 'session.jsonl')) : SessionLoader.fromJsonl((await s.exportAgent(id)).session);
+      // An agent's own session is never refused for its size.
+      const session =
+        s instanceof JSONStore
+          ? await SessionLoader.open(join(s.dir, id, 'session.jsonl'), { maxFileBytes: Number.MAX_SAFE_INTEGER })
+          : SessionLoader.fromJsonl((await s.exportAgent(id)).session, { maxFileBytes: Number.MAX_SAFE_INTEGER });
       if (o.json) return out(JSON.stringify({ ...info, tree: session.getBranch().getTree() }, null, 2));
       const m = info.meta;
       out(`${bold(id)}  ${m.model ? `${m.model.provider}/${m.model.model}` : ''}  created ${m.createdAt}`);
@@ -391,9 +406,12 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .command('inspect <file>')
     .description('any session file (pi v1–v3, forkpoint; .jsonl or .jsonl.gz): metadata and branch tree')
     .option('--json', 'machine-readable output')
-    .action(async (file: string, o: { json?: boolean }) => {
+    .option('--max-file-bytes <n>', 'the largest file read (default 4 GiB)', bytesOption)
+    .action(async (file: string, o: { json?: boolean; maxFileBytes?: number }) => {
       // (A missing file: Node's ENOENT, printed as NOT_FOUND by formatError.)
       const size = statSync(file).size;
+      const limits = o.maxFileBytes === undefined ? {} : { maxFileBytes: o.maxFileBytes };
+      checkFileSize(size, limits, file);
       // Large plain files: a first pass in batches, with a progress bar.
       if (size > 64 << 20 && !file.endsWith('.gz') && process.stderr.isTTY) {
         const bar = new SingleBar({ format: 'reading {bar} {percentage}% {value}/{total} MiB', stream: process.stderr }, Presets.shades_classic);
@@ -405,7 +423,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
         }
         bar.stop();
       }
-      const s = await SessionLoader.open(file);
+      const s = await SessionLoader.open(file, limits);
       const md = s.getMetadata();
       if (o.json) return out(JSON.stringify({ metadata: md, tree: s.getBranch().getTree() }, null, 2));
       out(`${bold(file)}  ${(size / 2 ** 20).toFixed(1)} MiB`);
@@ -423,7 +441,8 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
     .option('--copy', 'a copy under a new random id (default file: {name}.copy-{id}.forkpoint.jsonl)')
     .option('--overwrite', 'replace the file if it exists')
     .option('--json', 'machine-readable output ({path, summary})')
-    .action(async (file: string, o: { out?: string; dir: string; format: string; copy?: boolean; overwrite?: boolean; json?: boolean }) => {
+    .option('--max-file-bytes <n>', 'the largest file read (default 4 GiB)', bytesOption)
+    .action(async (file: string, o: { out?: string; dir: string; format: string; copy?: boolean; overwrite?: boolean; json?: boolean; maxFileBytes?: number }) => {
       const id = o.copy ? randomUUID() : undefined;
       const to = o.out ?? beside(file, o.dir, id ? `.copy-${id.slice(0, 8)}.forkpoint.jsonl` : '.forkpoint.jsonl');
       const bar = progressBar('importing {bar} {percentage}% {value}/{total} MiB');
@@ -434,6 +453,7 @@ export async function main(argv: string[], deps: CliDeps = {}): Promise<void> {
           id,
           format: o.format as 'auto',
           overwrite: o.overwrite ?? false,
+          ...(o.maxFileBytes === undefined ? {} : { maxFileBytes: o.maxFileBytes }),
           onProgress: (p) => bar.update(Number(MiB(p.bytes)), Number(MiB(p.total))),
         });
       } catch (e) {

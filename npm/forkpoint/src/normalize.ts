@@ -152,8 +152,9 @@ export const SessionMigrator = {
 
 /**
  * Options of `importSession`. The limits (`maxDecompressedBytes`,
- * `maxCompressionRatio`, `maxLineBytes`, `maxEntries`) apply to the source
- * as to `SessionLoader.open`; crossing one is `LIMIT_EXCEEDED`.
+ * `maxCompressionRatio`, `maxLineBytes`, `maxEntries`, `maxFileBytes`) apply
+ * to the source as to `SessionLoader.open`; crossing one is `LIMIT_EXCEEDED`
+ * (a file past `maxFileBytes` before it is read).
  */
 export interface ImportOptions extends LimitOptions {
   /** `'auto'` (default: detected from the first lines), `'pi'`, `'claude-code'` or `'codex'`. */
@@ -203,7 +204,7 @@ export async function importSession(source: string | Uint8Array, opts: ImportOpt
   }
   const dst = to;
   let bytes = typeof source === 'string' ? null : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
-  if (typeof source === 'string' && opts.onProgress) bytes = await readWithProgress(source, opts.onProgress);
+  if (typeof source === 'string' && opts.onProgress) bytes = await readWithProgress(source, opts.onProgress, opts);
   if (opts.onProgress) opts.onProgress({ phase: 'convert', bytes: bytes?.byteLength ?? 0, total: bytes?.byteLength ?? 0 });
   const summary = JSON.parse(
     await callAsync(() =>
@@ -223,7 +224,7 @@ export async function importSession(source: string | Uint8Array, opts: ImportOpt
 }
 
 /** Reads the file at `path` in 8 MiB steps, reporting each (a missing file is `NOT_FOUND`). */
-async function readWithProgress(path: string, onProgress: NonNullable<ImportOptions['onProgress']>): Promise<Buffer> {
+async function readWithProgress(path: string, onProgress: NonNullable<ImportOptions['onProgress']>, limits: LimitOptions): Promise<Buffer> {
   let fh;
   try {
     // Non-blocking: opening a FIFO must not wait for a writer (checked below).
@@ -237,6 +238,8 @@ async function readWithProgress(path: string, onProgress: NonNullable<ImportOpti
     if (st.isDirectory()) throw new ForkpointError({ code: 'INVALID_INPUT', message: 'is a directory, not a session file', path });
     if (!st.isFile()) throw new ForkpointError({ code: 'INVALID_INPUT', message: 'is not a regular file (a FIFO, socket or device), not a session file', path });
     const total = st.size;
+    // maxFileBytes, before anything is read (the core decides).
+    call(() => native.checkFileSize(total, toJson(limits), path));
     if (total > bufc.MAX_LENGTH) throw new ForkpointError({ code: 'LIMIT_EXCEEDED', message: `the file is ${total} bytes, more than one buffer holds (${bufc.MAX_LENGTH})`, path });
     const out = Buffer.allocUnsafe(total);
     let off = 0;

@@ -233,6 +233,9 @@ export function createProviders(native: NativeProviderLike) {
      * it points (fetch would turn the POST into a GET, and the API key is not
      * sent to another origin). Elsewhere fetch follows redirects itself.
      */
+    /** The errors of redirects `post` would not follow (not retried). */
+    const unfollowed = new WeakSet<ForkpointError>();
+
     async function post(url: string, headers: Record<string, string>, body: WireRequest['body'], signal: AbortSignal): Promise<Response> {
       for (let hop = 0; ; hop++) {
         const b = fetchBody(body, streams);
@@ -258,18 +261,22 @@ export function createProviders(native: NativeProviderLike) {
           url = next!.href;
           continue;
         }
+        // Shown without any user and password the address may carry.
+        if (next) next.username = next.password = '';
         const why =
           next === null
-            ? `without a usable location (${JSON.stringify(location)})`
+            ? 'without a usable location'
             : !sameOrigin
               ? `to another origin, ${next.origin} (the API key is not sent there)`
               : hop >= 5
                 ? 'more than 5 times'
                 : `with ${res.status}, which would turn the POST into a GET`;
-        throw new ForkpointError({
+        const err = new ForkpointError({
           code: 'PROVIDER_PROTOCOL',
-          message: `${host} redirected the request ${why}${next ? `: set baseURL to the address it names, ${next.href}` : ''}`,
+          message: scrub(`${host} redirected the request ${why}${next ? `: set baseURL to the address it names, ${next.href}` : ''}`, secrets()),
         });
+        unfollowed.add(err);
+        throw err;
       }
     }
 
@@ -301,7 +308,7 @@ export function createProviders(native: NativeProviderLike) {
           done();
           if (signal.aborted) throw aborted();
           // A redirect that cannot be followed: the same at every attempt.
-          if (e instanceof ForkpointError) throw e;
+          if (e instanceof ForkpointError && unfollowed.has(e)) throw e;
           const why = timedOut ? `no answer in ${timeoutMs} ms` : describe(e);
           const err = new ForkpointError({ code: 'PROVIDER_UNAVAILABLE', message: scrub(`cannot reach ${host}: ${why}`, secret) });
           if (attempt >= maxRetries) throw err;
