@@ -105,7 +105,7 @@ export interface WasmBackend extends NativeNormalizerLike, NativeProviderLike {
   NativeSessionBuilder: new (opts?: string | null) => {
     reserve(bytes: number): void;
     push(chunk: Uint8Array): void;
-    finish(opts?: string | null, path?: string | null): NativeSessionLike;
+    finish(path?: string | null): NativeSessionLike;
     free(): void;
   };
 }
@@ -408,7 +408,7 @@ export class Session extends SessionView {
       b.reserve(Math.min(size, RESERVE_MAX));
       await readBlobSlices(blob, size, BLOB_CHUNK, (chunk) => call(() => b.push(chunk)));
       const name = (blob as { name?: unknown }).name;
-      return new Session(call(() => b.finish(json(opts), typeof name === 'string' ? name : null)));
+      return new Session(call(() => b.finish(typeof name === 'string' ? name : null)));
     } finally {
       b.free();
     }

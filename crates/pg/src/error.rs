@@ -70,17 +70,20 @@ pub(crate) fn pg_error(e: &postgres::Error, what: &str) -> Error {
     Error::new(kind, format!("{what}: {text}"))
 }
 
+/// The errors `e` wraps, outermost first.
+fn causes(e: &postgres::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    std::iter::successors(std::error::Error::source(e), |err| err.source())
+}
+
 /// `e` and the errors it wraps, as `a: b: c` (tokio-postgres's own text
 /// leaves them out: "error performing TLS handshake").
 fn with_causes(e: &postgres::Error) -> String {
     let mut text = e.to_string();
-    let mut at = std::error::Error::source(e);
-    while let Some(err) = at {
+    for err in causes(e) {
         let more = err.to_string();
         if !text.contains(&more) {
             text = format!("{text}: {more}");
         }
-        at = err.source();
     }
     text
 }
@@ -88,21 +91,13 @@ fn with_causes(e: &postgres::Error) -> String {
 /// The rustls error a failed connection carries, if any (tokio-rustls gives
 /// it inside an `io::Error`, whose `source` skips it).
 fn tls_cause(e: &postgres::Error) -> Option<&rustls::Error> {
-    let mut at: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(err) = at {
-        if let Some(r) = err.downcast_ref::<rustls::Error>() {
-            return Some(r);
-        }
-        if let Some(r) = err
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        {
-            return Some(r);
-        }
-        at = err.source();
-    }
-    None
+    causes(e).find_map(|err| {
+        err.downcast_ref::<rustls::Error>().or_else(|| {
+            err.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        })
+    })
 }
 
 /// `Result<T, postgres::Error>` → `forkpoint_core::Result<T>`.

@@ -172,12 +172,11 @@ impl NativeSessionBuilder {
         Ok(())
     }
 
-    /// Loads the collected bytes as a session.
-    pub fn finish(
-        &mut self,
-        opts: Option<String>,
-        path: Option<String>,
-    ) -> Result<NativeSession, JsError> {
-        NativeSession::from_bytes(std::mem::take(&mut self.buf), opts, path)
+    /// Loads the collected bytes as a session, with the builder's options.
+    pub fn finish(&mut self, path: Option<String>) -> Result<NativeSession, JsError> {
+        Ok(NativeSession {
+            inner: Session::from_file_bytes(std::mem::take(&mut self.buf), &self.opts, path)
+                .map_err(err)?,
+        })
     }
 }
