@@ -232,7 +232,18 @@ fn a_writer_that_locks_a_replaced_file_sees_it_and_goes_to_the_new_one() {
     }
     assert!(!names_inode(&writers_open, &dst).unwrap());
     drop(writers_open);
-    let f = open_locked(&dst).unwrap();
+    // The new file's lock too may be held a moment by such a child.
+    let mut tries = 0;
+    let f = loop {
+        match open_locked(&dst) {
+            Ok(f) => break f,
+            Err(e) if e.code == ErrorCode::SessionLocked && tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
     assert!(names_inode(&f, &dst).unwrap());
     // The lock is the writer's: a writer and a replacement both see it.
     let e = FileWriter::open(&dst, &opts(), 0, 1).err().unwrap();
