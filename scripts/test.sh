@@ -8,6 +8,16 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --browser
 export PATH="$PWD/node_modules/.bin:$PATH"
 
+# Every temporary file of the run (the tests', their children's, Cargo's test
+# binaries', Chromium's) goes in one directory made here and removed at the
+# end, passed or failed: a test killed or failed midway leaves nothing in
+# /tmp, and neither does one that forgets its clean-up. Open to every user
+# like /tmp itself: the PostgreSQL clusters run as `postgres`.
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/forkpoint-test.XXXXXX")
+chmod 1777 "$run_tmp"
+trap 'rm -rf "$run_tmp" 2>/dev/null || true' EXIT
+export TMPDIR="$run_tmp"
+
 # Every step has a time limit, so a hang fails the run with the step's name
 # instead of running into CI's own limit.
 step() {
