@@ -1,7 +1,9 @@
 //! Canonical messages → provider requests. The messages are expected to have
 //! been through [`super::transform`] for the target; the encoders only reshape.
 
-use std::collections::HashSet;
+/// Ids are hashed with foldhash (as in [`super::ids`]): a long conversation
+/// looks up and stores one per item.
+type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 
 use super::canon::*;
 use super::jv::{J, Key};
@@ -849,11 +851,13 @@ fn repeated_item_ids(
     let mut keep = Vec::with_capacity(out.len().saturating_sub(start));
     // The last reasoning sent is marked with its place in `keep` and its id.
     let mut pairs: ReasoningPairs<(usize, String)> = ReasoningPairs::default();
-    for item in out.iter_mut().skip(start) {
-        let type_ = item.str_of("type").map(|k| k.into_owned());
+    // Read where they lie (most items are sent as they are: nothing copied).
+    for at in start..out.len() {
+        let item = &out[at];
+        let type_ = item.str_of("type");
         let kind = ItemKind::of(type_.as_deref());
-        let type_ = type_.unwrap_or_else(|| "message".into());
-        let call_id = item.str_of("call_id").map(|c| c.into_owned());
+        let type_ = type_.unwrap_or(std::borrow::Cow::Borrowed("message"));
+        let call_id = item.str_of("call_id");
         if let (ItemKind::HostedOutput, Some(c)) = (kind, &call_id)
             && !ctx.calls.output(c)
         {
@@ -868,8 +872,10 @@ fn repeated_item_ids(
         }
         // A hosted call (function and custom calls keep their item, and the
         // rules pair their outputs).
-        let call = call_id.filter(|_| kind == ItemKind::Required);
-        let Some(id) = item.str_of("id").map(|s| s.into_owned()) else {
+        let call = call_id
+            .filter(|_| kind == ItemKind::Required)
+            .map(|c| c.into_owned());
+        let Some(id) = item.str_of("id") else {
             pairs.item_without_id(kind);
             if let Some(c) = call {
                 ctx.calls.sent(c);
@@ -877,23 +883,25 @@ fn repeated_item_ids(
             keep.push(true);
             continue;
         };
-        let mine = ctx.sent_ids.contains(&id);
-        let before = !mine && ctx.sent_before.as_ref().is_some_and(|s| s.contains(&id));
+        let mine = ctx.sent_ids.contains(&*id);
+        let before = !mine && ctx.sent_before.as_ref().is_some_and(|s| s.contains(&*id));
         if before {
-            ctx.assumed.push(id.clone());
+            ctx.assumed.push(id.to_string());
         }
         let repeated = mine || before;
-        let (fate, follows) = pairs.item(kind, repeated, || (keep.len(), id.clone()));
+        let (fate, follows) = pairs.item(kind, repeated, || (keep.len(), id.to_string()));
+        let mut drop_id = false;
         match fate {
             Fate::Sent => {
+                let id = id.to_string();
                 ctx.sent_ids.insert(id.clone());
-                ctx.unsent.push(id.clone());
+                ctx.unsent.push(id);
                 if let Some(c) = call {
                     ctx.calls.sent(c);
                 }
             }
             Fate::IdDropped => {
-                item.remove("id");
+                drop_id = true;
                 rep.step(
                     "item_id_repeated",
                     Some(i),
@@ -935,6 +943,9 @@ fn repeated_item_ids(
                 "thinking",
                 format!("reasoning item {rid:?} left out: the item after it, {id:?}, is not sent as it was (Responses rejects a reasoning item without the item that follows it)"),
             );
+        }
+        if drop_id {
+            out[at].remove("id");
         }
         keep.push(fate != Fate::LeftOut);
     }

@@ -16,7 +16,9 @@
 //! [`RequestCache::clear`] when it replaces any. The last kept message is
 //! compared to be sure.
 
-use std::collections::HashSet;
+/// Ids are hashed with foldhash (as in [`super::ids`]): a long conversation
+/// looks up and stores one per item.
+type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -407,7 +409,7 @@ impl Default for RequestCache {
             sealed: Vec::new(),
             open: String::new(),
             ids: IdMap::new(),
-            synthetic: HashSet::new(),
+            synthetic: HashSet::default(),
             sent: Default::default(),
             calls: encode::CallState::default(),
             transformed: 0,
@@ -997,7 +999,7 @@ fn responses_item_ids_before(
     msgs: &[J],
     cuts: &[usize],
 ) -> Vec<(usize, std::sync::Arc<HashSet<String>>)> {
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let mut out = Vec::with_capacity(cuts.len());
     let mut next = 0;
     for (i, m) in msgs.iter().enumerate() {
@@ -1180,7 +1182,7 @@ fn split_parts(
         };
         parts.push(alone);
     }
-    let mut made_up: HashSet<&str> = HashSet::new();
+    let mut made_up: HashSet<&str> = HashSet::default();
     for (k, part) in parts.iter().enumerate() {
         if part.made_up.iter().any(|id| made_up.contains(id.as_str())) {
             return Ok(Joined::Whole(msgs));
@@ -1349,16 +1351,14 @@ fn split_parts(
     })))
 }
 
-type FastSet<T> = HashSet<T, foldhash::fast::RandomState>;
-
 /// What [`alone_ok`] found in a part.
 struct Alone<'a> {
     /// Its made-up call ids.
     made_up: Vec<String>,
     /// Its call ids as results may name them (borrowed from the trees, or,
     /// with escapes, owned).
-    calls: FastSet<&'a str>,
-    owned: FastSet<String>,
+    calls: HashSet<&'a str>,
+    owned: HashSet<String>,
     /// Its results that answer none of its calls.
     unknown: Vec<String>,
 }
@@ -1380,8 +1380,8 @@ impl Alone<'_> {
 fn alone_ok(part: &[J]) -> Option<Alone<'_>> {
     let mut a = Alone {
         made_up: Vec::new(),
-        calls: FastSet::default(),
-        owned: FastSet::default(),
+        calls: HashSet::default(),
+        owned: HashSet::default(),
         unknown: Vec::new(),
     };
     for m in part {
