@@ -1,5 +1,5 @@
 //! Times `session.toProvider` in Rust (development aid; `npm run bench` is the
-//! real benchmark): `session_convert_timing FILE TARGET`.
+//! real benchmark): `session_convert_timing FILE TARGET [THREADS [ROUNDS]]`.
 use std::time::Instant;
 
 fn main() {
@@ -9,7 +9,8 @@ fn main() {
         .expect("load");
     let target = args.get(1).map(String::as_str).unwrap_or("anthropic");
     let threads: usize = args.get(2).and_then(|t| t.parse().ok()).unwrap_or(1);
-    for _ in 0..3 {
+    let rounds: usize = args.get(3).and_then(|t| t.parse().ok()).unwrap_or(3);
+    for _ in 0..rounds {
         let t0 = Instant::now();
         let c = s.context(None).expect("context");
         let t1 = Instant::now();

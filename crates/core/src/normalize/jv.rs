@@ -684,7 +684,7 @@ impl J {
     /// UTF-16 surrogate.
     pub fn has_lone_surrogate(&self) -> bool {
         match self {
-            J::Str(raw) => raw.escaped() && raw.contains("\\u") && lone_surrogates(raw).1,
+            J::Str(raw) => raw.escaped() && has_lone(raw),
             J::Arr(a) => a.iter().any(J::has_lone_surrogate),
             J::Obj(m) => m
                 .iter()
@@ -702,24 +702,22 @@ impl J {
                 .map(|x| x.replace_lone_surrogates_except(keep))
                 .sum(),
             J::Obj(_) => {
-                let skip: Vec<bool> = match &*self {
-                    J::Obj(m) => m.iter().map(|(k, _)| keep(self, &unescape(k))).collect(),
-                    _ => Vec::new(),
-                };
+                // Member by member, asking `keep` about the object as it was
+                // (keys are fixed after every question is asked).
+                let mut n = 0;
+                let mut at = 0;
+                loop {
+                    let J::Obj(m) = &*self else { return 0 };
+                    let Some((k, _)) = m.get(at) else { break };
+                    let kept = keep(self, &unescape(k));
+                    let J::Obj(m) = self else { return 0 };
+                    if !kept {
+                        n += m[at].1.replace_lone_surrogates_except(keep);
+                    }
+                    at += 1;
+                }
                 let J::Obj(m) = self else { return 0 };
-                let mut keys = 0;
-                let n: usize = m
-                    .iter_mut()
-                    .zip(skip)
-                    .map(|((k, v), s)| {
-                        keys += fix_lone(k);
-                        if s {
-                            0
-                        } else {
-                            v.replace_lone_surrogates_except(keep)
-                        }
-                    })
-                    .sum();
+                let keys: usize = m.iter_mut().map(|(k, _)| fix_lone(k)).sum();
                 if keys > 0 {
                     last_of_each_key(m);
                 }
@@ -768,7 +766,7 @@ fn last_of_each_key(m: &mut Vec<(Key, J)>) {
 /// Replaces lone-surrogate escapes in a string's or a key's escaped text
 /// with U+FFFD; returns how many.
 fn fix_lone(raw: &mut S) -> usize {
-    if !raw.escaped() || !raw.contains("\\u") {
+    if !raw.escaped() || !has_lone(raw) {
         return 0;
     }
     let (fixed, found) = lone_surrogates(raw);
@@ -800,7 +798,39 @@ pub(crate) fn key_eq(raw: &S, key: &str) -> bool {
 /// The escaped text with lone-surrogate escapes replaced by `\ufffd`, and whether any was found.
 /// Whether an object key (escaped text) holds an escape of a lone surrogate.
 pub(crate) fn key_has_lone_surrogate(k: &str) -> bool {
-    k.contains("\\u") && lone_surrogates(k).1
+    has_lone(k)
+}
+
+/// Whether escaped text holds an escape of a lone surrogate ([`lone_surrogates`]
+/// without making the fixed text: most text has none).
+fn has_lone(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    let mut from = 0;
+    while let Some(k) = memchr::memmem::find(&b[from..], b"\\u") {
+        let i = from + k;
+        // `\\u` after an odd run of backslashes is text, not an escape:
+        // counted from the run's start, as `lone_surrogates` reads it.
+        let run = b[..i].iter().rev().take_while(|&&c| c == b'\\').count();
+        if run % 2 == 1 {
+            from = i + 1;
+            continue;
+        }
+        let cu = b.get(i + 2..).and_then(hex4).unwrap_or(0);
+        if (0xD800..0xDC00).contains(&cu)
+            && b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
+            && b.get(i + 8..)
+                .and_then(hex4)
+                .is_some_and(|lo| (0xDC00..0xE000).contains(&lo))
+        {
+            from = i + 12;
+        } else if (0xD800..0xE000).contains(&cu) {
+            return true;
+        } else {
+            from = i + 2;
+        }
+    }
+    false
 }
 
 fn lone_surrogates(raw: &str) -> (String, bool) {
@@ -1110,6 +1140,28 @@ mod tests {
         let spaced = J::parse(" { \"a\" : [ 1 , true ] } ").unwrap();
         assert_eq!(spaced.text(), r#"{"a":[1,true]}"#);
         assert_eq!(spaced.get("a").unwrap().as_arr().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_quick_lone_surrogate_check_agrees_with_the_fix() {
+        for t in [
+            r"plain",
+            r"\ud800",
+            r"\\ud800",
+            r"\\\ud800",
+            r"\\\\ud800",
+            r"\ud83d\ude00",
+            r"\ud83d\ude00\ud83d",
+            r"\ude00\ud83d",
+            r"\ud83d\\ude00",
+            r"\u001b[0m \u00e9 \uDBFF\uDFFF",
+            r"\uDBFF",
+            r"x\\u\u0041\ud800",
+            r"\u",
+            r"\ud83d\u",
+        ] {
+            assert_eq!(has_lone(t), lone_surrogates(t).1, "{t}");
+        }
     }
 
     #[test]

@@ -480,7 +480,7 @@ pub fn apply_parts(
                                 && match target {
                                     Provider::Anthropic => sig.is_some(),
                                     Provider::Responses => {
-                                        sig.as_ref().and_then(reasoning_item).is_some()
+                                        sig.as_ref().is_some_and(is_reasoning_item)
                                     }
                                     Provider::OpenAi => !redacted,
                                     Provider::Google => !redacted,
@@ -1146,7 +1146,7 @@ fn report_signature(rep: &mut CompatibilityReport, i: usize, sig: Option<&J>) {
     if sig.is_none() {
         return;
     }
-    if sig.and_then(reasoning_item).is_some() {
+    if sig.is_some_and(is_reasoning_item) {
         rep.lossy("reasoning_item_dropped", Some(i), "thinkingSignature", "a Responses reasoning item (and its encrypted_content) only goes back to OpenAI Responses".into());
     } else {
         rep.lossy(
@@ -1174,6 +1174,41 @@ pub(super) fn reasoning_item(sig: &J) -> Option<J> {
         .filter(|item| item.is("type", "reasoning"))
 }
 
+/// Whether a thinking signature holds a Responses reasoning item:
+/// `reasoning_item(sig).is_some()`, read by the validating scanner instead
+/// of built as a tree (the report and the transform only ask; a signature
+/// carries the item's `encrypted_content`, kilobytes long).
+pub(super) fn is_reasoning_item(sig: &J) -> bool {
+    use crate::json::{self, Kind, ObjectReader};
+    let J::Str(raw) = sig else { return false };
+    if !raw.trim_start_matches(' ').starts_with(['{', '\\']) {
+        return false;
+    }
+    let Some(text) = sig.as_str() else {
+        return false;
+    };
+    let b = text.as_bytes();
+    let Ok(mut r) = ObjectReader::open(b, 0, 1, json::DEFAULT_MAX_DEPTH) else {
+        return false;
+    };
+    // The last `type` decides, as `J::get` reads repeated keys.
+    let mut reasoning = false;
+    loop {
+        match r.next_key() {
+            Ok(Some(key)) => {
+                let Ok(v) = r.skip_value() else { return false };
+                if json::key_is(&key, &text, "type") {
+                    reasoning =
+                        v.kind == Kind::String && v.str(&text).as_deref() == Some("reasoning");
+                }
+            }
+            Ok(None) => break,
+            Err(_) => return false,
+        }
+    }
+    reasoning && json::skip_ws(b, r.end()) == b.len()
+}
+
 fn origin_name(m: &J) -> String {
     match origin(m) {
         Some(p) => p.name().to_string(),
@@ -1181,5 +1216,47 @@ fn origin_name(m: &J) -> String {
             .str_of("api")
             .map(|s| s.to_string())
             .unwrap_or_else(|| "an unknown origin".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reasoning_item_check_agrees_with_the_parse() {
+        let deep = format!(
+            r#"{{"type":"reasoning","x":{}1{}}}"#,
+            "[".repeat(600),
+            "]".repeat(600)
+        );
+        let items = [
+            r#"{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}"#,
+            r#"  {"id":"rs_1","type":"reasoning"}  "#,
+            r#"{"type":"reasoning","type":"message"}"#,
+            r#"{"type":"message","type":"reasoning"}"#,
+            r#"{"typ\u0065":"reas\u006fning"}"#,
+            r#"{"type":"reasoning"} x"#,
+            r#"{"type":"reasoning",}"#,
+            r#"{"type":"reasoning""#,
+            r#"{"type":["reasoning"]}"#,
+            r#"{"type":null}"#,
+            r#"["reasoning"]"#,
+            r#"{}"#,
+            r#"{"a":1.}"#,
+            r#"opaque-signature"#,
+            r#""#,
+            &deep,
+        ];
+        for text in items {
+            let sig = J::s(text);
+            assert_eq!(
+                is_reasoning_item(&sig),
+                reasoning_item(&sig).is_some(),
+                "{text}"
+            );
+        }
+        assert!(is_reasoning_item(&J::s(items[0])) && is_reasoning_item(&J::s(items[4])));
+        assert!(!is_reasoning_item(&J::Null));
     }
 }
