@@ -852,8 +852,7 @@ fn repeated_item_ids(
     // The last reasoning sent is marked with its place in `keep` and its id.
     let mut pairs: ReasoningPairs<(usize, String)> = ReasoningPairs::default();
     // Read where they lie (most items are sent as they are: nothing copied).
-    for at in start..out.len() {
-        let item = &out[at];
+    for item in out.iter_mut().skip(start) {
         let type_ = item.str_of("type");
         let kind = ItemKind::of(type_.as_deref());
         let type_ = type_.unwrap_or(std::borrow::Cow::Borrowed("message"));
@@ -945,7 +944,7 @@ fn repeated_item_ids(
             );
         }
         if drop_id {
-            out[at].remove("id");
+            item.remove("id");
         }
         keep.push(fate != Fate::LeftOut);
     }
