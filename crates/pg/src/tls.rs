@@ -16,12 +16,13 @@
 //! default file `~/.postgresql/root.crt` when it exists; `sslrootcert=system`
 //! takes the platform's trusted ones and requires `verify-full`, as in libpq.
 //! `sslcert` and `sslkey` (PEM files, both or neither) give a client
-//! certificate. As in libpq, TLS is not used on Unix sockets ([`checked`]).
+//! certificate; on Unix the key file must not be readable by others (0600,
+//! or 0640 when root owns it), as libpq requires. As in libpq, TLS is not
+//! used on Unix sockets ([`checked`]).
 //! Differences from libpq: `allow` tries TLS first (tokio-postgres has no
 //! plain-first mode); `prefer` does not fall back to a plain connection when
 //! the TLS handshake fails; client certificates are only read from the files
-//! named (no default files, no `sslpassword`, no check of the key file's
-//! mode); `verify-full` matches subject alternative names only (webpki: no
+//! named (no default files, no `sslpassword`); `verify-full` matches subject alternative names only (webpki: no
 //! fallback to a CN-only certificate's common name); no environment
 //! variable is read (`PGSSLMODE`…), as tokio-postgres reads none.
 
@@ -330,11 +331,13 @@ impl Tls {
             (None, None) => builder.with_no_client_auth(),
             (Some(cert), Some(key)) => {
                 let chain = certs_from(&PathBuf::from(cert), "sslcert")?;
-                let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+                let path = key;
+                let key = PrivateKeyDer::from_pem_file(path).map_err(|e| {
                     bad(format!(
-                        "sslkey {key}: no private key could be read ({e}); it must be an unencrypted PEM key (PKCS#8, PKCS#1 or SEC1)"
+                        "sslkey {path}: no private key could be read ({e}); it must be an unencrypted PEM key (PKCS#8, PKCS#1 or SEC1)"
                     ))
                 })?;
+                key_file_private(path)?;
                 builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| bad(format!("sslcert and sslkey cannot be used together: {e}")))?
@@ -377,6 +380,36 @@ fn default_root_file() -> Option<PathBuf> {
     } else {
         std::env::home_dir().map(|h| h.join(".postgresql").join("root.crt"))
     }
+}
+
+/// libpq's rule for a private key file on Unix: a regular file that only its
+/// owner can read when the owner is the user connecting (0600 or less), or
+/// only root and root's group when root owns it (0640 or less). Anyone else
+/// who could read the key could connect as its certificate says.
+#[cfg(unix)]
+fn key_file_private(path: &str) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Error::invalid_input(format!("sslkey {path} cannot be read: {e}")))?;
+    if !meta.is_file() {
+        return Err(Error::invalid_input(format!(
+            "sslkey {path} is not a regular file"
+        )));
+    }
+    let mode = meta.mode() & 0o7777;
+    let mine = meta.uid() == rustix::process::geteuid().as_raw();
+    if (mine && mode & 0o077 != 0) || (meta.uid() == 0 && mode & 0o037 != 0) {
+        return Err(Error::invalid_input(format!(
+            "sslkey {path} has group or world access (mode {mode:04o}); as libpq requires, it must be u=rw (0600) or less when owned by the user connecting, or u=rw,g=r (0640) or less when owned by root (chmod 600 {path})"
+        )));
+    }
+    Ok(())
+}
+
+/// Windows has no such modes (libpq checks nothing there either).
+#[cfg(not(unix))]
+fn key_file_private(_path: &str) -> Result<()> {
+    Ok(())
 }
 
 fn certs_from(path: &PathBuf, what: &str) -> Result<Vec<CertificateDer<'static>>> {

@@ -75,6 +75,11 @@ fn make_certificates() -> (ServerTls, Files) {
     ] {
         std::fs::write(files.path(name), text).unwrap();
     }
+    // A private key only its owner reads (libpq's rule, which forkpoint keeps);
+    // the same key open to others, for the test that refuses it.
+    std::fs::copy(files.path("client.key"), files.path("open.key")).unwrap();
+    set_mode(&files.path("client.key"), 0o600);
+    set_mode(&files.path("open.key"), 0o644);
     let server = ServerTls {
         cert_pem: server_cert,
         key_pem: server_key,
@@ -297,7 +302,28 @@ fn client_certificates(env: &Env) {
     let (code, msg) = fails(env.connect(env.url(true, "user=certuser sslcert=CLIENTCERT")));
     assert_eq!(code, ErrorCode::InvalidInput, "{msg}");
     assert!(msg.contains("sslcert and sslkey go together"), "{msg}");
+    // The right key, readable by anyone: refused before anything is sent.
+    let open = env.url(
+        true,
+        "user=certuser sslmode=verify-full sslrootcert=CA sslcert=CLIENTCERT sslkey=CLIENTKEY",
+    );
+    let open = open.replace("client.key", "open.key");
+    let (code, msg) = fails(env.connect(open));
+    assert_eq!(code, ErrorCode::InvalidInput, "{msg}");
+    assert!(
+        msg.contains("group or world access (mode 0644)") && msg.contains("open.key"),
+        "{msg}"
+    );
 }
+
+#[cfg(unix)]
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &std::path::Path, _mode: u32) {}
 
 /// A password user over TLS with `channel_binding=require` (SCRAM-SHA-256-PLUS,
 /// bound to the server's certificate); a wrong password is still refused.
@@ -383,6 +409,43 @@ fn system_roots(env: &Env) {
     );
 }
 
+/// libpq's default root certificate file, `~/.postgresql/root.crt`: read
+/// when no `sslrootcert` is given, so that `require` checks the chain (as
+/// `verify-ca`) once it exists. Run in a child process of this binary with
+/// its own `HOME`.
+fn default_root_file(env: &Env) {
+    let home = tempfile::tempdir().unwrap();
+    let run = |extra: &str| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .arg("--connect-child")
+            .arg(env.url(false, &format!("user=postgres {extra}")))
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    // No file: require does not check the certificate; verify-ca has nothing to check with.
+    assert_eq!(run("sslmode=require"), (Some(0), String::new()));
+    let (status, said) = run("sslmode=verify-ca");
+    assert_eq!(status, Some(3), "{said}");
+    let dir = home.path().join(".postgresql");
+    std::fs::create_dir(&dir).unwrap();
+    // A stranger's CA there: require now checks the chain, and refuses it.
+    std::fs::copy(env.files.path("stranger.pem"), dir.join("root.crt")).unwrap();
+    let (status, said) = run("sslmode=require");
+    assert_eq!(status, Some(3), "{said}");
+    assert!(said.contains("UnknownIssuer"), "{said}");
+    // The right CA: both connect; an sslrootcert given still wins over the file.
+    std::fs::copy(env.files.path("ca.pem"), dir.join("root.crt")).unwrap();
+    assert_eq!(run("sslmode=require"), (Some(0), String::new()));
+    assert_eq!(run("sslmode=verify-ca"), (Some(0), String::new()));
+    let (status, said) = run("sslmode=verify-ca sslrootcert=STRANGER");
+    assert_eq!(status, Some(3), "{said}");
+}
+
 type Test = (&'static str, fn(&Env));
 
 fn main() {
@@ -429,6 +492,7 @@ fn main() {
         ("scram_with_channel_binding", scram_with_channel_binding),
         ("unusable_settings", unusable_settings),
         ("system_roots", system_roots),
+        ("default_root_file", default_root_file),
     ];
     for (name, f) in own {
         let f = *f;
