@@ -4,7 +4,7 @@
 // check the error and the peak memory of the whole process.
 import { createRequire } from 'node:module';
 import { openAsBlob, readFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
+import { basename, join, dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 
 const require = createRequire(import.meta.url);
@@ -14,28 +14,32 @@ const opts = optsJson ? JSON.parse(optsJson) : undefined;
 async function run(name, f) {
   let code = null;
   let message = null;
+  let path = null;
   try {
     await f();
   } catch (e) {
     code = e?.code ?? 'NOT_A_FORKPOINT_ERROR';
     message = String(e?.message);
+    path = e?.path ?? null;
   }
-  process.stdout.write(`${JSON.stringify({ op: name, code, message, maxRssKiB: process.resourceUsage().maxRSS })}\n`);
+  process.stdout.write(`${JSON.stringify({ op: name, code, message, path, maxRssKiB: process.resourceUsage().maxRSS })}\n`);
 }
 
 const out = () => join(tmpdir(), `fp-limits-${process.pid}-${Math.random().toString(36).slice(2)}.jsonl`);
 
-if (['store', 'web-import', 'web-open', 'store-blob', 'web-import-blob', 'web-blob'].includes(op)) {
+if (['store', 'web-import', 'web-open', 'store-blob', 'web-import-blob', 'web-blob', 'store-file', 'web-import-file', 'web-file'].includes(op)) {
   await import('fake-indexeddb/auto');
   const web = await import('forkpoint-web');
-  if (op.endsWith('blob')) {
+  if (op.endsWith('blob') || op.endsWith('file')) {
     // The file as a Blob read only when sliced (Node's openAsBlob): a size
-    // check must come before any read.
-    const blob = await openAsBlob(path);
-    if (op === 'store-blob') {
+    // check must come before any read. As a File, it has a name (its
+    // errors' path).
+    const lazy = await openAsBlob(path);
+    const blob = op.endsWith('file') ? new File([lazy], basename(path)) : lazy;
+    if (op.startsWith('store')) {
       const store = await web.IndexedDbStore.open(`limits-${process.pid}`);
       await run('store.importSession (Blob)', () => store.importSession(blob, opts));
-    } else if (op === 'web-import-blob') {
+    } else if (op.startsWith('web-import')) {
       await run('importSession (web, Blob)', () => web.importSession(blob, opts));
     } else {
       await run('Session.fromBlob (web)', () => web.Session.fromBlob(blob, opts));

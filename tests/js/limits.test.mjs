@@ -11,7 +11,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, openSync, writeSync, closeSync, writeFileSync, existsSync, truncateSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const child = fileURLToPath(new URL('./limits-child.mjs', import.meta.url));
@@ -109,6 +109,11 @@ test('maxFileBytes: a 5 GiB file is refused before it is read (default 4 GiB); a
   // The gzip bomb is 3 MB on disk: under a 1 MiB limit, refused as a file.
   for (const op of ['open', 'lazy', 'import', 'import-progress', 'web-open', 'web-import', 'store', 'web-blob', 'store-blob', 'web-import-blob']) {
     await expectBounded(op, big, { maxFileBytes: MiB }, 'LIMIT_EXCEEDED', 'maxFileBytes');
+  }
+  // A File's name is the error's path (a Blob has none).
+  for (const op of ['web-file', 'store-file', 'web-import-file']) {
+    const r = await expectBounded(op, big, { maxFileBytes: MiB }, 'LIMIT_EXCEEDED', 'maxFileBytes');
+    assert.equal(r.path, basename(big), op);
   }
   // At the limit exactly, a file loads.
   const ok = join(dir, 'ok.jsonl');

@@ -101,7 +101,7 @@ export interface WasmBackend extends NativeNormalizerLike, NativeProviderLike {
   };
   redactSecretsJson(json: string): string;
   NativeRequestBuilder: new (target: string, options?: string | null) => NativeRequestBuilderLike;
-  checkFileSize(size: number, limits?: string | null): void;
+  checkFileSize(size: number, limits?: string | null, path?: string | null): void;
   NativeSessionBuilder: new (opts?: string | null) => {
     reserve(bytes: number): void;
     push(chunk: Uint8Array): void;
@@ -401,18 +401,23 @@ export class Session extends SessionView {
     try {
       // maxFileBytes: refused before anything is read when the size says so
       // (and as the slices come, when it lied).
-      call(() => wasm().checkFileSize(size, json(opts)));
+      call(() => wasm().checkFileSize(size, json(opts), blobName(blob)));
       // One buffer of the blob's size (up to RESERVE_MAX: the size is a claim
       // until the slices are read): the slices are copied in once, not again
       // each time a growing buffer moves.
       b.reserve(Math.min(size, RESERVE_MAX));
       await readBlobSlices(blob, size, BLOB_CHUNK, (chunk) => call(() => b.push(chunk)));
-      const name = (blob as { name?: unknown }).name;
-      return new Session(call(() => b.finish(typeof name === 'string' ? name : null)));
+      return new Session(call(() => b.finish(blobName(blob))));
     } finally {
       b.free();
     }
   }
+}
+
+/** A `File`'s name (a plain `Blob` has none): the `path` of its errors. */
+function blobName(blob: Blob): string | null {
+  const name = (blob as { name?: unknown }).name;
+  return typeof name === 'string' ? name : null;
 }
 
 function stripPath(opts?: LoadOptions & { path?: string }): LoadOptions | undefined {
@@ -778,7 +783,7 @@ async function readSource(
   if (typeof source === 'string') return new TextEncoder().encode(source);
   if (source instanceof Uint8Array) return source;
   const size = blobSize(source);
-  call(() => wasm().checkFileSize(size, toJson(limits)));
+  call(() => wasm().checkFileSize(size, toJson(limits), blobName(source)));
   // One buffer of the claimed size only up to RESERVE_MAX; a larger Blob is
   // joined once every slice has come (its size then proven).
   const out = size <= RESERVE_MAX ? new Uint8Array(size) : null;

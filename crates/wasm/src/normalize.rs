@@ -174,7 +174,11 @@ impl NativeMigration {
 /// `maxFileBytes` allows (LimitOptions as JSON): checked before a `Blob` is
 /// read whole.
 #[wasm_bindgen(js_name = checkFileSize)]
-pub fn check_file_size(size: f64, limits: Option<String>) -> Result<(), JsError> {
+pub fn check_file_size(
+    size: f64,
+    limits: Option<String>,
+    path: Option<String>,
+) -> Result<(), JsError> {
     let limits: forkpoint_core::LimitOptions =
         forkpoint_core::types::options_from_json(limits.as_deref()).map_err(err)?;
     let size = if size.is_finite() && size > 0.0 {
@@ -182,7 +186,14 @@ pub fn check_file_size(size: f64, limits: Option<String>) -> Result<(), JsError>
     } else {
         0
     };
-    limits.load_options().check_file_size(size).map_err(err)
+    limits
+        .load_options()
+        .check_file_size(size)
+        .map_err(|e| match path {
+            Some(p) => e.with_path(p),
+            None => e,
+        })
+        .map_err(err)
 }
 
 #[wasm_bindgen(js_name = importSessionJson)]
