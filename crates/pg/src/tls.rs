@@ -332,12 +332,14 @@ impl Tls {
             (Some(cert), Some(key)) => {
                 let chain = certs_from(&PathBuf::from(cert), "sslcert")?;
                 let path = key;
+                // Before a byte is read (as libpq): a FIFO or a device is
+                // refused at once, not read from forever.
+                key_file_private(path)?;
                 let key = PrivateKeyDer::from_pem_file(path).map_err(|e| {
                     bad(format!(
                         "sslkey {path}: no private key could be read ({e}); it must be an unencrypted PEM key (PKCS#8, PKCS#1 or SEC1)"
                     ))
                 })?;
-                key_file_private(path)?;
                 builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| bad(format!("sslcert and sslkey cannot be used together: {e}")))?
@@ -382,10 +384,10 @@ fn default_root_file() -> Option<PathBuf> {
     }
 }
 
-/// libpq's rule for a private key file on Unix: a regular file that only its
-/// owner can read when the owner is the user connecting (0600 or less), or
-/// only root and root's group when root owns it (0640 or less). Anyone else
-/// who could read the key could connect as its certificate says.
+/// libpq's rule for a private key file on Unix (`fe-secure-openssl.c`): a
+/// regular file, which no one but its owner can read, write or run (0600 or
+/// less), or, when root owns it, root's group may read too (0640 or less).
+/// Anyone else who could read the key could connect as its certificate says.
 #[cfg(unix)]
 fn key_file_private(path: &str) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
@@ -397,10 +399,14 @@ fn key_file_private(path: &str) -> Result<()> {
         )));
     }
     let mode = meta.mode() & 0o7777;
-    let mine = meta.uid() == rustix::process::geteuid().as_raw();
-    if (mine && mode & 0o077 != 0) || (meta.uid() == 0 && mode & 0o037 != 0) {
+    let open = if meta.uid() == 0 {
+        mode & 0o037
+    } else {
+        mode & 0o077
+    };
+    if open != 0 {
         return Err(Error::invalid_input(format!(
-            "sslkey {path} has group or world access (mode {mode:04o}); as libpq requires, it must be u=rw (0600) or less when owned by the user connecting, or u=rw,g=r (0640) or less when owned by root (chmod 600 {path})"
+            "sslkey {path} has group or world access (mode {mode:04o}); as libpq requires, it must be u=rw (0600) or less, or u=rw,g=r (0640) or less when root owns it (chmod 600 {path})"
         )));
     }
     Ok(())

@@ -80,6 +80,9 @@ fn make_certificates() -> (ServerTls, Files) {
     std::fs::copy(files.path("client.key"), files.path("open.key")).unwrap();
     set_mode(&files.path("client.key"), 0o600);
     set_mode(&files.path("open.key"), 0o644);
+    // A certificate where a key should be, private as a key must be.
+    std::fs::copy(files.path("ca.pem"), files.path("notakey.pem")).unwrap();
+    set_mode(&files.path("notakey.pem"), 0o600);
     let server = ServerTls {
         cert_pem: server_cert,
         key_pem: server_key,
@@ -107,7 +110,8 @@ impl Env<'_> {
             .replace("STRANGER", &quoted(&self.files.path("stranger.pem")))
             .replace("CLIENTCERT", &quoted(&self.files.path("client.pem")))
             .replace("CLIENTKEY", &quoted(&self.files.path("client.key")))
-            .replace("EMPTY", &quoted(&self.files.path("empty.pem")));
+            .replace("EMPTY", &quoted(&self.files.path("empty.pem")))
+            .replace("NOTAKEY", &quoted(&self.files.path("notakey.pem")));
         format!(
             "{host} port={} dbname=postgres connect_timeout=10 {extra}",
             self.c.port()
@@ -314,6 +318,35 @@ fn client_certificates(env: &Env) {
         msg.contains("group or world access (mode 0644)") && msg.contains("open.key"),
         "{msg}"
     );
+    // Owned by root, root's group may read it too (libpq's rule, whoever connects).
+    if root_owns(&env.files.path("open.key")) {
+        set_mode(&env.files.path("open.key"), 0o640);
+        let group = env.url(
+            true,
+            "user=certuser sslmode=verify-full sslrootcert=CA sslcert=CLIENTCERT sslkey=CLIENTKEY",
+        );
+        let s = env
+            .connect(group.replace("client.key", "open.key"))
+            .unwrap();
+        // Connected as certuser by its certificate alone (pg_hba: cert), in a
+        // schema of its own: a session written and read back.
+        let (mut e, init) = Expect::new("by-group-key");
+        let l = block_on(s.create("by-group-key", &init)).unwrap();
+        block_on(s.write(&l, &e.step(1, 1, false))).unwrap();
+        block_on(check_stored(&s, &e, "written with a key root owns at 0640"));
+        set_mode(&env.files.path("open.key"), 0o644);
+    }
+}
+
+#[cfg(unix)]
+fn root_owns(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().uid() == 0
+}
+
+#[cfg(not(unix))]
+fn root_owns(_path: &std::path::Path) -> bool {
+    false
 }
 
 #[cfg(unix)]
@@ -365,7 +398,10 @@ fn unusable_settings(env: &Env) {
             "sslmode=require sslrootcert=system",
             "needs sslmode=verify-full",
         ),
-        ("sslcert=CLIENTCERT sslkey=CA", "no private key"),
+        ("sslcert=CLIENTCERT sslkey=NOTAKEY", "no private key"),
+        ("sslcert=CLIENTCERT sslkey=CA", "group or world access"),
+        // Refused before it is read (reading would never end).
+        ("sslcert=CLIENTCERT sslkey=/dev/zero", "not a regular file"),
         ("sslkey=CLIENTKEY", "go together"),
     ] {
         let (code, msg) = fails(env.connect(env.url(true, &format!("user=postgres {extra}"))));
@@ -444,6 +480,7 @@ fn default_root_file(env: &Env) {
     assert_eq!(run("sslmode=verify-ca"), (Some(0), String::new()));
     let (status, said) = run("sslmode=verify-ca sslrootcert=STRANGER");
     assert_eq!(status, Some(3), "{said}");
+    assert!(said.contains("UnknownIssuer"), "{said}");
 }
 
 type Test = (&'static str, fn(&Env));
