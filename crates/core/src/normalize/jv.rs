@@ -702,8 +702,11 @@ impl J {
                 .map(|x| x.replace_lone_surrogates_except(keep))
                 .sum(),
             J::Obj(_) => {
-                // Member by member, asking `keep` about the object as it was
-                // (keys are fixed after every question is asked).
+                // Member by member, without a list of answers made first:
+                // `keep` is asked with the members before already fixed (it
+                // reads keys and decoded values, which a fix leaves alike:
+                // a lone surrogate reads as U+FFFD before and after), and the
+                // keys are fixed after every question is asked.
                 let mut n = 0;
                 let mut at = 0;
                 loop {
@@ -801,18 +804,19 @@ pub(crate) fn key_has_lone_surrogate(k: &str) -> bool {
     has_lone(k)
 }
 
-/// Whether escaped text holds an escape of a lone surrogate ([`lone_surrogates`]
-/// without making the fixed text: most text has none).
+/// Whether escaped text holds an escape of a lone surrogate: what
+/// [`lone_surrogates`] finds, read the same way (escape by escape from the
+/// start, on any text), without making the fixed text: most text has none.
 fn has_lone(raw: &str) -> bool {
     let b = raw.as_bytes();
-    let mut from = 0;
-    while let Some(k) = memchr::memmem::find(&b[from..], b"\\u") {
-        let i = from + k;
-        // `\\u` after an odd run of backslashes is text, not an escape:
-        // counted from the run's start, as `lone_surrogates` reads it.
-        let run = b[..i].iter().rev().take_while(|&&c| c == b'\\').count();
-        if run % 2 == 1 {
-            from = i + 1;
+    let mut i = 0;
+    while i < b.len() {
+        let Some(k) = memchr::memchr(b'\\', &b[i..]) else {
+            break;
+        };
+        i += k;
+        if b.get(i + 1) != Some(&b'u') {
+            i += 2;
             continue;
         }
         let cu = b.get(i + 2..).and_then(hex4).unwrap_or(0);
@@ -823,11 +827,11 @@ fn has_lone(raw: &str) -> bool {
                 .and_then(hex4)
                 .is_some_and(|lo| (0xDC00..0xE000).contains(&lo))
         {
-            from = i + 12;
+            i += 12;
         } else if (0xD800..0xE000).contains(&cu) {
             return true;
         } else {
-            from = i + 2;
+            i += 6;
         }
     }
     false
@@ -1159,6 +1163,11 @@ mod tests {
             r"x\\u\u0041\ud800",
             r"\u",
             r"\ud83d\u",
+            r"\u\ud800",
+            r"\u000\\ud800",
+            r"\u00\ud800",
+            r"\\",
+            r"x\",
         ] {
             assert_eq!(has_lone(t), lone_surrogates(t).1, "{t}");
         }

@@ -1230,7 +1230,18 @@ mod tests {
             "[".repeat(600),
             "]".repeat(600)
         );
+        // The item is depth 1: 511 arrays in it are the most J::parse takes (512).
+        let nested = |n: usize| {
+            format!(
+                r#"{{"type":"reasoning","x":{}1{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        let (at_limit, past_limit) = (nested(511), nested(512));
         let items = [
+            at_limit.as_str(),
+            past_limit.as_str(),
             r#"{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}"#,
             r#"  {"id":"rs_1","type":"reasoning"}  "#,
             r#"{"type":"reasoning","type":"message"}"#,
@@ -1246,7 +1257,7 @@ mod tests {
             r#"{"a":1.}"#,
             r#"opaque-signature"#,
             r#""#,
-            &deep,
+            deep.as_str(),
         ];
         for text in items {
             let sig = J::s(text);
@@ -1256,7 +1267,8 @@ mod tests {
                 "{text}"
             );
         }
-        assert!(is_reasoning_item(&J::s(items[0])) && is_reasoning_item(&J::s(items[4])));
+        assert!(is_reasoning_item(&J::s(items[2])) && is_reasoning_item(&J::s(items[6])));
+        assert!(is_reasoning_item(&J::s(&at_limit)) && !is_reasoning_item(&J::s(&past_limit)));
         assert!(!is_reasoning_item(&J::Null));
     }
 }
