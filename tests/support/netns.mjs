@@ -20,11 +20,15 @@
 //
 // Needs root (CAP_NET_ADMIN) and iproute2; `hostsSupported()` says why not.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const claimsDir = join(tmpdir(), 'forkpoint-netns-claims');
+// Namespaces and links are the machine's, so their claims are kept where
+// every run finds them: /run (cleared at boot, as the namespaces are), not
+// the run's own TMPDIR (npm test gives each run one, removed at its end:
+// claims there would hide a killed run's leftovers from the next sweep).
+const claimsDir = join(existsSync('/run') ? '/run' : tmpdir(), 'forkpoint-netns-claims');
 
 function ip(args, { check = true } = {}) {
   const r = spawnSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
