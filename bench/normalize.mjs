@@ -155,7 +155,7 @@ for (const t of TARGETS) {
   }
 }
 out.push('whole/⅛: step N+1 on the whole context divided by step N+1 on its first eighth (goal ≈ 1: the cost follows the new messages, not the length).');
-out.push('step N+1 is timed after a full GC of the worker (--expose-gc), so that a pause to collect the bench\'s own parsed context (1.4 GB of JS objects) is not counted as the step.');
+out.push('step N+1 is timed after a full GC of the worker (--expose-gc): GC pauses are left out (collecting step N\'s output traces the 1.4 GB of parsed context the worker keeps; without the GC about one step in five took 4–8 ms at either length).');
 {
   // Sub-millisecond steps make the ratio noise: the goal is read as the
   // whole context's step within 2 ms of its eighth's.
