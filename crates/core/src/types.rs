@@ -154,6 +154,23 @@ impl LimitOptions {
             ..LoadOptions::default()
         }
     }
+
+    /// [`LoadOptions::check_file_size`] of a size a binding was told (a JS
+    /// number: a file's `stat` size, a Blob's `size`, which a negative or
+    /// non-finite value never exceeds the limit by), naming `path` when known.
+    pub fn check_claimed_file_size(&self, size: f64, path: Option<String>) -> crate::Result<()> {
+        let size = if size.is_finite() && size > 0.0 {
+            size as u64
+        } else {
+            0
+        };
+        self.load_options()
+            .check_file_size(size)
+            .map_err(|e| match path {
+                Some(p) => e.with_path(p),
+                None => e,
+            })
+    }
 }
 
 /// Options for a lazy resume.

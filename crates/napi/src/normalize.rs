@@ -357,18 +357,7 @@ pub fn check_file_size(
 ) -> napi::Result<()> {
     guard(|| {
         let limits: forkpoint_core::LimitOptions = opts(limits)?;
-        let size = if size.is_finite() && size > 0.0 {
-            size as u64
-        } else {
-            0
-        };
-        limits
-            .load_options()
-            .check_file_size(size)
-            .map_err(|e| match path {
-                Some(p) => e.with_path(p),
-                None => e,
-            })
+        limits.check_claimed_file_size(size, path)
     })
 }
 

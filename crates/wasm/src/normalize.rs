@@ -181,19 +181,7 @@ pub fn check_file_size(
 ) -> Result<(), JsError> {
     let limits: forkpoint_core::LimitOptions =
         forkpoint_core::types::options_from_json(limits.as_deref()).map_err(err)?;
-    let size = if size.is_finite() && size > 0.0 {
-        size as u64
-    } else {
-        0
-    };
-    limits
-        .load_options()
-        .check_file_size(size)
-        .map_err(|e| match path {
-            Some(p) => e.with_path(p),
-            None => e,
-        })
-        .map_err(err)
+    limits.check_claimed_file_size(size, path).map_err(err)
 }
 
 #[wasm_bindgen(js_name = importSessionJson)]
