@@ -17,7 +17,7 @@ run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/forkpoint-test.XXXXXX")
 chmod 1777 "$run_tmp"
 # A step killed at its time limit can leave servers it started (a PostgreSQL
 # cluster, Chromium) running on files in here: they are stopped first.
-trap 'pkill -KILL -f -- "$run_tmp/" 2>/dev/null; rm -rf "$run_tmp" 2>/dev/null || true' EXIT
+trap 'pkill -KILL -f -- "$run_tmp/" 2>/dev/null || true; rm -rf "$run_tmp" 2>/dev/null || true' EXIT
 export TMPDIR="$run_tmp"
 
 # Every step has a time limit, so a hang fails the run with the step's name
