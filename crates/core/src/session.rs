@@ -310,11 +310,7 @@ impl Session {
         opts: &LoadOptions,
         path: Option<String>,
     ) -> Result<Session> {
-        opts.check_file_size(bytes.len() as u64)
-            .map_err(|e| match &path {
-                Some(p) => e.with_path(p.clone()),
-                None => e,
-            })?;
+        opts.check_file_size_at(bytes.len() as u64, path.as_deref())?;
         Self::from_bytes(bytes, opts, path)
     }
 

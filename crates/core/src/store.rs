@@ -408,11 +408,7 @@ impl<S: Storage> Store<S> {
         opts: &ImportOptions,
     ) -> Result<(StoredSessionInfo, ImportSummary)> {
         let load = opts.limits.load_options();
-        load.check_file_size(bytes.len() as u64)
-            .map_err(|e| match &opts.source {
-                Some(s) => e.with_path(s.clone()),
-                None => e,
-            })?;
+        load.check_file_size_at(bytes.len() as u64, opts.source.as_deref())?;
         let format = match opts.format {
             None | Some(ImportFormat::Auto) => detect_with(&bytes, &opts.limits)?,
             Some(f) => f,

@@ -100,6 +100,14 @@ impl LoadOptions {
         }
         Ok(())
     }
+
+    /// [`LoadOptions::check_file_size`], its error naming `path` when known.
+    pub fn check_file_size_at(&self, len: u64, path: Option<&str>) -> crate::Result<()> {
+        self.check_file_size(len).map_err(|e| match path {
+            Some(p) => e.with_path(p),
+            None => e,
+        })
+    }
 }
 
 /// Limits for `listSessions` and `importSession` (as in [`LoadOptions`]).
@@ -165,11 +173,7 @@ impl LimitOptions {
             0
         };
         self.load_options()
-            .check_file_size(size)
-            .map_err(|e| match path {
-                Some(p) => e.with_path(p),
-                None => e,
-            })
+            .check_file_size_at(size, path.as_deref())
     }
 }
 

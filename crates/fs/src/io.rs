@@ -79,8 +79,7 @@ pub fn open_regular(path: &Path, what: &str) -> Result<(File, u64)> {
 /// `maxFileBytes` is `LIMIT_EXCEEDED`, and is not read.
 pub fn read_all(path: &Path, opts: &LoadOptions) -> Result<Vec<u8>> {
     let (f, len) = open_regular(path, "session file")?;
-    opts.check_file_size(len)
-        .map_err(|e| e.with_path(path.display().to_string()))?;
+    opts.check_file_size_at(len, Some(&path.display().to_string()))?;
     read_at(&f, path, 0, len)
 }
 
